@@ -1,0 +1,45 @@
+// What a calibration measures on one device: the problem sets (shape grids, size sweeps) and the
+// stopping rules. The driver runs a Plan; the plans for each device kind live in plan_<kind>.cpp.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "core/backend.hpp"
+#include "core/stats.hpp"
+
+namespace truepeak {
+
+enum class Suite { quick, full };
+
+struct Plan {
+  std::vector<GemmShape> gemm;
+  std::vector<std::pair<ConvShape, ConvLayout>> conv;
+  // Working-set sweep: every op in stream_ops at every size in stream_bytes (total bytes of all
+  // arrays). The sweep must reach at least 4x the last-level cache.
+  std::vector<StreamOp> stream_ops;
+  std::vector<std::int64_t> stream_bytes;
+  std::vector<DType> fma_dtypes;
+  // Host<->device transfers (GPU only): sizes for h2d/d2h, pinned and pageable.
+  std::vector<std::int64_t> transfer_bytes;
+  std::int64_t bidirectional_bytes = 0;  // 0: not measured
+  std::vector<std::int64_t> device_copy_bytes;
+
+  StopRule gemm_rule;
+  StopRule conv_rule;
+  StopRule stream_rule;
+  StopRule fma_rule;
+  StopRule overhead_rule;
+  StopRule transfer_rule;
+  StopRule sentinel_rule;
+  // A point measured while the sentinel ran slower than its quiet time by more than this ratio
+  // is measured again (at most `max_remeasure` times).
+  double sentinel_slowdown = 1.15;
+  int max_remeasure = 2;
+};
+
+Plan cpu_plan(const DeviceDescription& device, Suite suite);
+Plan gpu_plan(const DeviceDescription& device, Suite suite);
+
+}  // namespace truepeak

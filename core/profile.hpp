@@ -1,0 +1,153 @@
+// The calibrated hardware profile (schema 1.x): the data model, JSON conversion, and the reader
+// and writer. See schema/profile.schema.json and the README's "Profile format".
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/shapes.hpp"
+
+namespace truepeak {
+
+inline constexpr int kSchemaMajor = 1;
+inline constexpr int kSchemaMinor = 0;
+std::string schema_version_string();  // "1.0"
+
+// Timing statistics of one measured point. time_s is the fastest sample (the capability figure);
+// rates derive from it. median_s sits beside it.
+struct Timing {
+  double time_s = 0;
+  double median_s = 0;
+  double cv = 0;
+  int samples = 0;
+};
+
+struct GemmPoint {
+  GemmShape shape;
+  Timing timing;
+  double flops_per_s = 0;  // shape.flops() / timing.time_s
+  std::string impl;        // implementation that ran, where known
+};
+
+struct ConvPoint {
+  ConvShape shape;
+  std::string layout;  // "nchw", "nhwc", "blocked"
+  Timing timing;
+  double flops_per_s = 0;
+  std::string impl;
+};
+
+struct MemoryPoint {
+  std::string kernel;  // "copy", "scale", "add", "triad", "d2d_copy"
+  std::int64_t bytes = 0;  // working set
+  double Bps = 0;          // from the fastest sample
+  double median_Bps = 0;
+};
+
+struct LevelBandwidth {
+  std::string name;  // "L1", "L2", "L3", "DRAM", "HBM"
+  std::optional<std::int64_t> bytes;
+  double Bps = 0;
+};
+
+struct TransferSample {
+  std::int64_t bytes = 0;
+  double time_s = 0;
+};
+
+// time = latency_s + bytes / Bps, fitted over the points.
+struct TransferFit {
+  std::optional<double> latency_s;
+  std::optional<double> Bps;
+  std::vector<TransferSample> points;
+};
+
+struct Datasheet {
+  std::map<std::string, double> flops_per_s;         // dense matrix peak per dtype
+  std::map<std::string, double> vector_flops_per_s;  // vector/CUDA-core peak per dtype
+  std::optional<double> memory_Bps;
+  std::string source;  // how these were derived
+};
+
+struct Peaks {
+  std::map<std::string, double> flops_per_s;         // best measured GEMM per dtype
+  std::map<std::string, double> vector_flops_per_s;  // own FMA kernel per dtype
+  std::optional<double> memory_Bps;                  // best DRAM/HBM bandwidth
+};
+
+struct Skipped {
+  std::string what;
+  std::string reason;
+};
+
+struct Device {
+  std::string id;    // "cpu", "cuda:0"
+  std::string kind;  // "cpu", "gpu"
+  std::string name;
+  nlohmann::json libraries = nlohmann::json::object();
+  nlohmann::json properties = nlohmann::json::object();
+  std::optional<std::int64_t> memory_bytes;
+  Datasheet datasheet;
+  Peaks peaks;
+  std::vector<GemmPoint> gemm;
+  std::vector<ConvPoint> conv;
+  std::vector<MemoryPoint> memory_sweep;
+  std::vector<LevelBandwidth> memory_levels;
+  std::optional<double> overhead_op_s;
+  std::optional<double> overhead_graph_op_s;
+  // Keys: "h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable".
+  std::map<std::string, TransferFit> transfers;
+  std::optional<double> bidirectional_Bps;
+  // Conditions of the run: threads, sentinel spread, points re-measured, ...
+  nlohmann::json conditions = nlohmann::json::object();
+  std::vector<Skipped> skipped;
+};
+
+struct Machine {
+  std::string label;
+  std::string hostname;
+  std::string os;
+  std::string cpu_model;
+  int cpu_cores = 0;
+  std::optional<std::int64_t> memory_bytes;
+  std::optional<double> price_per_hour_usd;
+};
+
+struct ToolInfo {
+  std::string name = "truepeak";
+  std::string version;
+  std::string git_sha;
+  std::vector<std::string> argv;
+};
+
+struct Profile {
+  std::string schema_version = schema_version_string();
+  ToolInfo tool;
+  std::string created_utc;
+  bool complete = false;
+  Machine machine;
+  std::vector<Device> devices;
+
+  // nullptr when absent.
+  const Device* find_device(const std::string& id) const;
+};
+
+nlohmann::json to_json(const Profile& profile);
+// `where` names the source in error messages (a file path). Throws InputError on a missing or
+// mistyped field, and on a schema major version other than kSchemaMajor.
+Profile profile_from_json(const nlohmann::json& doc, const std::string& where);
+
+// Reads and parses a profile file. Throws InputError (unreadable, malformed, wrong version).
+Profile read_profile(const std::string& path);
+// Writes atomically: a temp file beside `path`, then rename. Throws InputError when the
+// directory is not writable.
+void write_profile(const std::string& path, const Profile& profile);
+// The same for any text (used by other writers too).
+void write_file_atomic(const std::string& path, const std::string& text);
+
+}  // namespace truepeak

@@ -1,0 +1,57 @@
+// Problems are values that print and parse: a canonical string names each one in logs, profiles
+// and tests. FLOPs and bytes are declared here once; rates are derived from them, nowhere else.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/dtype.hpp"
+
+namespace truepeak {
+
+// C[batch][m][n] = A[batch][m][k] * B[batch][k][n]; row-major, no transposes.
+// For int8 the output is int32; for the floating types it is the input type.
+struct GemmShape {
+  DType dtype = DType::f32;
+  std::int64_t m = 0, n = 0, k = 0, batch = 1;
+
+  double flops() const;  // 2 * batch * m * n * k
+  double bytes() const;  // A and B read once, C written once
+  // "bf16_b1m64n4096k4096"
+  std::string str() const;
+  static GemmShape parse(const std::string& text);  // throws InputError
+  friend bool operator==(const GemmShape&, const GemmShape&) = default;
+};
+
+// Forward 2-D convolution, benchdnn-style naming:
+// "f32_g1mb1ic64ih56iw56oc64kh3kw3sh1sw1ph1pw1dh1dw1" (square stride/pad/dilation here, so the
+// shorter form "f32_g1mb1ic64ih56oc64kh3sh1ph1dh1" is what str() prints and parse() reads).
+struct ConvShape {
+  DType dtype = DType::f32;
+  std::int64_t n = 1;   // batch
+  std::int64_t c = 0;   // input channels
+  std::int64_t h = 0, w = 0;  // input height and width
+  std::int64_t k = 0;   // output channels
+  std::int64_t r = 0, s = 0;  // filter height and width
+  std::int64_t stride = 1, pad = 0, dilation = 1, groups = 1;
+
+  std::int64_t out_h() const;
+  std::int64_t out_w() const;
+  double flops() const;  // 2 * n * k * out_h * out_w * (c / groups) * r * s
+  double bytes() const;  // input, weights read once, output written once
+  std::string str() const;
+  static ConvShape parse(const std::string& text);  // throws InputError
+  friend bool operator==(const ConvShape&, const ConvShape&) = default;
+};
+
+// STREAM kernels over arrays of doubles (CPU) or the backend's element type.
+enum class StreamOp { copy, scale, add, triad };
+std::string_view to_string(StreamOp op);
+// Number of arrays read and written per element: copy/scale 2, add/triad 3.
+int stream_arrays(StreamOp op);
+
+// Host<->device copies.
+enum class TransferDir { h2d, d2h };
+std::string_view to_string(TransferDir dir);
+
+}  // namespace truepeak
