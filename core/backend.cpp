@@ -1,0 +1,23 @@
+#include "core/backend.hpp"
+
+#include "core/error.hpp"
+
+namespace truepeak {
+
+std::unique_ptr<Kernel> Backend::graph_tiny_op() {
+  throw Unsupported("graph replay is not available on " + describe().id);
+}
+
+std::unique_ptr<Kernel> Backend::transfer(TransferDir, bool, std::int64_t) {
+  throw Unsupported("host-device transfers do not apply to " + describe().id);
+}
+
+std::unique_ptr<Kernel> Backend::transfer_bidirectional(std::int64_t) {
+  throw Unsupported("host-device transfers do not apply to " + describe().id);
+}
+
+std::unique_ptr<Kernel> Backend::device_copy(std::int64_t) {
+  throw Unsupported("device-to-device copies do not apply to " + describe().id);
+}
+
+}  // namespace truepeak

@@ -1,0 +1,458 @@
+#include "core/profile.hpp"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+
+namespace truepeak {
+namespace {
+
+using nlohmann::json;
+
+json optional_number(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+json optional_integer(const std::optional<std::int64_t>& v) { return v ? json(*v) : json(nullptr); }
+
+json to_json(const Timing& t, double flops_per_s, json point) {
+  point["time_s"] = t.time_s;
+  point["median_s"] = t.median_s;
+  point["flops_per_s"] = flops_per_s;
+  point["cv"] = t.cv;
+  point["samples"] = t.samples;
+  return point;
+}
+
+json to_json(const TransferFit& fit) {
+  json points = json::array();
+  for (const auto& p : fit.points) points.push_back({{"bytes", p.bytes}, {"time_s", p.time_s}});
+  return {{"latency_s", optional_number(fit.latency_s)}, {"Bps", optional_number(fit.Bps)}, {"points", points}};
+}
+
+json to_json(const Device& d) {
+  json gemm = json::array();
+  for (const auto& p : d.gemm) {
+    gemm.push_back(to_json(p.timing, p.flops_per_s,
+                           {{"dtype", to_string(p.shape.dtype)},
+                            {"m", p.shape.m},
+                            {"n", p.shape.n},
+                            {"k", p.shape.k},
+                            {"batch", p.shape.batch},
+                            {"impl", p.impl}}));
+  }
+  json conv = json::array();
+  for (const auto& p : d.conv) {
+    const auto& s = p.shape;
+    conv.push_back(to_json(p.timing, p.flops_per_s,
+                           {{"dtype", to_string(s.dtype)}, {"n", s.n}, {"c", s.c}, {"h", s.h}, {"w", s.w},
+                            {"k", s.k}, {"r", s.r}, {"s", s.s}, {"stride", s.stride}, {"pad", s.pad},
+                            {"dilation", s.dilation}, {"groups", s.groups}, {"layout", p.layout},
+                            {"impl", p.impl}}));
+  }
+  json sweep = json::array();
+  for (const auto& p : d.memory_sweep) {
+    sweep.push_back({{"kernel", p.kernel}, {"bytes", p.bytes}, {"Bps", p.Bps}, {"median_Bps", p.median_Bps}});
+  }
+  json levels = json::array();
+  for (const auto& l : d.memory_levels) {
+    levels.push_back({{"name", l.name}, {"bytes", optional_integer(l.bytes)}, {"Bps", l.Bps}});
+  }
+  json transfers = json::object();
+  for (const auto& [name, fit] : d.transfers) transfers[name] = to_json(fit);
+  transfers["bidirectional_Bps"] = optional_number(d.bidirectional_Bps);
+  json skipped = json::array();
+  for (const auto& s : d.skipped) skipped.push_back({{"what", s.what}, {"reason", s.reason}});
+
+  return {
+      {"id", d.id},
+      {"kind", d.kind},
+      {"name", d.name},
+      {"libraries", d.libraries},
+      {"properties", d.properties},
+      {"memory_bytes", optional_integer(d.memory_bytes)},
+      {"datasheet",
+       {{"flops_per_s", d.datasheet.flops_per_s},
+        {"vector_flops_per_s", d.datasheet.vector_flops_per_s},
+        {"memory_Bps", optional_number(d.datasheet.memory_Bps)},
+        {"source", d.datasheet.source}}},
+      {"peaks",
+       {{"flops_per_s", d.peaks.flops_per_s},
+        {"vector_flops_per_s", d.peaks.vector_flops_per_s},
+        {"memory_Bps", optional_number(d.peaks.memory_Bps)}}},
+      {"gemm", gemm},
+      {"conv", conv},
+      {"memory", {{"sweep", sweep}, {"levels", levels}}},
+      {"overhead", {{"op_s", optional_number(d.overhead_op_s)}, {"graph_op_s", optional_number(d.overhead_graph_op_s)}}},
+      {"transfers", transfers},
+      {"conditions", d.conditions},
+      {"skipped", skipped},
+  };
+}
+
+// Reading: every access names the JSON path, so an error says where and why.
+class Reader {
+ public:
+  explicit Reader(std::string where) : where_(std::move(where)) {}
+
+  [[noreturn]] void fail(const std::string& path, const std::string& why) const {
+    throw InputError(fmt::format("{}: {}: {}", where_, path.empty() ? "/" : path, why));
+  }
+
+  const json& field(const json& obj, const std::string& path, const char* key) const {
+    if (!obj.is_object()) fail(path, "expected an object");
+    auto it = obj.find(key);
+    if (it == obj.end()) fail(path, fmt::format("missing field '{}'", key));
+    return *it;
+  }
+  const json* optional_field(const json& obj, const std::string& path, const char* key) const {
+    if (!obj.is_object()) fail(path, "expected an object");
+    auto it = obj.find(key);
+    return (it == obj.end() || it->is_null()) ? nullptr : &*it;
+  }
+
+  static std::string type_name(const json& v) { return v.type_name(); }
+
+  double number(const json& obj, const std::string& path, const char* key) const {
+    const auto& v = field(obj, path, key);
+    if (!v.is_number()) fail(path + "/" + key, fmt::format("expected a number, got {}", type_name(v)));
+    return v.get<double>();
+  }
+  std::optional<double> optional_number(const json& obj, const std::string& path, const char* key) const {
+    const auto* v = optional_field(obj, path, key);
+    if (!v) return std::nullopt;
+    if (!v->is_number()) fail(path + "/" + key, fmt::format("expected a number or null, got {}", type_name(*v)));
+    return v->get<double>();
+  }
+  std::int64_t integer(const json& obj, const std::string& path, const char* key) const {
+    const auto& v = field(obj, path, key);
+    if (!v.is_number_integer() && !(v.is_number_float() && v.get<double>() == double(std::int64_t(v.get<double>())))) {
+      fail(path + "/" + key, fmt::format("expected an integer, got {}", type_name(v)));
+    }
+    return v.is_number_integer() ? v.get<std::int64_t>() : std::int64_t(v.get<double>());
+  }
+  std::optional<std::int64_t> optional_integer(const json& obj, const std::string& path, const char* key) const {
+    const auto* v = optional_field(obj, path, key);
+    if (!v) return std::nullopt;
+    if (!v->is_number_integer()) fail(path + "/" + key, fmt::format("expected an integer or null, got {}", type_name(*v)));
+    return v->get<std::int64_t>();
+  }
+  std::string string(const json& obj, const std::string& path, const char* key) const {
+    const auto& v = field(obj, path, key);
+    if (!v.is_string()) fail(path + "/" + key, fmt::format("expected a string, got {}", type_name(v)));
+    return v.get<std::string>();
+  }
+  std::string optional_string(const json& obj, const std::string& path, const char* key) const {
+    const auto* v = optional_field(obj, path, key);
+    if (!v) return {};
+    if (!v->is_string()) fail(path + "/" + key, fmt::format("expected a string, got {}", type_name(*v)));
+    return v->get<std::string>();
+  }
+  bool boolean(const json& obj, const std::string& path, const char* key) const {
+    const auto& v = field(obj, path, key);
+    if (!v.is_boolean()) fail(path + "/" + key, fmt::format("expected true or false, got {}", type_name(v)));
+    return v.get<bool>();
+  }
+  const json& array(const json& obj, const std::string& path, const char* key) const {
+    const auto& v = field(obj, path, key);
+    if (!v.is_array()) fail(path + "/" + key, fmt::format("expected an array, got {}", type_name(v)));
+    return v;
+  }
+  const json& object(const json& obj, const std::string& path, const char* key) const {
+    const auto& v = field(obj, path, key);
+    if (!v.is_object()) fail(path + "/" + key, fmt::format("expected an object, got {}", type_name(v)));
+    return v;
+  }
+  std::map<std::string, double> number_map(const json& obj, const std::string& path, const char* key) const {
+    std::map<std::string, double> out;
+    const auto* v = optional_field(obj, path, key);
+    if (!v) return out;
+    if (!v->is_object()) fail(path + "/" + key, fmt::format("expected an object, got {}", type_name(*v)));
+    for (const auto& [name, value] : v->items()) {
+      if (value.is_null()) continue;
+      if (!value.is_number()) {
+        fail(path + "/" + key + "/" + name, fmt::format("expected a number, got {}", type_name(value)));
+      }
+      out[name] = value.get<double>();
+    }
+    return out;
+  }
+  DType dtype(const json& obj, const std::string& path) const {
+    const auto name = string(obj, path, "dtype");
+    const auto d = parse_dtype(name);
+    if (!d) fail(path + "/dtype", fmt::format("unknown data type '{}'", name));
+    return *d;
+  }
+  Timing timing(const json& obj, const std::string& path) const {
+    Timing t;
+    t.time_s = number(obj, path, "time_s");
+    t.median_s = number(obj, path, "median_s");
+    t.cv = number(obj, path, "cv");
+    t.samples = static_cast<int>(integer(obj, path, "samples"));
+    return t;
+  }
+
+ private:
+  std::string where_;
+};
+
+TransferFit transfer_from_json(const Reader& r, const json& obj, const std::string& path) {
+  TransferFit fit;
+  fit.latency_s = r.optional_number(obj, path, "latency_s");
+  fit.Bps = r.optional_number(obj, path, "Bps");
+  if (const auto* points = r.optional_field(obj, path, "points")) {
+    if (!points->is_array()) r.fail(path + "/points", "expected an array");
+    for (std::size_t i = 0; i < points->size(); ++i) {
+      const auto p = fmt::format("{}/points/{}", path, i);
+      fit.points.push_back({r.integer((*points)[i], p, "bytes"), r.number((*points)[i], p, "time_s")});
+    }
+  }
+  return fit;
+}
+
+Device device_from_json(const Reader& r, const json& obj, const std::string& path) {
+  Device d;
+  d.id = r.string(obj, path, "id");
+  d.kind = r.string(obj, path, "kind");
+  d.name = r.string(obj, path, "name");
+  if (const auto* v = r.optional_field(obj, path, "libraries")) d.libraries = *v;
+  if (const auto* v = r.optional_field(obj, path, "properties")) d.properties = *v;
+  if (const auto* v = r.optional_field(obj, path, "conditions")) d.conditions = *v;
+  d.memory_bytes = r.optional_integer(obj, path, "memory_bytes");
+
+  if (const auto* ds = r.optional_field(obj, path, "datasheet")) {
+    const auto p = path + "/datasheet";
+    d.datasheet.flops_per_s = r.number_map(*ds, p, "flops_per_s");
+    d.datasheet.vector_flops_per_s = r.number_map(*ds, p, "vector_flops_per_s");
+    d.datasheet.memory_Bps = r.optional_number(*ds, p, "memory_Bps");
+    d.datasheet.source = r.optional_string(*ds, p, "source");
+  }
+  if (const auto* pk = r.optional_field(obj, path, "peaks")) {
+    const auto p = path + "/peaks";
+    d.peaks.flops_per_s = r.number_map(*pk, p, "flops_per_s");
+    d.peaks.vector_flops_per_s = r.number_map(*pk, p, "vector_flops_per_s");
+    d.peaks.memory_Bps = r.optional_number(*pk, p, "memory_Bps");
+  }
+  if (const auto* gemm = r.optional_field(obj, path, "gemm")) {
+    if (!gemm->is_array()) r.fail(path + "/gemm", "expected an array");
+    for (std::size_t i = 0; i < gemm->size(); ++i) {
+      const auto& g = (*gemm)[i];
+      const auto p = fmt::format("{}/gemm/{}", path, i);
+      GemmPoint pt;
+      pt.shape.dtype = r.dtype(g, p);
+      pt.shape.m = r.integer(g, p, "m");
+      pt.shape.n = r.integer(g, p, "n");
+      pt.shape.k = r.integer(g, p, "k");
+      pt.shape.batch = r.integer(g, p, "batch");
+      pt.timing = r.timing(g, p);
+      pt.flops_per_s = r.number(g, p, "flops_per_s");
+      pt.impl = r.optional_string(g, p, "impl");
+      d.gemm.push_back(std::move(pt));
+    }
+  }
+  if (const auto* conv = r.optional_field(obj, path, "conv")) {
+    if (!conv->is_array()) r.fail(path + "/conv", "expected an array");
+    for (std::size_t i = 0; i < conv->size(); ++i) {
+      const auto& c = (*conv)[i];
+      const auto p = fmt::format("{}/conv/{}", path, i);
+      ConvPoint pt;
+      auto& s = pt.shape;
+      s.dtype = r.dtype(c, p);
+      s.n = r.integer(c, p, "n");
+      s.c = r.integer(c, p, "c");
+      s.h = r.integer(c, p, "h");
+      s.w = r.integer(c, p, "w");
+      s.k = r.integer(c, p, "k");
+      s.r = r.integer(c, p, "r");
+      s.s = r.integer(c, p, "s");
+      s.stride = r.integer(c, p, "stride");
+      s.pad = r.integer(c, p, "pad");
+      s.dilation = r.integer(c, p, "dilation");
+      s.groups = r.integer(c, p, "groups");
+      pt.layout = r.optional_string(c, p, "layout");
+      pt.timing = r.timing(c, p);
+      pt.flops_per_s = r.number(c, p, "flops_per_s");
+      pt.impl = r.optional_string(c, p, "impl");
+      d.conv.push_back(std::move(pt));
+    }
+  }
+  if (const auto* mem = r.optional_field(obj, path, "memory")) {
+    const auto p = path + "/memory";
+    if (const auto* sweep = r.optional_field(*mem, p, "sweep")) {
+      if (!sweep->is_array()) r.fail(p + "/sweep", "expected an array");
+      for (std::size_t i = 0; i < sweep->size(); ++i) {
+        const auto& s = (*sweep)[i];
+        const auto sp = fmt::format("{}/sweep/{}", p, i);
+        MemoryPoint pt;
+        pt.kernel = r.string(s, sp, "kernel");
+        pt.bytes = r.integer(s, sp, "bytes");
+        pt.Bps = r.number(s, sp, "Bps");
+        pt.median_Bps = r.optional_number(s, sp, "median_Bps").value_or(pt.Bps);
+        d.memory_sweep.push_back(std::move(pt));
+      }
+    }
+    if (const auto* levels = r.optional_field(*mem, p, "levels")) {
+      if (!levels->is_array()) r.fail(p + "/levels", "expected an array");
+      for (std::size_t i = 0; i < levels->size(); ++i) {
+        const auto& l = (*levels)[i];
+        const auto lp = fmt::format("{}/levels/{}", p, i);
+        d.memory_levels.push_back({r.string(l, lp, "name"), r.optional_integer(l, lp, "bytes"), r.number(l, lp, "Bps")});
+      }
+    }
+  }
+  if (const auto* oh = r.optional_field(obj, path, "overhead")) {
+    d.overhead_op_s = r.optional_number(*oh, path + "/overhead", "op_s");
+    d.overhead_graph_op_s = r.optional_number(*oh, path + "/overhead", "graph_op_s");
+  }
+  if (const auto* tr = r.optional_field(obj, path, "transfers")) {
+    const auto p = path + "/transfers";
+    if (!tr->is_object()) r.fail(p, "expected an object");
+    for (const auto& [name, value] : tr->items()) {
+      if (name == "bidirectional_Bps") continue;
+      if (value.is_null()) continue;
+      if (!value.is_object()) r.fail(p + "/" + name, "expected an object");
+      if (value.empty()) continue;
+      d.transfers[name] = transfer_from_json(r, value, p + "/" + name);
+    }
+    d.bidirectional_Bps = r.optional_number(*tr, p, "bidirectional_Bps");
+  }
+  if (const auto* sk = r.optional_field(obj, path, "skipped")) {
+    if (!sk->is_array()) r.fail(path + "/skipped", "expected an array");
+    for (std::size_t i = 0; i < sk->size(); ++i) {
+      const auto sp = fmt::format("{}/skipped/{}", path, i);
+      d.skipped.push_back({r.string((*sk)[i], sp, "what"), r.string((*sk)[i], sp, "reason")});
+    }
+  }
+  return d;
+}
+
+void check_schema_version(const Reader& r, const std::string& version) {
+  const auto dot = version.find('.');
+  int major = -1;
+  try {
+    major = std::stoi(version.substr(0, dot));
+  } catch (const std::exception&) {
+    r.fail("/schema_version", fmt::format("'{}' is not a schema version (expected {}.x)", version, kSchemaMajor));
+  }
+  if (major != kSchemaMajor) {
+    r.fail("/schema_version", fmt::format("schema version {} is not supported: this truepeak reads {}.x profiles",
+                                          version, kSchemaMajor));
+  }
+}
+
+}  // namespace
+
+std::string schema_version_string() { return fmt::format("{}.{}", kSchemaMajor, kSchemaMinor); }
+
+const Device* Profile::find_device(const std::string& id) const {
+  for (const auto& d : devices) {
+    if (d.id == id) return &d;
+  }
+  return nullptr;
+}
+
+nlohmann::json to_json(const Profile& profile) {
+  json devices = json::array();
+  for (const auto& d : profile.devices) devices.push_back(to_json(d));
+  const auto& m = profile.machine;
+  return {
+      {"schema_version", profile.schema_version},
+      {"tool",
+       {{"name", profile.tool.name}, {"version", profile.tool.version}, {"git_sha", profile.tool.git_sha},
+        {"argv", profile.tool.argv}}},
+      {"created_utc", profile.created_utc},
+      {"complete", profile.complete},
+      {"machine",
+       {{"label", m.label}, {"hostname", m.hostname}, {"os", m.os}, {"cpu_model", m.cpu_model},
+        {"cpu_cores", m.cpu_cores}, {"memory_bytes", optional_integer(m.memory_bytes)},
+        {"price_per_hour_usd", optional_number(m.price_per_hour_usd)}}},
+      {"devices", devices},
+  };
+}
+
+Profile profile_from_json(const nlohmann::json& doc, const std::string& where) {
+  const Reader r(where);
+  if (!doc.is_object()) r.fail("", "expected a JSON object (a truepeak profile)");
+  Profile p;
+  p.schema_version = r.string(doc, "", "schema_version");
+  check_schema_version(r, p.schema_version);
+  const auto& tool = r.object(doc, "", "tool");
+  p.tool.name = r.string(tool, "/tool", "name");
+  p.tool.version = r.string(tool, "/tool", "version");
+  p.tool.git_sha = r.optional_string(tool, "/tool", "git_sha");
+  if (const auto* argv = r.optional_field(tool, "/tool", "argv")) {
+    if (!argv->is_array()) r.fail("/tool/argv", "expected an array of strings");
+    for (const auto& a : *argv) {
+      if (!a.is_string()) r.fail("/tool/argv", "expected an array of strings");
+      p.tool.argv.push_back(a.get<std::string>());
+    }
+  }
+  p.created_utc = r.string(doc, "", "created_utc");
+  p.complete = r.boolean(doc, "", "complete");
+  const auto& m = r.object(doc, "", "machine");
+  p.machine.label = r.string(m, "/machine", "label");
+  p.machine.hostname = r.optional_string(m, "/machine", "hostname");
+  p.machine.os = r.optional_string(m, "/machine", "os");
+  p.machine.cpu_model = r.optional_string(m, "/machine", "cpu_model");
+  p.machine.cpu_cores = static_cast<int>(r.optional_integer(m, "/machine", "cpu_cores").value_or(0));
+  p.machine.memory_bytes = r.optional_integer(m, "/machine", "memory_bytes");
+  p.machine.price_per_hour_usd = r.optional_number(m, "/machine", "price_per_hour_usd");
+  const auto& devices = r.array(doc, "", "devices");
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    p.devices.push_back(device_from_json(r, devices[i], fmt::format("/devices/{}", i)));
+  }
+  return p;
+}
+
+Profile read_profile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(fmt::format("{}: cannot read profile: {}", path, std::strerror(errno)));
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  json doc;
+  try {
+    doc = json::parse(buffer.str());
+  } catch (const json::parse_error& e) {
+    throw InputError(fmt::format("{}: not valid JSON (byte {}): {}", path, e.byte,
+                                 std::string(e.what()).substr(std::string(e.what()).find(':') + 2)));
+  }
+  return profile_from_json(doc, path);
+}
+
+void write_file_atomic(const std::string& path, const std::string& text) {
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    throw InputError(fmt::format("{}: cannot write: directory '{}' does not exist", path, dir.string()));
+  }
+  const auto tmp = fs::path(path + fmt::format(".tmp{}", ::getpid()));
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw InputError(fmt::format("{}: cannot write: {}", path, std::strerror(errno)));
+    out << text;
+    out.flush();
+    if (!out) {
+      out.close();
+      fs::remove(tmp, ec);
+      throw InputError(fmt::format("{}: cannot write: {}", path, std::strerror(errno)));
+    }
+  }
+  fs::rename(tmp, target, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    throw InputError(fmt::format("{}: cannot write: {}", path, ec.message()));
+  }
+}
+
+void write_profile(const std::string& path, const Profile& profile) {
+  write_file_atomic(path, to_json(profile).dump(2) + "\n");
+}
+
+}  // namespace truepeak

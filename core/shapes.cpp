@@ -1,0 +1,159 @@
+#include "core/shapes.hpp"
+
+#include <cctype>
+#include <map>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+
+namespace truepeak {
+namespace {
+
+struct ParsedName {
+  DType dtype;
+  std::map<std::string, std::int64_t> fields;
+};
+
+// Splits "bf16_b1m64n4096k4096" into the dtype and {b:1, m:64, n:4096, k:4096}.
+ParsedName parse_name(const std::string& text, const char* what) {
+  const auto underscore = text.find('_');
+  if (underscore == std::string::npos) {
+    throw InputError(fmt::format("'{}' is not a {} name: expected <dtype>_<fields>, e.g. {}", text, what,
+                                 what == std::string("gemm") ? "f32_b1m64n64k64" : "f32_g1mb1ic64ih56iw56oc64kh3kw3sh1ph1dh1"));
+  }
+  const auto dtype = parse_dtype(text.substr(0, underscore));
+  if (!dtype) throw InputError(fmt::format("'{}': unknown data type '{}'", text, text.substr(0, underscore)));
+  ParsedName parsed{*dtype, {}};
+  std::size_t i = underscore + 1;
+  while (i < text.size()) {
+    std::size_t key_end = i;
+    while (key_end < text.size() && std::isalpha(static_cast<unsigned char>(text[key_end]))) ++key_end;
+    std::size_t num_end = key_end;
+    while (num_end < text.size() && std::isdigit(static_cast<unsigned char>(text[num_end]))) ++num_end;
+    if (key_end == i || num_end == key_end) {
+      throw InputError(fmt::format("'{}' is not a {} name: cannot read a field at '{}'", text, what, text.substr(i)));
+    }
+    const auto key = text.substr(i, key_end - i);
+    if (parsed.fields.count(key)) throw InputError(fmt::format("'{}': field '{}' given twice", text, key));
+    parsed.fields[key] = std::stoll(text.substr(key_end, num_end - key_end));
+    i = num_end;
+  }
+  return parsed;
+}
+
+std::int64_t take(ParsedName& parsed, const std::string& text, const std::string& key,
+                  std::optional<std::int64_t> fallback) {
+  auto it = parsed.fields.find(key);
+  if (it == parsed.fields.end()) {
+    if (fallback) return *fallback;
+    throw InputError(fmt::format("'{}': field '{}' is missing", text, key));
+  }
+  const auto value = it->second;
+  parsed.fields.erase(it);
+  return value;
+}
+
+void reject_leftovers(const ParsedName& parsed, const std::string& text) {
+  if (!parsed.fields.empty()) {
+    throw InputError(fmt::format("'{}': unknown field '{}'", text, parsed.fields.begin()->first));
+  }
+}
+
+std::int64_t conv_out(std::int64_t in, std::int64_t filter, std::int64_t stride, std::int64_t pad,
+                      std::int64_t dilation) {
+  return (in + 2 * pad - dilation * (filter - 1) - 1) / stride + 1;
+}
+
+}  // namespace
+
+double GemmShape::flops() const { return 2.0 * double(batch) * double(m) * double(n) * double(k); }
+
+double GemmShape::bytes() const {
+  const double in = dtype_bytes(dtype);
+  const double out = dtype == DType::int8 ? 4.0 : in;
+  return double(batch) * ((double(m) * double(k) + double(k) * double(n)) * in + double(m) * double(n) * out);
+}
+
+std::string GemmShape::str() const {
+  return fmt::format("{}_b{}m{}n{}k{}", to_string(dtype), batch, m, n, k);
+}
+
+GemmShape GemmShape::parse(const std::string& text) {
+  auto parsed = parse_name(text, "gemm");
+  GemmShape s;
+  s.dtype = parsed.dtype;
+  s.batch = take(parsed, text, "b", 1);
+  s.m = take(parsed, text, "m", std::nullopt);
+  s.n = take(parsed, text, "n", std::nullopt);
+  s.k = take(parsed, text, "k", std::nullopt);
+  reject_leftovers(parsed, text);
+  if (s.batch < 1 || s.m < 1 || s.n < 1 || s.k < 1) {
+    throw InputError(fmt::format("'{}': every dimension must be at least 1", text));
+  }
+  return s;
+}
+
+std::int64_t ConvShape::out_h() const { return conv_out(h, r, stride, pad, dilation); }
+std::int64_t ConvShape::out_w() const { return conv_out(w, s, stride, pad, dilation); }
+
+double ConvShape::flops() const {
+  return 2.0 * double(n) * double(k) * double(out_h()) * double(out_w()) * double(c / groups) * double(r) * double(s);
+}
+
+double ConvShape::bytes() const {
+  const double e = dtype_bytes(dtype);
+  const double input = double(n) * double(c) * double(h) * double(w);
+  const double weights = double(k) * double(c / groups) * double(r) * double(s);
+  const double output = double(n) * double(k) * double(out_h()) * double(out_w());
+  return (input + weights + output) * e;
+}
+
+std::string ConvShape::str() const {
+  return fmt::format("{}_g{}mb{}ic{}ih{}iw{}oc{}kh{}kw{}sh{}ph{}dh{}", to_string(dtype), groups, n, c, h, w, k, r, s,
+                     stride, pad, dilation);
+}
+
+ConvShape ConvShape::parse(const std::string& text) {
+  auto parsed = parse_name(text, "conv");
+  ConvShape s;
+  s.dtype = parsed.dtype;
+  s.groups = take(parsed, text, "g", 1);
+  s.n = take(parsed, text, "mb", 1);
+  s.c = take(parsed, text, "ic", std::nullopt);
+  s.h = take(parsed, text, "ih", std::nullopt);
+  s.w = take(parsed, text, "iw", s.h);
+  s.k = take(parsed, text, "oc", std::nullopt);
+  s.r = take(parsed, text, "kh", std::nullopt);
+  s.s = take(parsed, text, "kw", s.r);
+  s.stride = take(parsed, text, "sh", 1);
+  s.pad = take(parsed, text, "ph", 0);
+  s.dilation = take(parsed, text, "dh", 1);
+  reject_leftovers(parsed, text);
+  if (s.groups < 1 || s.n < 1 || s.c < 1 || s.h < 1 || s.w < 1 || s.k < 1 || s.r < 1 || s.s < 1 || s.stride < 1 ||
+      s.pad < 0 || s.dilation < 1) {
+    throw InputError(fmt::format("'{}': dimensions must be positive (padding non-negative)", text));
+  }
+  if (s.c % s.groups != 0 || s.k % s.groups != 0) {
+    throw InputError(fmt::format("'{}': channels ({} in, {} out) must divide by groups ({})", text, s.c, s.k, s.groups));
+  }
+  if (s.out_h() < 1 || s.out_w() < 1) throw InputError(fmt::format("'{}': the output would be empty", text));
+  return s;
+}
+
+std::string_view to_string(StreamOp op) {
+  switch (op) {
+    case StreamOp::copy: return "copy";
+    case StreamOp::scale: return "scale";
+    case StreamOp::add: return "add";
+    case StreamOp::triad: return "triad";
+  }
+  return "?";
+}
+
+int stream_arrays(StreamOp op) { return (op == StreamOp::copy || op == StreamOp::scale) ? 2 : 3; }
+
+std::string_view to_string(TransferDir dir) { return dir == TransferDir::h2d ? "h2d" : "d2h"; }
+
+}  // namespace truepeak
