@@ -1,0 +1,150 @@
+// The estimator's public API: load a model (zoo name or JSON file), predict its latency,
+// throughput and memory on one device of a calibrated profile, and sweep batch sizes.
+// Every prediction comes with the naive roofline figure beside it (same FLOPs and bytes over the
+// datasheet peaks). See estimate/README.md for the cost and memory models.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/dtype.hpp"
+#include "core/profile.hpp"
+#include "estimate/graph.hpp"
+
+namespace truepeak::estimate {
+
+// ---- models -------------------------------------------------------------------------------
+
+// A zoo name ("resnet50", case-insensitive) or a path to a model JSON file (graph or transformer
+// shorthand). Throws InputError naming the file, op and field when something is wrong.
+Model load_model(const std::string& name_or_path);
+// Parses a model document; `where` names it in error messages. Throws InputError.
+Model model_from_json_text(const std::string& text, const std::string& where);
+
+struct ZooEntry {
+  std::string name;
+  std::string kind;
+  std::string description;
+  double params = 0;            // counted from the graph
+  double forward_flops = 0;     // one sample (N = 1) at the default sequence length
+};
+std::vector<ZooEntry> list_zoo();
+std::vector<std::string> zoo_names();
+
+// ---- estimates ----------------------------------------------------------------------------
+
+enum class Mode { inference, training };
+enum class Optimizer { sgd, momentum, adam, adamw };
+std::string_view to_string(Mode mode);
+std::string_view to_string(Optimizer optimizer);
+std::optional<Mode> parse_mode(std::string_view text);
+std::optional<Optimizer> parse_optimizer(std::string_view text);
+
+struct Options {
+  DType dtype = DType::f32;
+  Mode mode = Mode::inference;
+  Optimizer optimizer = Optimizer::adam;
+  std::int64_t batch = 1;
+  std::optional<std::int64_t> seq;      // S; default from the model
+  std::optional<std::int64_t> context;  // T for the decode step; default S
+  // Device memory to fit against when the device has no memory_bytes of its own (a CPU: the
+  // machine's memory). The estimate keeps `headroom` of it free.
+  std::optional<std::int64_t> memory_bytes;
+  double headroom = 0.2;
+  bool per_op_rows = true;  // false: totals only (sweeps)
+};
+
+// One row of the per-op table. A training step has forward, dgrad, wgrad and optimizer rows.
+struct OpRow {
+  std::string name;
+  std::string kind;   // op kind ("linear", "conv2d", ...)
+  std::string phase;  // "forward", "prefill", "decode", "dgrad", "wgrad", "backward", "optimizer"
+  std::string shape;  // GEMM "m x n x k" (batch b), conv "mb1ic64ih56oc64kh3sh1ph1", else output
+  double flops = 0;
+  double bytes = 0;
+  double compute_s = 0;  // flops / achieved rate
+  double memory_s = 0;   // bytes / achieved bandwidth of the level holding the working set
+  double overhead_s = 0;
+  double time_s = 0;     // max(compute_s, memory_s) + overhead_s
+  bool compute_bound = false;
+  double achieved_flops_per_s = 0;   // rate used for compute_s
+  double peak_fraction = 0;          // (flops / time_s) / best measured rate of the dtype
+  double naive_s = 0;                // max(flops / datasheet peak, bytes / datasheet bandwidth)
+};
+
+struct Totals {
+  double time_s = 0;
+  double naive_s = 0;
+  double flops = 0;
+  double bytes = 0;
+  double overhead_s = 0;
+};
+
+struct MemoryBreakdown {
+  double weights_bytes = 0;
+  double master_weights_bytes = 0;  // fp32 copy under mixed precision
+  double gradients_bytes = 0;
+  double optimizer_bytes = 0;
+  double activations_bytes = 0;     // inference: peak live set; training: saved for backward
+  double kv_cache_bytes = 0;
+  double total_bytes = 0;
+  std::optional<double> device_bytes;
+  double usable_bytes = 0;          // device_bytes x (1 - headroom)
+  bool fits = true;                 // total <= usable (true when the device size is unknown)
+};
+
+struct Estimate {
+  std::string model;
+  std::string device_id;
+  DType dtype = DType::f32;
+  Mode mode = Mode::inference;
+  Optimizer optimizer = Optimizer::adam;
+  std::int64_t batch = 1;
+  std::optional<std::int64_t> seq;
+  std::optional<std::int64_t> context;
+
+  std::vector<OpRow> ops;  // empty when Options::per_op_rows is false
+
+  // Inference: one forward pass (decoders: the prefill). Training: one full step.
+  double latency_s = 0;
+  double naive_latency_s = 0;
+  double throughput_per_s = 0;  // samples per second (decoders: generated tokens per second)
+  std::string throughput_unit;  // "samples/s", "tokens/s"
+
+  Totals forward;                  // inference forward / prefill; training forward
+  std::optional<Totals> decode;    // decoders: one generated token (time per output token)
+  std::optional<Totals> backward;  // training
+  std::optional<Totals> optimizer_step;  // training
+
+  MemoryBreakdown memory;
+  double params = 0;
+};
+
+// Throws InputError when the device has nothing to estimate from (no measured points and no
+// peaks for the dtype) or a symbol has no value.
+Estimate estimate(const Model& model, const Device& device, const Options& options);
+
+// Memory only (cheap: no cost model).
+MemoryBreakdown estimate_memory(const Model& model, const Options& options,
+                                std::optional<double> device_bytes);
+// Largest batch whose memory fits the usable device memory; nullopt when the device size is
+// unknown, 0 when not even batch 1 fits.
+std::optional<std::int64_t> max_batch(const Model& model, const Options& options,
+                                      std::optional<double> device_bytes);
+
+struct Sweep {
+  std::vector<Estimate> rows;  // one per batch size, totals only
+  // Index of the highest throughput that fits in memory and within the latency limit.
+  std::optional<std::size_t> best;
+  std::optional<double> max_latency_s;
+  std::optional<std::int64_t> max_batch;
+};
+Sweep sweep_batch(const Model& model, const Device& device, const Options& options,
+                  const std::vector<std::int64_t>& batches, std::optional<double> max_latency_s);
+
+// The device memory to fit against: the device's own, else the machine's (CPU).
+std::optional<double> device_memory_bytes(const Profile& profile, const Device& device);
+
+}  // namespace truepeak::estimate
