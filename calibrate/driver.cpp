@@ -1,0 +1,356 @@
+#include "calibrate/driver.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "calibrate/backends.hpp"
+#include "calibrate/datasheet.hpp"
+#include "calibrate/fits.hpp"
+#include "calibrate/machine.hpp"
+#include "calibrate/runner.hpp"
+#include "core/error.hpp"
+#include "core/units.hpp"
+#include "truepeak/version.hpp"
+
+namespace truepeak {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+Timing timing_of(const Summary& s) { return Timing{s.min_s, s.median_s, s.cv, s.samples}; }
+
+// What a measured point leaves behind once its kernel is gone.
+struct Measured {
+  Summary summary;
+  double flops = 0;
+  double bytes = 0;
+  std::string impl;
+  std::string layout;
+  double best_flops_per_s() const { return flops / summary.min_s; }
+  double best_Bps() const { return bytes / summary.min_s; }
+  double median_Bps() const { return bytes / summary.median_s; }
+};
+
+// A short fixed kernel timed between points. The fastest time seen is the quiet baseline; a probe
+// slower than baseline x slowdown means others are using the machine.
+class Sentinel {
+ public:
+  Sentinel(std::unique_ptr<Kernel> kernel, StopRule rule, double slowdown)
+      : kernel_(std::move(kernel)), rule_(rule), slowdown_(slowdown) {}
+
+  void calibrate_baseline(const std::atomic<bool>* stop) {
+    StopRule baseline_rule = rule_;
+    baseline_rule.min_samples = std::max(rule_.min_samples, 10);
+    baseline_rule.budget_s = std::max(rule_.budget_s * 4, 0.05);
+    baseline_s_ = measure(*kernel_, baseline_rule, stop).summary.min_s;
+  }
+
+  // True when the machine is busier than in its quiet state.
+  bool slowed(const std::atomic<bool>* stop) {
+    const double t = measure(*kernel_, rule_, stop).summary.min_s;
+    probes_s_.push_back(t);
+    baseline_s_ = std::min(baseline_s_, t);
+    const bool slow = t > baseline_s_ * slowdown_;
+    slow_probes_ += slow ? 1 : 0;
+    return slow;
+  }
+
+  nlohmann::json report(int remeasured) const {
+    nlohmann::json j = {{"kernel", kernel_->name()},
+                        {"baseline_s", baseline_s_},
+                        {"slowdown_threshold", slowdown_},
+                        {"probes", probes_s_.size()},
+                        {"slow_probes", slow_probes_},
+                        {"points_remeasured", remeasured}};
+    if (!probes_s_.empty()) {
+      const auto s = summarize(probes_s_);
+      j["probe_min_s"] = s.min_s;
+      j["probe_median_s"] = s.median_s;
+      j["probe_max_s"] = s.max_s;
+      j["probe_cv"] = s.cv;
+    }
+    return j;
+  }
+
+ private:
+  std::unique_ptr<Kernel> kernel_;
+  StopRule rule_;
+  double slowdown_;
+  double baseline_s_ = 0;
+  std::vector<double> probes_s_;
+  int slow_probes_ = 0;
+};
+
+class DeviceRun {
+ public:
+  DeviceRun(Backend& backend, const Plan& plan, const CalibrateOptions& options, Device& device, int position,
+            int device_count)
+      : backend_(backend), plan_(plan), options_(options), device_(device),
+        tag_(device_count > 1 ? fmt::format("{} {}/{}", device.id, position, device_count) : device.id) {
+    total_points_ = int(plan.fma_dtypes.size()) + 2 + int(plan.gemm.size()) + int(plan.conv.size()) +
+                    int(plan.stream_ops.size() * plan.stream_bytes.size()) + int(plan.device_copy_bytes.size()) +
+                    int(plan.transfer_bytes.size()) * 4 + (plan.bidirectional_bytes > 0 ? 1 : 0);
+  }
+
+  void run() {
+    start_ = Clock::now();
+    start_sentinel();
+    measure_fma();
+    measure_overhead();
+    measure_gemm();
+    measure_conv();
+    measure_memory();
+    measure_transfers();
+    finish();
+  }
+
+  bool interrupted() const { return stopped(); }
+
+ private:
+  bool stopped() const { return options_.stop && options_.stop->load(); }
+
+  void say(const std::string& line) const {
+    if (options_.progress) options_.progress(line);
+  }
+
+  void progress(const std::string& what, const std::string& figure) {
+    ++done_points_;
+    const auto elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
+    say(fmt::format("[{} {:>3}/{} {:>5.1f}s] {:<44} {}", tag_, done_points_, total_points_, elapsed, what, figure));
+  }
+
+  void skip(const std::string& klass, const std::string& what, const std::string& reason) {
+    // Problems of one class that fail for the same reason are one entry with a count.
+    const auto key = klass + "\n" + reason;
+    auto it = skipped_index_.find(key);
+    if (it == skipped_index_.end()) {
+      skipped_index_[key] = {device_.skipped.size(), 1};
+      device_.skipped.push_back({what, reason});
+      say(fmt::format("[{}] skipped {}: {}", tag_, what, reason));
+    } else {
+      auto& [index, count] = it->second;
+      ++count;
+      device_.skipped[index].what = fmt::format("{} ({} problems)", klass, count);
+    }
+    ++done_points_;
+  }
+
+  bool class_unsupported(const std::string& klass) const { return unsupported_classes_.count(klass) > 0; }
+
+  template <typename Make>
+  std::optional<Measured> point(const std::string& klass, const std::string& what, const StopRule& rule, Make make) {
+    if (stopped()) return std::nullopt;
+    if (class_unsupported(klass)) {
+      skip(klass, what, unsupported_classes_[klass]);
+      return std::nullopt;
+    }
+    try {
+      std::unique_ptr<Kernel> kernel = make();
+      kernel->check();
+      auto result = measure(*kernel, rule, options_.stop);
+      // Points measured while the machine was busy are measured again; the faster run counts,
+      // since interference only ever adds time.
+      for (int again = 0; again < plan_.max_remeasure && sentinel_ && !stopped() && sentinel_->slowed(options_.stop);
+           ++again) {
+        ++remeasured_;
+        auto retry = measure(*kernel, rule, options_.stop);
+        if (retry.summary.min_s < result.summary.min_s) result = retry;
+      }
+      return Measured{result.summary, kernel->flops(), kernel->bytes(), kernel->impl(), kernel->layout()};
+    } catch (const Unsupported& e) {
+      // A dtype the library cannot run here fails the same way for every shape: say it once.
+      if (klass.find(' ') != std::string::npos) unsupported_classes_[klass] = e.what();
+      skip(klass, what, e.what());
+    } catch (const CheckFailed& e) {
+      skip(klass, what, fmt::format("output check failed, time not trusted: {}", e.what()));
+    } catch (const std::bad_alloc&) {
+      skip(klass, what, "out of memory");
+    } catch (const Error& e) {
+      skip(klass, what, fmt::format("failed: {}", e.what()));
+    }
+    return std::nullopt;
+  }
+
+  void start_sentinel() {
+    try {
+      sentinel_ = std::make_unique<Sentinel>(backend_.sentinel(), plan_.sentinel_rule, plan_.sentinel_slowdown);
+      sentinel_->calibrate_baseline(options_.stop);
+    } catch (const Error& e) {
+      sentinel_.reset();
+      device_.skipped.push_back({"sentinel", fmt::format("interference detection off: {}", e.what())});
+    }
+  }
+
+  void measure_fma() {
+    for (const auto dtype : plan_.fma_dtypes) {
+      const auto name = std::string(to_string(dtype));
+      if (auto m = point("fma " + name, "fma " + name, plan_.fma_rule, [&] { return backend_.fma(dtype); })) {
+        device_.peaks.vector_flops_per_s[name] = m->best_flops_per_s();
+        progress("fma " + name, format_flops_per_s(m->best_flops_per_s()));
+      }
+    }
+  }
+
+  void measure_overhead() {
+    if (auto m = point("overhead", "per-op overhead", plan_.overhead_rule, [&] { return backend_.tiny_op(); })) {
+      device_.overhead_op_s = m->summary.min_s;
+      progress("per-op overhead", format_time_s(m->summary.min_s));
+    }
+    if (auto m = point("graph overhead", "per-op overhead in a graph", plan_.overhead_rule,
+                       [&] { return backend_.graph_tiny_op(); })) {
+      device_.overhead_graph_op_s = m->summary.min_s;
+      progress("per-op overhead in a graph", format_time_s(m->summary.min_s));
+    }
+  }
+
+  void measure_gemm() {
+    for (const auto& shape : plan_.gemm) {
+      const auto what = "gemm " + shape.str();
+      const auto klass = fmt::format("gemm {}", to_string(shape.dtype));
+      if (auto m = point(klass, what, plan_.gemm_rule, [&] { return backend_.gemm(shape); })) {
+        GemmPoint p{shape, timing_of(m->summary), m->best_flops_per_s(), m->impl};
+        auto& peak = device_.peaks.flops_per_s[std::string(to_string(shape.dtype))];
+        peak = std::max(peak, p.flops_per_s);
+        device_.gemm.push_back(std::move(p));
+        progress(what, format_flops_per_s(m->best_flops_per_s()));
+      }
+    }
+  }
+
+  void measure_conv() {
+    for (const auto& [shape, layout] : plan_.conv) {
+      const auto what = "conv " + shape.str();
+      const auto klass = fmt::format("conv {}", to_string(shape.dtype));
+      if (auto m = point(klass, what, plan_.conv_rule, [&] { return backend_.conv(shape, layout); })) {
+        device_.conv.push_back({shape, m->layout, timing_of(m->summary), m->best_flops_per_s(), m->impl});
+        progress(what + " " + m->layout, format_flops_per_s(m->best_flops_per_s()));
+      }
+    }
+  }
+
+  void measure_memory() {
+    for (const auto bytes : plan_.stream_bytes) {
+      for (const auto op : plan_.stream_ops) {
+        const auto what = fmt::format("stream {} {}", to_string(op), format_bytes(double(bytes)));
+        if (auto m = point(fmt::format("stream {}", to_string(op)), what, plan_.stream_rule,
+                           [&] { return backend_.stream(op, bytes); })) {
+          device_.memory_sweep.push_back({std::string(to_string(op)), bytes, m->best_Bps(), m->median_Bps()});
+          progress(what, format_Bps(m->best_Bps()));
+        }
+      }
+    }
+    for (const auto bytes : plan_.device_copy_bytes) {
+      const auto what = fmt::format("device copy {}", format_bytes(double(bytes)));
+      if (auto m = point("device copy", what, plan_.stream_rule, [&] { return backend_.device_copy(bytes); })) {
+        device_.memory_sweep.push_back({"d2d_copy", bytes, m->best_Bps(), m->median_Bps()});
+        progress(what, format_Bps(m->best_Bps()));
+      }
+    }
+    device_.memory_levels = level_bandwidths(backend_.describe().levels, device_.memory_sweep, "triad");
+    const auto& levels = backend_.describe().levels;
+    if (!device_.memory_levels.empty() && !levels.empty() && device_.memory_levels.back().name == levels.back().name) {
+      device_.peaks.memory_Bps = device_.memory_levels.back().Bps;
+    }
+  }
+
+  void measure_transfers() {
+    for (const auto dir : {TransferDir::h2d, TransferDir::d2h}) {
+      for (const bool pinned : {true, false}) {
+        const auto key = fmt::format("{}_{}", to_string(dir), pinned ? "pinned" : "pageable");
+        TransferFit fit;
+        for (const auto bytes : plan_.transfer_bytes) {
+          const auto what = fmt::format("transfer {} {}", key, format_bytes(double(bytes)));
+          if (auto m = point("transfer " + key, what, plan_.transfer_rule,
+                             [&] { return backend_.transfer(dir, pinned, bytes); })) {
+            fit.points.push_back({bytes, m->summary.min_s});
+            progress(what, format_Bps(m->best_Bps()));
+          }
+        }
+        if (fit.points.empty()) continue;
+        if (const auto lb = fit_latency_bandwidth(fit.points)) {
+          fit.latency_s = lb->latency_s;
+          fit.Bps = lb->Bps;
+        }
+        device_.transfers[key] = std::move(fit);
+      }
+    }
+    if (plan_.bidirectional_bytes > 0) {
+      const auto what = fmt::format("transfer bidirectional {}", format_bytes(double(plan_.bidirectional_bytes)));
+      if (auto m = point("transfer bidirectional", what, plan_.transfer_rule,
+                         [&] { return backend_.transfer_bidirectional(plan_.bidirectional_bytes); })) {
+        device_.bidirectional_Bps = m->best_Bps();
+        progress(what, format_Bps(m->best_Bps()));
+      }
+    }
+  }
+
+  void finish() {
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
+    device_.conditions["elapsed_s"] = elapsed;
+    device_.conditions["suite"] = options_.suite == Suite::quick ? "quick" : "full";
+    device_.conditions["interrupted"] = stopped();
+    device_.conditions["cache_state"] =
+        "gemm/conv: operands as left by the previous sample (warm where they fit in cache); "
+        "memory: see the sweep's working-set sizes";
+    if (sentinel_) device_.conditions["sentinel"] = sentinel_->report(remeasured_);
+  }
+
+  Backend& backend_;
+  const Plan& plan_;
+  const CalibrateOptions& options_;
+  Device& device_;
+  std::string tag_;
+  std::unique_ptr<Sentinel> sentinel_;
+  std::map<std::string, std::pair<std::size_t, int>> skipped_index_;
+  std::map<std::string, std::string> unsupported_classes_;
+  Clock::time_point start_;
+  int total_points_ = 0;
+  int done_points_ = 0;
+  int remeasured_ = 0;
+};
+
+}  // namespace
+
+Profile run_calibration(const CalibrateOptions& options) {
+  Profile profile;
+  profile.tool.version = TRUEPEAK_VERSION;
+  profile.tool.git_sha = TRUEPEAK_GIT_SHA;
+  profile.tool.argv = options.argv;
+  profile.created_utc = utc_now_iso8601();
+  profile.machine = read_machine(options.label);
+  profile.machine.price_per_hour_usd = options.price_per_hour_usd;
+
+  bool interrupted = false;
+  int position = 0;
+  for (const auto& id : options.device_ids) {
+    ++position;
+    if (options.stop && options.stop->load()) {
+      interrupted = true;
+      break;
+    }
+    auto backend = make_backend(id, options.threads);
+    const auto& desc = backend->describe();
+    Device device;
+    device.id = desc.id;
+    device.kind = desc.kind;
+    device.name = desc.name;
+    device.libraries = desc.libraries;
+    device.properties = desc.properties;
+    device.memory_bytes = desc.memory_bytes;
+    device.datasheet = desc.kind == "gpu" ? gpu_datasheet(desc) : cpu_datasheet(desc);
+    const Plan plan = desc.kind == "gpu" ? gpu_plan(desc, options.suite) : cpu_plan(desc, options.suite);
+    if (options.progress) options.progress(fmt::format("[{}] calibrating {} ({})", desc.id, desc.name, desc.kind));
+    DeviceRun run(*backend, plan, options, device, position, int(options.device_ids.size()));
+    run.run();
+    interrupted = interrupted || run.interrupted();
+    profile.devices.push_back(std::move(device));
+  }
+  profile.complete = !interrupted;
+  return profile;
+}
+
+}  // namespace truepeak

@@ -1,0 +1,106 @@
+#include "calibrate/summary.hpp"
+
+#include <fmt/format.h>
+
+#include "core/table.hpp"
+#include "core/units.hpp"
+
+namespace truepeak {
+namespace {
+
+constexpr const char* kNone = "-";
+
+std::string ratio(double measured, std::optional<double> reference) {
+  if (!reference || *reference <= 0) return kNone;
+  return format_percent(measured / *reference);
+}
+
+std::optional<double> lookup(const std::map<std::string, double>& m, const std::string& key) {
+  auto it = m.find(key);
+  return it == m.end() ? std::nullopt : std::optional<double>(it->second);
+}
+
+std::string device_summary(const Device& d) {
+  std::string libs;
+  for (const auto& [name, version] : d.libraries.items()) {
+    if (!version.is_null()) libs += fmt::format("{}{} {}", libs.empty() ? "" : ", ", name, version.is_string() ? version.get<std::string>() : version.dump());
+  }
+  std::string out = fmt::format("{} ({}): {}{}\n", d.id, d.kind, d.name, libs.empty() ? "" : " [" + libs + "]");
+
+  TextTable t({"figure", "measured", "datasheet", "ratio"});
+  for (const auto& [dtype, rate] : d.peaks.flops_per_s) {
+    const auto ds = lookup(d.datasheet.flops_per_s, dtype);
+    t.add_row({"GEMM " + dtype, format_flops_per_s(rate), ds ? format_flops_per_s(*ds) : kNone, ratio(rate, ds)});
+  }
+  // Best conv per dtype, against the same dtype's dense peak.
+  std::map<std::string, double> conv_best;
+  for (const auto& p : d.conv) {
+    auto& best = conv_best[std::string(to_string(p.shape.dtype))];
+    best = std::max(best, p.flops_per_s);
+  }
+  for (const auto& [dtype, rate] : conv_best) {
+    const auto ds = lookup(d.datasheet.flops_per_s, dtype);
+    t.add_row({"conv " + dtype + " (best layer)", format_flops_per_s(rate), ds ? format_flops_per_s(*ds) : kNone,
+               ratio(rate, ds)});
+  }
+  for (const auto& [dtype, rate] : d.peaks.vector_flops_per_s) {
+    const auto ds = lookup(d.datasheet.vector_flops_per_s, dtype);
+    t.add_row({"vector FMA " + dtype, format_flops_per_s(rate), ds ? format_flops_per_s(*ds) : kNone, ratio(rate, ds)});
+  }
+  for (const auto& level : d.memory_levels) {
+    const bool is_memory = level.name == "DRAM" || level.name == "HBM";
+    const auto ds = is_memory ? d.datasheet.memory_Bps : std::nullopt;
+    const auto size = level.bytes ? " (" + format_bytes(double(*level.bytes)) + ")" : std::string();
+    t.add_row({"triad " + level.name + size, format_Bps(level.Bps), ds ? format_Bps(*ds) : kNone, ratio(level.Bps, ds)});
+  }
+  for (const auto& p : d.memory_sweep) {
+    if (p.kernel == "d2d_copy") {
+      t.add_row({"device copy " + format_bytes(double(p.bytes)), format_Bps(p.Bps),
+                 d.datasheet.memory_Bps ? format_Bps(*d.datasheet.memory_Bps) : kNone, ratio(p.Bps, d.datasheet.memory_Bps)});
+    }
+  }
+  if (d.overhead_op_s) t.add_row({"per-op overhead", format_time_s(*d.overhead_op_s), kNone, kNone});
+  if (d.overhead_graph_op_s) t.add_row({"per-op overhead (graph)", format_time_s(*d.overhead_graph_op_s), kNone, kNone});
+  std::optional<double> link;
+  if (d.properties.contains("pcie_link_Bps") && d.properties["pcie_link_Bps"].is_number()) {
+    link = d.properties["pcie_link_Bps"].get<double>();
+  }
+  for (const auto& [name, fit] : d.transfers) {
+    if (!fit.Bps) continue;
+    t.add_row({"transfer " + name, format_Bps(*fit.Bps) + (fit.latency_s ? " + " + format_time_s(*fit.latency_s) : ""),
+               link ? format_Bps(*link) : kNone, ratio(*fit.Bps, link)});
+  }
+  if (d.bidirectional_Bps) {
+    t.add_row({"transfer bidirectional", format_Bps(*d.bidirectional_Bps), link ? format_Bps(2 * *link) : kNone,
+               ratio(*d.bidirectional_Bps, link ? std::optional<double>(2 * *link) : std::nullopt)});
+  }
+  out += t.str();
+  out += fmt::format("{} GEMM points, {} conv points, {} memory points\n", d.gemm.size(), d.conv.size(),
+                     d.memory_sweep.size());
+  if (!d.datasheet.source.empty()) out += "datasheet: " + d.datasheet.source + "\n";
+  if (d.conditions.contains("sentinel")) {
+    const auto& s = d.conditions["sentinel"];
+    if (s.contains("probe_cv")) {
+      out += fmt::format("interference: sentinel {} slow of {} probes (cv {:.1f}%), {} points re-measured\n",
+                         s.value("slow_probes", 0), s.value("probes", 0), 100 * s.value("probe_cv", 0.0),
+                         s.value("points_remeasured", 0));
+    }
+  }
+  for (const auto& s : d.skipped) out += fmt::format("skipped {}: {}\n", s.what, s.reason);
+  return out;
+}
+
+}  // namespace
+
+std::string profile_summary(const Profile& profile) {
+  std::string out = fmt::format("truepeak profile '{}' ({}), {}{}\n", profile.machine.label, profile.machine.hostname,
+                                profile.created_utc, profile.complete ? "" : " - INCOMPLETE (interrupted)");
+  if (!profile.machine.cpu_model.empty()) {
+    out += fmt::format("machine: {}, {} cores, {}\n", profile.machine.cpu_model, profile.machine.cpu_cores,
+                       profile.machine.memory_bytes ? format_bytes(double(*profile.machine.memory_bytes)) : "memory unknown");
+  }
+  for (const auto& d : profile.devices) out += "\n" + device_summary(d);
+  return out;
+}
+
+}  // namespace truepeak

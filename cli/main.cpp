@@ -1,0 +1,54 @@
+// truepeak: measured hardware profiles and estimates for deep-learning work.
+#include <exception>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.hpp"
+#include "core/error.hpp"
+#include "truepeak/version.hpp"
+
+int main(int argc, char** argv) {
+  truepeak::cli::Context context;
+  context.argv.assign(argv, argv + argc);
+
+  CLI::App app{
+      "truepeak measures what this machine really delivers for deep-learning work (GEMM and convolution\n"
+      "throughput per data type and shape, memory bandwidth per cache level, host<->device transfers,\n"
+      "per-operation overhead), writes it as a calibrated hardware profile (JSON), and estimates a model's\n"
+      "latency, throughput and memory from the measured figures.",
+      "truepeak"};
+  app.set_version_flag("--version", std::string("truepeak ") + TRUEPEAK_VERSION + " (" + TRUEPEAK_GIT_SHA + ")");
+  app.require_subcommand(1);
+  app.footer(
+      "Exit status: 0 on success, 2 on bad usage or bad input, 1 on a runtime failure.\n"
+      "Run 'truepeak COMMAND --help' for the options of one command.");
+
+  truepeak::cli::add_calibrate_command(app, context);
+  truepeak::cli::add_show_command(app, context);
+  truepeak::cli::add_estimate_command(app, context);
+  truepeak::cli::add_models_command(app, context);
+  truepeak::cli::add_compare_command(app, context);
+  truepeak::cli::add_export_command(app, context);
+  truepeak::cli::add_report_command(app, context);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "truepeak: " << e.what() << " (see 'truepeak --help')\n";
+    return 2;
+  } catch (const truepeak::InputError& e) {
+    std::cerr << "truepeak: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "truepeak: error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
