@@ -14,11 +14,12 @@ truepeak_build() {
   fi
   local jobs
   jobs=$(nproc)
-  cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" >"$build_dir.configure.log" 2>&1 || {
-    cat "$build_dir.configure.log" >&2
+  mkdir -p "$build_dir"
+  cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" >"$build_dir/configure.log" 2>&1 || {
+    cat "$build_dir/configure.log" >&2
     echo "truepeak: configure failed (log above)" >&2
     return 1
   }
-  grep -E "^-- truepeak:" "$build_dir.configure.log" >&2 || true
+  grep -E "^-- truepeak:" "$build_dir/configure.log" >&2 || true
   cmake --build "$build_dir" -j "$jobs"
 }
