@@ -1,0 +1,48 @@
+// A move-only, 64-byte-aligned (cache line and AVX-512 vector) heap buffer of trivially copyable
+// elements. Memory is left untouched on allocation so that the first write decides page placement
+// (first touch), which the STREAM kernels rely on.
+#pragma once
+
+#include <cstddef>
+#include <cstdlib>
+#include <memory>
+#include <new>
+#include <span>
+
+namespace truepeak::cpu {
+
+template <typename T>
+class AlignedBuffer {
+ public:
+  static constexpr std::size_t kAlignment = 64;
+
+  AlignedBuffer() = default;
+  explicit AlignedBuffer(std::size_t count) : count_(count) {
+    if (count == 0) {
+      return;
+    }
+    // aligned_alloc wants the size to be a multiple of the alignment.
+    const std::size_t bytes = (count * sizeof(T) + kAlignment - 1) / kAlignment * kAlignment;
+    data_.reset(static_cast<T*>(std::aligned_alloc(kAlignment, bytes)));
+    if (!data_) {
+      throw std::bad_alloc();
+    }
+  }
+
+  T* data() { return data_.get(); }
+  const T* data() const { return data_.get(); }
+  std::size_t size() const { return count_; }
+  T& operator[](std::size_t i) { return data_[i]; }
+  const T& operator[](std::size_t i) const { return data_[i]; }
+  std::span<T> span() { return {data_.get(), count_}; }
+  std::span<const T> span() const { return {data_.get(), count_}; }
+
+ private:
+  struct Free {
+    void operator()(T* p) const { std::free(p); }
+  };
+  std::unique_ptr<T[], Free> data_;
+  std::size_t count_ = 0;
+};
+
+}  // namespace truepeak::cpu

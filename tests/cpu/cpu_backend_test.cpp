@@ -1,0 +1,160 @@
+// Tiny real runs of every CPU kernel: each is checked against its reference, runs, and declares
+// the right work. No timing thresholds.
+#include <memory>
+
+#include <gtest/gtest.h>
+
+#include "core/error.hpp"
+#include "kernels/cpu/cpu_backend.hpp"
+
+namespace truepeak {
+namespace {
+
+class CpuBackendTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { backend_ = make_cpu_backend({}).release(); }
+  static void TearDownTestSuite() {
+    delete backend_;
+    backend_ = nullptr;
+  }
+  static Backend& backend() { return *backend_; }
+
+  // Runs a kernel the way the driver does: check, then time.
+  static void exercise(Kernel& kernel) {
+    EXPECT_NO_THROW(kernel.check()) << kernel.name();
+    const double time_s = kernel.run_s();
+    EXPECT_GT(time_s, 0.0) << kernel.name();
+    EXPECT_FALSE(kernel.name().empty());
+  }
+
+ private:
+  static inline Backend* backend_ = nullptr;
+};
+
+#ifdef TRUEPEAK_HAVE_ONEDNN
+constexpr bool kHaveOnednn = true;
+#else
+constexpr bool kHaveOnednn = false;
+#endif
+
+TEST_F(CpuBackendTest, DescribesTheCpu) {
+  const auto& d = backend().describe();
+  EXPECT_EQ(d.id, "cpu");
+  EXPECT_EQ(d.kind, "cpu");
+  EXPECT_FALSE(d.name.empty());
+  ASSERT_FALSE(d.levels.empty());
+  EXPECT_EQ(d.levels.back().name, "DRAM");
+  EXPECT_EQ(d.levels.front().name, "L1");
+  for (std::size_t i = 0; i + 1 < d.levels.size(); ++i) {
+    ASSERT_TRUE(d.levels[i].bytes.has_value());
+    EXPECT_GT(*d.levels[i].bytes, 0);
+  }
+  EXPECT_GE(d.properties.at("threads").get<int>(), 1);
+  EXPECT_GE(d.properties.at("cores").get<int>(), 1);
+  EXPECT_TRUE(d.properties.at("isa").contains("avx512f"));
+  EXPECT_TRUE(d.properties.at("caches").is_array());
+  if (kHaveOnednn) {
+    EXPECT_EQ(d.libraries.at("onednn").get<std::string>().substr(0, 2), "2.");
+  }
+}
+
+TEST_F(CpuBackendTest, GemmEachDtype) {
+  for (const DType dtype : {DType::f32, DType::bf16, DType::int8}) {
+    for (const std::int64_t batch : {1, 3}) {
+      const GemmShape shape{dtype, 17, 40, 24, batch};
+      try {
+        auto kernel = backend().gemm(shape);
+        exercise(*kernel);
+        EXPECT_DOUBLE_EQ(kernel->flops(), 2.0 * batch * 17 * 40 * 24);
+        EXPECT_DOUBLE_EQ(kernel->bytes(), shape.bytes());
+        EXPECT_FALSE(kernel->impl().empty());
+        EXPECT_FALSE(kernel->layout().empty());
+      } catch (const Unsupported& e) {
+        // Without oneDNN nothing runs; with it, only int8 may be missing on an older ISA.
+        EXPECT_TRUE(!kHaveOnednn || dtype == DType::int8) << e.what();
+      }
+    }
+  }
+}
+
+TEST_F(CpuBackendTest, GemmRejectsUnmeasuredDtype) {
+  EXPECT_THROW(backend().gemm(GemmShape{DType::f16, 8, 8, 8, 1}), Unsupported);
+}
+
+TEST_F(CpuBackendTest, ConvShapesAndLayouts) {
+  if (!kHaveOnednn) {
+    EXPECT_THROW(backend().conv(ConvShape{}, ConvLayout::any), Unsupported);
+    return;
+  }
+  struct Case {
+    std::int64_t c, h, k, r, stride, pad, dilation, groups;
+  };
+  const Case cases[] = {
+      {8, 9, 16, 3, 1, 1, 1, 1},   // 3x3
+      {3, 15, 8, 7, 2, 3, 1, 1},   // stem-like 7x7/2
+      {16, 8, 16, 3, 1, 1, 1, 16},  // depthwise
+      {8, 10, 8, 3, 2, 2, 2, 2},   // grouped, strided, dilated
+      {16, 6, 32, 1, 1, 0, 1, 1},  // 1x1
+  };
+  for (const DType dtype : {DType::f32, DType::bf16}) {
+    for (const ConvLayout layout : {ConvLayout::any, ConvLayout::nhwc, ConvLayout::nchw}) {
+      for (const Case& c : cases) {
+        ConvShape shape;
+        shape.dtype = dtype;
+        shape.n = 2, shape.c = c.c, shape.h = c.h, shape.w = c.h + 1, shape.k = c.k;
+        shape.r = c.r, shape.s = c.r, shape.stride = c.stride, shape.pad = c.pad;
+        shape.dilation = c.dilation, shape.groups = c.groups;
+        auto kernel = backend().conv(shape, layout);
+        exercise(*kernel);
+        EXPECT_DOUBLE_EQ(kernel->flops(), shape.flops());
+        EXPECT_FALSE(kernel->impl().empty());
+        const auto used = kernel->layout();
+        EXPECT_TRUE(used == "blocked" || used == "nhwc" || used == "nchw") << used;
+        if (layout == ConvLayout::nhwc) {
+          EXPECT_EQ(used, "nhwc");
+        }
+        if (layout == ConvLayout::nchw) {
+          EXPECT_EQ(used, "nchw");
+        }
+      }
+    }
+  }
+}
+
+TEST_F(CpuBackendTest, StreamEachOp) {
+  for (const StreamOp op : {StreamOp::copy, StreamOp::scale, StreamOp::add, StreamOp::triad}) {
+    for (const std::int64_t bytes : {std::int64_t{48} << 10, std::int64_t{6} << 20}) {
+      auto kernel = backend().stream(op, bytes);
+      exercise(*kernel);
+      // Working set: arrays x elements x 8 bytes, within one element per array of the request.
+      EXPECT_LE(kernel->bytes(), static_cast<double>(bytes));
+      EXPECT_GT(kernel->bytes(), static_cast<double>(bytes) - 8.0 * stream_arrays(op));
+    }
+  }
+}
+
+TEST_F(CpuBackendTest, FmaSentinelAndTinyOp) {
+  auto fma = backend().fma(DType::f32);
+  exercise(*fma);
+  EXPECT_GT(fma->flops(), 0.0);
+  EXPECT_THROW(backend().fma(DType::f64), Unsupported);
+
+  auto sentinel = backend().sentinel();
+  exercise(*sentinel);
+
+  if (kHaveOnednn) {
+    auto tiny = backend().tiny_op();
+    exercise(*tiny);
+  } else {
+    EXPECT_THROW(backend().tiny_op(), Unsupported);
+  }
+}
+
+TEST_F(CpuBackendTest, TransfersAreUnsupported) {
+  EXPECT_THROW(backend().transfer(TransferDir::h2d, true, 1 << 20), Unsupported);
+  EXPECT_THROW(backend().device_copy(1 << 20), Unsupported);
+  EXPECT_THROW(backend().graph_tiny_op(), Unsupported);
+}
+
+}  // namespace
+}  // namespace truepeak
