@@ -1,0 +1,197 @@
+// What a CPU calibration measures, and how long it may spend on each point. Budgets are sized for
+// the whole CPU run to take <= 30 s (--quick) or <= 3 min (default) on a 2-core machine; the
+// points that decide the headline peaks (large GEMMs, DRAM triad, FMA) get the most samples,
+// because on a shared machine only a best-of-many figure is stable from run to run.
+#include <algorithm>
+
+#include "calibrate/plan.hpp"
+#include "core/units.hpp"
+
+namespace truepeak {
+namespace {
+
+ConvShape conv(DType dtype, std::int64_t n, std::int64_t c, std::int64_t hw, std::int64_t k,
+               std::int64_t rs, std::int64_t stride, std::int64_t pad, std::int64_t groups = 1) {
+  ConvShape shape;
+  shape.dtype = dtype;
+  shape.n = n;
+  shape.c = c;
+  shape.h = hw;
+  shape.w = hw;
+  shape.k = k;
+  shape.r = rs;
+  shape.s = rs;
+  shape.stride = stride;
+  shape.pad = pad;
+  shape.dilation = 1;
+  shape.groups = groups;
+  return shape;
+}
+
+// Layers of ResNet-50 (stem, 1x1 and 3x3 at the four stages, the strided 3x3 of a stage's first
+// block) and MobileNetV2 (depthwise 3x3, stride 1 and 2), per image (batch set later).
+std::vector<ConvShape> cnn_layers(DType dtype, bool quick) {
+  std::vector<ConvShape> layers = {
+      conv(dtype, 1, 3, 224, 64, 7, 2, 3),     // stem 7x7/2
+      conv(dtype, 1, 64, 56, 64, 3, 1, 1),     // stage 1 3x3
+      conv(dtype, 1, 256, 14, 1024, 1, 1, 0),  // stage 3 1x1 expand
+      conv(dtype, 1, 512, 7, 512, 3, 1, 1),    // stage 4 3x3
+      conv(dtype, 1, 128, 56, 128, 3, 2, 1),   // stage 2 strided 3x3
+      conv(dtype, 1, 144, 56, 144, 3, 1, 1, 144),  // MobileNetV2 depthwise
+  };
+  if (!quick) {
+    const std::vector<ConvShape> more = {
+        conv(dtype, 1, 64, 56, 256, 1, 1, 0),    // stage 1 1x1 expand
+        conv(dtype, 1, 256, 56, 64, 1, 1, 0),    // stage 1 1x1 reduce
+        conv(dtype, 1, 128, 28, 128, 3, 1, 1),   // stage 2 3x3
+        conv(dtype, 1, 512, 28, 128, 1, 1, 0),   // stage 2 1x1 reduce
+        conv(dtype, 1, 256, 14, 256, 3, 1, 1),   // stage 3 3x3
+        conv(dtype, 1, 512, 7, 2048, 1, 1, 0),   // stage 4 1x1 expand
+        conv(dtype, 1, 2048, 7, 512, 1, 1, 0),   // stage 4 1x1 reduce
+        conv(dtype, 1, 32, 112, 32, 3, 1, 1, 32),    // MobileNetV2 depthwise, first block
+        conv(dtype, 1, 96, 112, 96, 3, 2, 1, 96),    // MobileNetV2 depthwise, strided
+        conv(dtype, 1, 576, 14, 576, 3, 1, 1, 576),  // MobileNetV2 depthwise, late block
+    };
+    layers.insert(layers.end(), more.begin(), more.end());
+  }
+  return layers;
+}
+
+void add_gemms(std::vector<GemmShape>& out, DType dtype, bool quick, bool subset) {
+  const auto add = [&](std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch = 1) {
+    out.push_back(GemmShape{dtype, m, n, k, batch});
+  };
+  // Square: the efficiency curve from tiny to peak.
+  const std::vector<std::int64_t> squares =
+      quick ? std::vector<std::int64_t>{64, 256, 1024, 2048}
+            : subset ? std::vector<std::int64_t>{64, 256, 1024, 2048, 4096}
+                     : std::vector<std::int64_t>{64, 128, 256, 512, 1024, 2048, 4096};
+  for (const auto size : squares) {
+    add(size, size, size);
+  }
+  // Skinny, decode-like: a few tokens against a large weight matrix (memory bound).
+  for (const std::int64_t m : quick || subset ? std::vector<std::int64_t>{1, 32}
+                                              : std::vector<std::int64_t>{1, 8, 32}) {
+    add(m, 4096, 4096);
+  }
+  if (!quick && !subset) {
+    add(8, 11008, 4096);  // an LLM MLP up-projection
+  }
+  // Small K: low arithmetic intensity per output.
+  add(2048, 2048, 64);
+  if (!quick && !subset) {
+    add(4096, 4096, 16);
+  }
+  // Batched, attention-like: scores (Q K^T) and context (P V) per head.
+  add(128, 128, 64, 12);
+  if (!quick) {
+    add(128, 64, 128, 12);
+    if (!subset) {
+      add(512, 512, 64, 16);
+      add(512, 64, 512, 16);
+    }
+  }
+}
+
+StopRule rule(int min_samples, double budget_s, int stable_window, int warmup_runs = 2,
+              double warmup_s = 0.02) {
+  StopRule r;
+  r.min_samples = min_samples;
+  r.budget_s = budget_s;
+  r.stable_window = stable_window;
+  r.target_cv = 0.01;
+  r.min_rel_gain = 0.005;
+  r.warmup_runs = warmup_runs;
+  r.warmup_s = warmup_s;
+  return r;
+}
+
+// The last cache level's capacity (0 when the description has none).
+std::int64_t last_level_cache_bytes(const DeviceDescription& device) {
+  std::int64_t llc = 0;
+  for (const auto& level : device.levels) {
+    if (level.name != "DRAM" && level.bytes) {
+      llc = std::max(llc, *level.bytes);
+    }
+  }
+  return llc;
+}
+
+}  // namespace
+
+Plan cpu_plan(const DeviceDescription& device, Suite suite) {
+  const bool quick = suite == Suite::quick;
+  Plan plan;
+
+  add_gemms(plan.gemm, DType::f32, quick, false);
+  add_gemms(plan.gemm, DType::bf16, quick, false);
+  add_gemms(plan.gemm, DType::int8, quick, true);
+
+  // Blocked ("any": oneDNN's preferred layouts, what oneDNN-backed frameworks run) at batch 1 and
+  // a larger batch; a few plain NHWC / NCHW points beside them.
+  const std::int64_t large_batch = quick ? 8 : 16;
+  for (const DType dtype : {DType::f32, DType::bf16}) {
+    for (const auto& layer : cnn_layers(dtype, quick)) {
+      plan.conv.push_back({layer, ConvLayout::any});
+    }
+    const auto batched = cnn_layers(dtype, true);
+    for (std::size_t i = 0; i < batched.size(); ++i) {
+      if (quick && i != 1) {
+        continue;  // quick: one larger-batch point per dtype
+      }
+      ConvShape shape = batched[i];
+      shape.n = large_batch;
+      plan.conv.push_back({shape, ConvLayout::any});
+    }
+  }
+  const ConvShape plain_3x3 = conv(DType::f32, 1, 64, 56, 64, 3, 1, 1);
+  const ConvShape plain_1x1 = conv(DType::f32, 1, 256, 14, 1024, 1, 1, 0);
+  plan.conv.push_back({plain_3x3, ConvLayout::nhwc});
+  if (!quick) {
+    plan.conv.push_back({plain_3x3, ConvLayout::nchw});
+    plan.conv.push_back({plain_1x1, ConvLayout::nhwc});
+    plan.conv.push_back({plain_1x1, ConvLayout::nchw});
+  }
+
+  // STREAM sweep: inside L1 up to past 4x the last-level cache (DRAM). Sizes are total bytes of
+  // all arrays. The level fits use triad points inside each level and past 4x the LLC.
+  plan.stream_ops = quick ? std::vector<StreamOp>{StreamOp::copy, StreamOp::triad}
+                          : std::vector<StreamOp>{StreamOp::copy, StreamOp::scale, StreamOp::add,
+                                                  StreamOp::triad};
+  const std::int64_t llc = std::max<std::int64_t>(last_level_cache_bytes(device), 8 * kMiB);
+  // First DRAM size: 4x LLC plus a quarter, rounded up to 64 MiB.
+  const std::int64_t dram = (4 * llc + llc / 4 + 64 * kMiB - 1) / (64 * kMiB) * (64 * kMiB);
+  std::vector<std::int64_t> sizes;
+  const std::int64_t step = 4;
+  for (std::int64_t bytes = 32 * kKiB; bytes < 4 * llc; bytes *= step) {
+    sizes.push_back(bytes);
+  }
+  sizes.push_back(dram);
+  if (!quick) {
+    sizes.push_back(dram * 3 / 2 / (64 * kMiB) * (64 * kMiB));
+  }
+  plan.stream_bytes = sizes;
+
+  plan.fma_dtypes = {DType::f32};
+
+  if (quick) {
+    plan.gemm_rule = rule(3, 0.5, 6, 1, 0.01);
+    plan.conv_rule = rule(3, 0.2, 6, 1, 0.01);
+    plan.stream_rule = rule(5, 0.25, 8, 1, 0.005);
+    plan.fma_rule = rule(10, 0.4, 15, 2, 0.01);
+    plan.overhead_rule = rule(50, 0.1, 30, 10, 0.005);
+  } else {
+    plan.gemm_rule = rule(6, 1.5, 12);
+    plan.conv_rule = rule(5, 0.5, 10);
+    plan.stream_rule = rule(10, 1.0, 12, 2, 0.01);
+    plan.fma_rule = rule(30, 2.0, 30);
+    plan.overhead_rule = rule(200, 0.5, 100, 20, 0.01);
+  }
+  // The sentinel (~0.3 ms) runs between points: a few samples, no long warm-up.
+  plan.sentinel_rule = rule(3, 0.01, 0, 1, 0.0);
+  plan.sentinel_slowdown = 1.15;
+  plan.max_remeasure = quick ? 1 : 2;
+  return plan;
+}
+
+}  // namespace truepeak

@@ -1,0 +1,124 @@
+// The CPU plan: the sweep reaches DRAM and every level, and the grids hold the required classes.
+#include <algorithm>
+
+#include <gtest/gtest.h>
+
+#include "calibrate/plan.hpp"
+#include "core/units.hpp"
+
+namespace truepeak {
+namespace {
+
+DeviceDescription this_kind_of_vm() {
+  DeviceDescription d;
+  d.id = "cpu";
+  d.kind = "cpu";
+  d.levels = {{"L1", 96 * kKiB}, {"L2", 4 * kMiB}, {"L3", 260 * kMiB}, {"DRAM", 24 * kGiB}};
+  return d;
+}
+
+bool has_gemm(const Plan& plan, DType dtype, auto predicate) {
+  return std::any_of(plan.gemm.begin(), plan.gemm.end(),
+                     [&](const GemmShape& s) { return s.dtype == dtype && predicate(s); });
+}
+
+class CpuPlanTest : public ::testing::TestWithParam<Suite> {};
+
+TEST_P(CpuPlanTest, StreamSweepSpansAllLevels) {
+  const auto device = this_kind_of_vm();
+  const Plan plan = cpu_plan(device, GetParam());
+  ASSERT_FALSE(plan.stream_bytes.empty());
+  EXPECT_TRUE(std::is_sorted(plan.stream_bytes.begin(), plan.stream_bytes.end()));
+  // Strictly past 4x the LLC, as the DRAM level requires.
+  EXPECT_GT(plan.stream_bytes.back(), 4 * 260 * kMiB);
+  // At least one point inside each cache level (at most half its capacity).
+  for (const auto& [lo, hi] : {std::pair{std::int64_t{0}, 48 * kKiB},
+                               std::pair{192 * kKiB, 2 * kMiB},
+                               std::pair{8 * kMiB, 130 * kMiB}}) {
+    EXPECT_TRUE(std::any_of(plan.stream_bytes.begin(), plan.stream_bytes.end(),
+                            [&](std::int64_t b) { return b > lo && b <= hi; }))
+        << lo << ".." << hi;
+  }
+  EXPECT_NE(std::find(plan.stream_ops.begin(), plan.stream_ops.end(), StreamOp::triad),
+            plan.stream_ops.end());
+  EXPECT_EQ(plan.fma_dtypes, std::vector<DType>{DType::f32});
+  EXPECT_TRUE(plan.transfer_bytes.empty());
+}
+
+TEST_P(CpuPlanTest, GemmGridHasEveryClass) {
+  const Plan plan = cpu_plan(this_kind_of_vm(), GetParam());
+  for (const DType dtype : {DType::f32, DType::bf16, DType::int8}) {
+    EXPECT_TRUE(has_gemm(plan, dtype, [](const GemmShape& s) { return s.m == 64 && s.n == 64 && s.k == 64; }));
+    EXPECT_TRUE(has_gemm(plan, dtype, [](const GemmShape& s) { return s.m == s.n && s.n == s.k && s.m >= 2048; }));
+    EXPECT_TRUE(has_gemm(plan, dtype, [](const GemmShape& s) { return s.m == 1 && s.n >= 4096 && s.k >= 4096; }));
+    EXPECT_TRUE(has_gemm(plan, dtype, [](const GemmShape& s) { return s.k <= 64 && s.m >= 1024; }));
+    EXPECT_TRUE(has_gemm(plan, dtype, [](const GemmShape& s) { return s.batch >= 12; }));
+  }
+  if (GetParam() == Suite::full) {
+    for (const DType dtype : {DType::f32, DType::bf16, DType::int8}) {
+      EXPECT_TRUE(has_gemm(plan, dtype, [](const GemmShape& s) { return s.m == 4096 && s.n == 4096 && s.k == 4096; }));
+    }
+    EXPECT_TRUE(has_gemm(plan, DType::f32, [](const GemmShape& s) { return s.m == 8 && s.n >= 4096; }));
+  }
+}
+
+TEST_P(CpuPlanTest, ConvGridHasEveryClass) {
+  const Plan plan = cpu_plan(this_kind_of_vm(), GetParam());
+  const auto has = [&](DType dtype, auto predicate) {
+    return std::any_of(plan.conv.begin(), plan.conv.end(), [&](const auto& point) {
+      return point.first.dtype == dtype && predicate(point.first, point.second);
+    });
+  };
+  for (const DType dtype : {DType::f32, DType::bf16}) {
+    const auto blocked = ConvLayout::any;
+    EXPECT_TRUE(has(dtype, [&](const ConvShape& s, ConvLayout l) { return s.r == 7 && s.stride == 2 && l == blocked; }));
+    EXPECT_TRUE(has(dtype, [&](const ConvShape& s, ConvLayout) { return s.r == 1 && s.groups == 1; }));
+    EXPECT_TRUE(has(dtype, [&](const ConvShape& s, ConvLayout) { return s.r == 3 && s.groups == 1 && s.stride == 1; }));
+    EXPECT_TRUE(has(dtype, [&](const ConvShape& s, ConvLayout) { return s.r == 3 && s.stride == 2; }));
+    EXPECT_TRUE(has(dtype, [&](const ConvShape& s, ConvLayout) { return s.groups == s.c && s.groups > 1; }));
+    EXPECT_TRUE(has(dtype, [&](const ConvShape& s, ConvLayout) { return s.n == 1; }));
+    EXPECT_TRUE(has(dtype, [&](const ConvShape& s, ConvLayout) { return s.n >= 8; }));
+    // Every ResNet stage resolution appears (56, 28 or a strided 56->28, 14, 7).
+    for (const std::int64_t hw : {56, 14, 7}) {
+      EXPECT_TRUE(has(dtype, [&](const ConvShape& s, ConvLayout) { return s.h == hw; })) << hw;
+    }
+  }
+  EXPECT_TRUE(has(DType::f32, [](const ConvShape&, ConvLayout l) { return l == ConvLayout::nhwc; }));
+  for (const auto& [shape, layout] : plan.conv) {
+    EXPECT_GT(shape.out_h(), 0);
+    EXPECT_EQ(shape.c % shape.groups, 0);
+  }
+}
+
+TEST_P(CpuPlanTest, RulesAreSane) {
+  const Plan plan = cpu_plan(this_kind_of_vm(), GetParam());
+  for (const StopRule* r : {&plan.gemm_rule, &plan.conv_rule, &plan.stream_rule, &plan.fma_rule,
+                            &plan.overhead_rule, &plan.sentinel_rule}) {
+    EXPECT_GE(r->min_samples, 3);
+    EXPECT_GT(r->budget_s, 0.0);
+    EXPECT_LE(r->budget_s, 3.0);
+  }
+  EXPECT_GT(plan.sentinel_slowdown, 1.0);
+}
+
+TEST(CpuPlan, QuickIsSmallerThanFull) {
+  const auto quick = cpu_plan(this_kind_of_vm(), Suite::quick);
+  const auto full = cpu_plan(this_kind_of_vm(), Suite::full);
+  EXPECT_LT(quick.gemm.size(), full.gemm.size());
+  EXPECT_LT(quick.conv.size(), full.conv.size());
+  EXPECT_LE(quick.stream_ops.size() * quick.stream_bytes.size(),
+            full.stream_ops.size() * full.stream_bytes.size());
+}
+
+TEST(CpuPlan, SweepFollowsTheCache) {
+  auto device = this_kind_of_vm();
+  device.levels = {{"L1", 64 * kKiB}, {"L2", 2 * kMiB}, {"L3", 32 * kMiB}, {"DRAM", 16 * kGiB}};
+  const auto plan = cpu_plan(device, Suite::quick);
+  EXPECT_GT(plan.stream_bytes.back(), 4 * 32 * kMiB);
+  EXPECT_LT(plan.stream_bytes.back(), 1 * kGiB);
+}
+
+INSTANTIATE_TEST_SUITE_P(Suites, CpuPlanTest, ::testing::Values(Suite::quick, Suite::full));
+
+}  // namespace
+}  // namespace truepeak
