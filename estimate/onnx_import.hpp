@@ -1,0 +1,89 @@
+// ONNX models in: reads a .onnx file with the ONNX library (protobuf), binds its dynamic
+// dimensions, runs ONNX shape inference and maps the nodes to the estimator's ops, modelling the
+// fusions an inference runtime applies.
+//
+// Op mapping (ONNX node -> estimator op):
+//   Conv (1-D/2-D; groups, strides, pads, dilations, auto_pad)  -> conv2d (1-D as H = 1)
+//   Gemm, MatMul with a 2-D constant right operand               -> linear (weight as [in, out])
+//   MatMul of two activations (batched, broadcast)               -> matmul
+//   Relu, Sigmoid, Tanh, Erf, Clip, Add, Mul, Div, Pow, Where, Cast, Reduce*, ... -> elementwise
+//   BatchNormalization, LayerNormalization, Instance/GroupNorm   -> norm
+//   Softmax, LogSoftmax                                          -> softmax
+//   MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool       -> pool
+//   Gather of rows of a constant 2-D table                       -> embedding
+//   Reshape, Flatten, (Un)Squeeze, Identity, Dropout, Slice, Split -> reshape (free: views in
+//     PyTorch; a runtime that copies Slice/Split pays a memory pass this does not count)
+//   Transpose, Expand, Tile, Pad, Resize, Gather of activations  -> transpose (a real copy:
+//     output-sized read + write)
+//   Concat                                                       -> concat (a real copy)
+//   Constant, Shape, Size and every node computable from constants and input shapes -> free
+//   anything else                                                -> elementwise "unknown:TYPE",
+//     memory-bound on its tensors, and counted in `unknown_ops` + a warning
+// Rewrites (what inference runtimes do, all general rules, see onnx_map.cpp):
+//   BatchNormalization after Conv folds into it; MatMul/Gemm/Conv + Add(bias) is one op with a
+//   bias epilogue; a Transpose swapping a MatMul operand's last two axes is a transposed GEMM
+//   operand; exporter decompositions of one framework op are that op again: erf/tanh GELU, SiLU,
+//   HardSwish, Mish -> one elementwise; ReduceMean/Sub/Pow/Sqrt/Div (LayerNorm before opset 17)
+//   and the RMSNorm form -> one norm; ReduceMax/Exp/ReduceSum/Div -> one softmax;
+//   activation epilogues on GEMM/conv only with OnnxOptions::fuse_activations.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "estimate/graph.hpp"
+
+namespace truepeak::estimate {
+
+// One `--input-shape NAME=1x3x224x224`.
+struct InputShape {
+  std::string name;
+  std::vector<std::int64_t> dims;
+};
+// Parses "NAME=1x3x224x224" (also "NAME:1,3,224,224"). Throws InputError.
+InputShape parse_input_shape(const std::string& text);
+
+struct OnnxOptions {
+  // Values for dynamic dimensions of the graph inputs: a dimension named like a batch
+  // ("batch", "N", "batch_size", ...) or the first dimension takes `batch`; one named like a
+  // sequence ("seq", "sequence", "length", "tokens", ...) or the second dimension of an integer
+  // (token-id) input takes `seq`. `input_shapes` fix whole inputs and win over both.
+  // An input whose batch dimension is fixed in the file to another value than `batch` is an
+  // InputError: the graph's reshapes were exported for that batch.
+  std::optional<std::int64_t> batch;
+  std::optional<std::int64_t> seq;
+  std::vector<InputShape> input_shapes;
+  // Fold an activation that follows a GEMM/convolution into it (Conv+ReLU, Linear+GELU
+  // epilogues, as ONNX Runtime, TensorRT and oneDNN post-ops do). Off by default: PyTorch runs
+  // them as their own (in-place) kernels, also in a frozen TorchScript graph on oneDNN.
+  // Batch-norm folding into a preceding convolution and bias epilogues are always applied.
+  bool fuse_activations = false;
+};
+
+struct OnnxImport {
+  Model model;
+  // Human-readable, one line each: unknown node types with counts, ignored attributes, ...
+  std::vector<std::string> warnings;
+  // Node types the importer does not know, with their counts (costed memory-bound).
+  std::map<std::string, int> unknown_ops;
+  // What the importer folded: {"batchnorm into conv", 20}, {"bias into linear", 73}, ...
+  std::map<std::string, int> fusions;
+  int onnx_nodes = 0;  // nodes in the file's main graph
+};
+
+// Reads a .onnx file. Throws InputError (one line naming the file) when the file is missing,
+// truncated or malformed, when a dynamic dimension has no value, or when shape inference cannot
+// give the shape of an op that needs one.
+OnnxImport load_onnx(const std::string& path, const OnnxOptions& options = {});
+// The same from the file's bytes; `where` names it in messages.
+OnnxImport onnx_from_bytes(const std::string& bytes, const std::string& where,
+                           const OnnxOptions& options = {});
+
+// True when the path names an ONNX file (extension ".onnx", any case).
+bool is_onnx_path(const std::string& path);
+
+}  // namespace truepeak::estimate

@@ -1,0 +1,199 @@
+#!/usr/bin/python3
+"""Writes the small ONNX files the importer's unit tests read (tests/estimate/data/onnx/).
+
+Run with Debian's python3-onnx:  /usr/bin/python3 scripts/make_onnx_fixtures.py
+The graphs are built node by node with onnx.helper, so each test knows exactly which ops,
+shapes and fusions to expect. Weights are random (the importer reads only their shapes, but
+the files should look like real models). Malformed files cover what users actually hand in:
+a truncated download, a file that is not ONNX at all, an empty file, a model without a graph,
+and a graph that reads a tensor nothing defines.
+"""
+import argparse
+import os
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+RNG = np.random.default_rng(5)
+
+
+def weight(name, *dims):
+    return numpy_helper.from_array(RNG.standard_normal(dims).astype(np.float32), name)
+
+
+def const_i64(name, values):
+    return numpy_helper.from_array(np.asarray(values, dtype=np.int64), name)
+
+
+def scalar(name, value):
+    return numpy_helper.from_array(np.asarray(value, dtype=np.float32), name)
+
+
+def model_of(graph, opset):
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
+                              producer_name="truepeak-fixtures")
+    onnx.checker.check_model(model)
+    return model
+
+
+def tiny_cnn():
+    """Conv+BN+ReLU, max pool, depthwise strided conv, ReLU6 (Clip), global pool, Gemm.
+    Input 'image' [batch, 3, 32, 32] with a named dynamic batch."""
+    n = helper.make_node
+    nodes = [
+        n("Conv", ["image", "c1.w"], ["c1"], name="conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        n("BatchNormalization", ["c1", "bn.s", "bn.b", "bn.m", "bn.v"], ["b1"], name="bn1"),
+        n("Relu", ["b1"], ["r1"], name="relu1"),
+        n("MaxPool", ["r1"], ["p1"], name="pool1", kernel_shape=[2, 2], strides=[2, 2]),
+        n("Conv", ["p1", "c2.w", "c2.b"], ["c2"], name="dwconv", kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+          strides=[2, 2], group=8),
+        n("Clip", ["c2", "zero", "six"], ["r2"], name="relu6"),
+        n("GlobalAveragePool", ["r2"], ["g"], name="gap"),
+        n("Flatten", ["g"], ["f"], name="flatten", axis=1),
+        n("Gemm", ["f", "fc.w", "fc.b"], ["logits"], name="fc", transB=1),
+    ]
+    inits = [weight("c1.w", 8, 3, 3, 3), weight("bn.s", 8), weight("bn.b", 8), weight("bn.m", 8),
+             numpy_helper.from_array(np.abs(RNG.standard_normal(8)).astype(np.float32) + 0.5, "bn.v"),
+             weight("c2.w", 8, 1, 3, 3), weight("c2.b", 8), scalar("zero", 0.0), scalar("six", 6.0),
+             weight("fc.w", 10, 8), weight("fc.b", 10)]
+    graph = helper.make_graph(
+        nodes, "tiny_cnn",
+        [helper.make_tensor_value_info("image", TensorProto.FLOAT, ["batch", 3, 32, 32])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", 10])], inits)
+    return model_of(graph, 13)
+
+
+def tiny_transformer():
+    """One pre-norm transformer block as exporters write it at opset 13: embedding Gather,
+    LayerNorm decomposed into ReduceMean/Sub/Pow/Sqrt/Div, MatMul+Add linears, heads split by a
+    Reshape whose shape comes from a Shape->Gather->Concat chain, K transposed for Q.K^T, erf
+    GELU decomposed, and one Einsum (a node type the importer does not map).
+    Inputs: 'input_ids' [batch, sequence] int64."""
+    d, h, hd, ff, vocab = 16, 2, 8, 32, 100
+    n = helper.make_node
+    nodes = [
+        n("Gather", ["wte", "input_ids"], ["x0"], name="embed"),
+        # LayerNorm, decomposed
+        n("ReduceMean", ["x0"], ["mu"], name="ln/mean", axes=[-1]),
+        n("Sub", ["x0", "mu"], ["xc"], name="ln/sub"),
+        n("Pow", ["xc", "two"], ["xc2"], name="ln/pow"),
+        n("ReduceMean", ["xc2"], ["var"], name="ln/var", axes=[-1]),
+        n("Add", ["var", "eps"], ["var_eps"], name="ln/add_eps"),
+        n("Sqrt", ["var_eps"], ["std"], name="ln/sqrt"),
+        n("Div", ["xc", "std"], ["xn"], name="ln/div"),
+        n("Mul", ["xn", "ln.g"], ["xg"], name="ln/mul"),
+        n("Add", ["xg", "ln.b"], ["x1"], name="ln/add"),
+        # QKV projection with a bias epilogue
+        n("MatMul", ["x1", "qkv.w"], ["qkv0"], name="qkv"),
+        n("Add", ["qkv0", "qkv.b"], ["qkv1"], name="qkv/bias"),
+        n("Split", ["qkv1"], ["q0", "k0", "v0"], name="split", axis=-1),
+        # [B, S, H, hd] from a shape computed in the graph
+        n("Shape", ["input_ids"], ["ids_shape"], name="shape"),
+        n("Gather", ["ids_shape", "idx0"], ["b_dim"], name="shape/batch", axis=0),
+        n("Gather", ["ids_shape", "idx1"], ["s_dim"], name="shape/seq", axis=0),
+        n("Unsqueeze", ["b_dim", "axes0"], ["b_1"], name="shape/unsq_b"),
+        n("Unsqueeze", ["s_dim", "axes0"], ["s_1"], name="shape/unsq_s"),
+        n("Concat", ["b_1", "s_1", "heads"], ["split_shape"], name="shape/concat", axis=0),
+        n("Reshape", ["q0", "split_shape"], ["q1"], name="q/reshape"),
+        n("Reshape", ["k0", "split_shape"], ["k1"], name="k/reshape"),
+        n("Reshape", ["v0", "split_shape"], ["v1"], name="v/reshape"),
+        n("Transpose", ["q1"], ["q"], name="q/transpose", perm=[0, 2, 1, 3]),
+        n("Transpose", ["k1"], ["k"], name="k/transpose", perm=[0, 2, 1, 3]),
+        n("Transpose", ["v1"], ["v"], name="v/transpose", perm=[0, 2, 1, 3]),
+        n("Transpose", ["k"], ["kt"], name="k/transpose_last", perm=[0, 1, 3, 2]),
+        n("MatMul", ["q", "kt"], ["scores0"], name="scores"),
+        n("Div", ["scores0", "sqrt_hd"], ["scores"], name="scale"),
+        n("Softmax", ["scores"], ["probs"], name="softmax", axis=-1),
+        n("MatMul", ["probs", "v"], ["ctx0"], name="context"),
+        n("Transpose", ["ctx0"], ["ctx1"], name="ctx/transpose", perm=[0, 2, 1, 3]),
+        n("Reshape", ["ctx1", "merge_shape"], ["ctx"], name="ctx/reshape"),
+        n("MatMul", ["ctx", "proj.w"], ["proj0"], name="proj"),
+        n("Add", ["proj0", "proj.b"], ["proj1"], name="proj/bias"),
+        n("Add", ["x0", "proj1"], ["x2"], name="residual"),
+        # MLP with erf GELU, decomposed
+        n("MatMul", ["x2", "fc1.w"], ["f0"], name="fc1"),
+        n("Add", ["f0", "fc1.b"], ["f1"], name="fc1/bias"),
+        n("Div", ["f1", "sqrt2"], ["g0"], name="gelu/div"),
+        n("Erf", ["g0"], ["g1"], name="gelu/erf"),
+        n("Add", ["g1", "one"], ["g2"], name="gelu/add"),
+        n("Mul", ["f1", "g2"], ["g3"], name="gelu/mul"),
+        n("Mul", ["g3", "half"], ["g4"], name="gelu/mul_half"),
+        n("MatMul", ["g4", "fc2.w"], ["f2"], name="fc2"),
+        n("Add", ["f2", "fc2.b"], ["f3"], name="fc2/bias"),
+        n("Add", ["x2", "f3"], ["x3"], name="residual2"),
+        n("Einsum", ["x3", "mix.w"], ["out"], name="mix", equation="bsd,de->bse"),
+    ]
+    inits = [weight("wte", vocab, d), scalar("two", 2.0), scalar("eps", 1e-5), weight("ln.g", d),
+             weight("ln.b", d), weight("qkv.w", d, 3 * d), weight("qkv.b", 3 * d),
+             const_i64("idx0", 0), const_i64("idx1", 1), const_i64("axes0", [0]), const_i64("heads", [h, hd]),
+             scalar("sqrt_hd", np.sqrt(hd)), const_i64("merge_shape", [0, 0, d]), weight("proj.w", d, d),
+             weight("proj.b", d), weight("fc1.w", d, ff), weight("fc1.b", ff), scalar("sqrt2", np.sqrt(2.0)),
+             scalar("one", 1.0), scalar("half", 0.5), weight("fc2.w", ff, d), weight("fc2.b", d),
+             weight("mix.w", d, d)]
+    graph = helper.make_graph(
+        nodes, "tiny_transformer",
+        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "sequence"])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, ["batch", "sequence", d])], inits)
+    return model_of(graph, 13)
+
+
+def unnamed_dynamic():
+    """An image input whose height and width are dynamic without a name: needs --input-shape."""
+    n = helper.make_node
+    graph = helper.make_graph(
+        [n("Conv", ["x", "w"], ["y"], name="conv", kernel_shape=[1, 1]), n("Relu", ["y"], ["z"], name="relu")],
+        "unnamed_dynamic",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4, None, None])],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, ["batch", 4, None, None])], [weight("w", 4, 4, 1, 1)])
+    return model_of(graph, 13)
+
+
+def fixed_batch():
+    """Exported for batch 1: the batch is a number in the file."""
+    n = helper.make_node
+    graph = helper.make_graph(
+        [n("Conv", ["x", "w"], ["y"], name="conv", kernel_shape=[1, 1])], "fixed_batch",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])], [weight("w", 4, 4, 1, 1)])
+    return model_of(graph, 13)
+
+
+def dangling():
+    """A node reads a tensor that nothing defines (skips the checker on purpose)."""
+    n = helper.make_node
+    graph = helper.make_graph(
+        [n("Relu", ["missing"], ["y"], name="relu")], "dangling",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "tests", "estimate",
+                                                      "data", "onnx"))
+    args = parser.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+
+    def write(name, data):
+        with open(os.path.join(args.out, name), "wb") as f:
+            f.write(data)
+
+    cnn = tiny_cnn().SerializeToString()
+    write("tiny_cnn.onnx", cnn)
+    write("tiny_transformer.onnx", tiny_transformer().SerializeToString())
+    write("unnamed_dynamic.onnx", unnamed_dynamic().SerializeToString())
+    write("fixed_batch.onnx", fixed_batch().SerializeToString())
+    write("dangling.onnx", dangling().SerializeToString())
+    write("truncated.onnx", cnn[: len(cnn) * 2 // 3])
+    write("not_onnx.onnx", b"# a text file someone renamed to .onnx\nlayers: 3\n")
+    write("empty.onnx", b"")
+    no_graph = onnx.ModelProto()
+    no_graph.ir_version = 8
+    no_graph.opset_import.append(helper.make_opsetid("", 13))
+    write("no_graph.onnx", no_graph.SerializeToString())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,209 @@
+// The ONNX importer on the small files written by scripts/make_onnx_fixtures.py.
+#include <algorithm>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "core/error.hpp"
+#include "estimate/graph.hpp"
+#include "estimate/onnx_import.hpp"
+
+namespace truepeak::estimate {
+namespace {
+
+std::string fixture(const std::string& name) {
+  return std::string(TRUEPEAK_SOURCE_DIR) + "/tests/estimate/data/onnx/" + name;
+}
+
+const Op& find_op(const Graph& graph, const std::string& name) {
+  const auto it = std::find_if(graph.ops.begin(), graph.ops.end(), [&](const Op& op) { return op.name == name; });
+  if (it == graph.ops.end()) throw std::runtime_error("no op named " + name);
+  return *it;
+}
+
+std::vector<std::int64_t> dims(const Shape& shape) { return eval_shape(shape, {}); }
+
+int count_kind(const Graph& graph, OpKind kind, const std::string& fn = "") {
+  return static_cast<int>(std::count_if(graph.ops.begin(), graph.ops.end(), [&](const Op& op) {
+    return op.kind == kind && (fn.empty() || op.fn == fn);
+  }));
+}
+
+TEST(OnnxImport, CnnMapsConvPoolGemmAndFoldsBatchNorm) {
+  OnnxOptions options;
+  options.batch = 4;
+  const auto result = load_onnx(fixture("tiny_cnn.onnx"), options);
+  const auto& graph = result.model.forward;
+  EXPECT_EQ(result.model.kind, "onnx");
+  EXPECT_EQ(result.onnx_nodes, 9);
+  ASSERT_EQ(graph.inputs.size(), 1u);
+  EXPECT_EQ(dims(graph.inputs[0].shape), (std::vector<std::int64_t>{4, 3, 32, 32}));
+
+  // conv1 writes what the folded batch norm wrote.
+  const auto& conv1 = find_op(graph, "conv1");
+  EXPECT_EQ(conv1.kind, OpKind::conv2d);
+  EXPECT_EQ(conv1.output.name, "b1");
+  EXPECT_EQ(conv1.pad, 1);
+  EXPECT_EQ(conv1.kernel_h, 3);
+  EXPECT_EQ(result.fusions.at("batchnorm folded into conv"), 1);
+  EXPECT_EQ(count_kind(graph, OpKind::norm), 0);
+
+  const auto& dw = find_op(graph, "dwconv");
+  EXPECT_EQ(dw.groups, 8);
+  EXPECT_EQ(dw.stride, 2);
+  EXPECT_EQ(dims(dw.output.shape), (std::vector<std::int64_t>{4, 8, 8, 8}));
+  ASSERT_EQ(dw.weights.size(), 2u);  // weight and bias
+  EXPECT_EQ(dims(dw.weights[0].shape), (std::vector<std::int64_t>{8, 1, 3, 3}));
+
+  const auto& pool = find_op(graph, "pool1");
+  EXPECT_EQ(pool.kind, OpKind::pool);
+  EXPECT_EQ(pool.fn, "max");
+  const auto& gap = find_op(graph, "gap");
+  EXPECT_EQ(gap.fn, "avg");
+  EXPECT_EQ(gap.kernel_h, 8);
+
+  // Gemm with transB: weight as [in, out].
+  const auto& fc = find_op(graph, "fc");
+  EXPECT_EQ(fc.kind, OpKind::linear);
+  ASSERT_EQ(fc.weights.size(), 2u);
+  EXPECT_EQ(dims(fc.weights[0].shape), (std::vector<std::int64_t>{8, 10}));
+  EXPECT_EQ(dims(fc.output.shape), (std::vector<std::int64_t>{4, 10}));
+
+  // Activations stay separate by default; the clip bounds (scalars) are not parameters.
+  const auto& relu6 = find_op(graph, "relu6");
+  EXPECT_EQ(relu6.fn, "clip");
+  EXPECT_TRUE(relu6.weights.empty());
+  EXPECT_EQ(find_op(graph, "flatten").kind, OpKind::reshape);
+  EXPECT_TRUE(result.unknown_ops.empty());
+
+  // Parameters: conv1 8*27, dwconv 72+8, fc 80+10 (the folded batch norm's are not read).
+  EXPECT_DOUBLE_EQ(count_params(graph, {}), 216 + 80 + 90);
+}
+
+TEST(OnnxImport, ActivationEpiloguesFoldWhenAsked) {
+  OnnxOptions options;
+  options.batch = 1;
+  options.fuse_activations = true;
+  const auto result = load_onnx(fixture("tiny_cnn.onnx"), options);
+  const auto& graph = result.model.forward;
+  EXPECT_EQ(count_kind(graph, OpKind::elementwise), 0);
+  EXPECT_EQ(find_op(graph, "conv1").output.name, "r1");
+  EXPECT_EQ(find_op(graph, "dwconv").output.name, "r2");
+  EXPECT_EQ(result.fusions.at("relu epilogue into conv2d"), 1);
+  EXPECT_EQ(result.fusions.at("clip epilogue into conv2d"), 1);
+}
+
+TEST(OnnxImport, TransformerRebuildsFrameworkOpsAndCountsUnknownNodes) {
+  OnnxOptions options;
+  options.batch = 2;
+  options.seq = 5;
+  const auto result = load_onnx(fixture("tiny_transformer.onnx"), options);
+  const auto& graph = result.model.forward;
+
+  const auto& embed = find_op(graph, "embed");
+  EXPECT_EQ(embed.kind, OpKind::embedding);
+  EXPECT_EQ(dims(embed.output.shape), (std::vector<std::int64_t>{2, 5, 16}));
+
+  // LayerNorm decomposed into 9 nodes is one norm reading x0 and its gamma/beta.
+  ASSERT_EQ(count_kind(graph, OpKind::norm, "layernorm"), 1);
+  const auto& ln = *std::find_if(graph.ops.begin(), graph.ops.end(), [](const Op& op) { return op.kind == OpKind::norm; });
+  ASSERT_EQ(ln.inputs.size(), 1u);
+  EXPECT_EQ(ln.inputs[0].name, "x0");
+  EXPECT_EQ(ln.output.name, "x1");
+  EXPECT_EQ(ln.weights.size(), 2u);
+
+  // MatMul + Add(bias) is one linear writing the Add's output.
+  const auto& qkv = find_op(graph, "qkv");
+  EXPECT_EQ(qkv.kind, OpKind::linear);
+  EXPECT_EQ(qkv.output.name, "qkv1");
+  EXPECT_EQ(dims(qkv.weights[0].shape), (std::vector<std::int64_t>{16, 48}));
+  EXPECT_EQ(result.fusions.at("bias add into linear/matmul"), 4);
+
+  // Heads: the Reshape's shape came from a Shape->Gather->Concat chain (constant-folded);
+  // K^T is a transposed operand of Q.K^T, not a copy.
+  EXPECT_EQ(dims(find_op(graph, "q/reshape").output.shape), (std::vector<std::int64_t>{2, 5, 2, 8}));
+  const auto& scores = find_op(graph, "scores");
+  EXPECT_EQ(scores.kind, OpKind::matmul);
+  EXPECT_TRUE(scores.transpose_b);
+  EXPECT_EQ(scores.inputs.at(1).name, "k");
+  EXPECT_EQ(dims(scores.output.shape), (std::vector<std::int64_t>{2, 2, 5, 5}));
+  EXPECT_EQ(find_op(graph, "q/transpose").kind, OpKind::transpose);
+  EXPECT_EQ(find_op(graph, "softmax").kind, OpKind::softmax);
+
+  // Erf GELU decomposed into 5 nodes is one elementwise gelu reading the fc1 output.
+  ASSERT_EQ(count_kind(graph, OpKind::elementwise, "gelu"), 1);
+  EXPECT_EQ(find_op(graph, "gelu/mul_half:gelu").inputs.at(0).name, "f1");
+
+  // No Shape/Gather/Concat of shapes left: they are computed once at load time.
+  for (const auto& op : graph.ops) EXPECT_EQ(op.name.rfind("shape/", 0), std::string::npos) << op.name;
+
+  // The Einsum is costed memory-bound and reported with its count.
+  EXPECT_EQ(result.unknown_ops.at("Einsum"), 1);
+  ASSERT_FALSE(result.warnings.empty());
+  EXPECT_NE(result.warnings.front().find("Einsum x1"), std::string::npos) << result.warnings.front();
+  EXPECT_EQ(find_op(graph, "mix").fn, "unknown:Einsum");
+}
+
+TEST(OnnxImport, DynamicDimensionsNeedValues) {
+  OnnxOptions options;
+  options.batch = 1;
+  try {
+    load_onnx(fixture("tiny_transformer.onnx"), options);  // no --seq
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("'sequence'"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(load_onnx(fixture("unnamed_dynamic.onnx"), options), InputError);
+  options.input_shapes.push_back(parse_input_shape("x=1x4x7x9"));
+  const auto result = load_onnx(fixture("unnamed_dynamic.onnx"), options);
+  EXPECT_EQ(dims(result.model.forward.ops.at(0).output.shape), (std::vector<std::int64_t>{1, 4, 7, 9}));
+
+  options.input_shapes = {parse_input_shape("nope=1x4")};
+  EXPECT_THROW(load_onnx(fixture("unnamed_dynamic.onnx"), options), InputError);
+}
+
+TEST(OnnxImport, FixedBatchConflictIsAnInputError) {
+  OnnxOptions options;
+  options.batch = 1;
+  EXPECT_NO_THROW(load_onnx(fixture("fixed_batch.onnx"), options));
+  options.batch = 8;
+  EXPECT_THROW(load_onnx(fixture("fixed_batch.onnx"), options), InputError);
+  // A whole shape given by the user wins (their reshapes are their business).
+  options.input_shapes = {parse_input_shape("image=2x3x32x32")};
+  options.batch = 2;
+  EXPECT_NO_THROW(load_onnx(fixture("tiny_cnn.onnx"), options));
+}
+
+TEST(OnnxImport, MalformedFilesAreOneLineInputErrors) {
+  for (const char* name : {"truncated.onnx", "not_onnx.onnx", "empty.onnx", "no_graph.onnx", "dangling.onnx",
+                           "does_not_exist.onnx"}) {
+    try {
+      load_onnx(fixture(name), OnnxOptions{1, 8, {}, false});
+      ADD_FAILURE() << name << ": expected InputError";
+    } catch (const InputError& e) {
+      const std::string message = e.what();
+      EXPECT_NE(message.find(name), std::string::npos) << message;
+      EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    }
+  }
+}
+
+TEST(OnnxImport, BytesThatAreNotAModel) {
+  EXPECT_THROW(onnx_from_bytes(std::string("\x08\x07\x12\x03", 4), "mem.onnx"), InputError);
+  EXPECT_THROW(onnx_from_bytes(std::string(64, '\xff'), "mem.onnx"), InputError);
+}
+
+TEST(OnnxImport, ParsesInputShapes) {
+  const auto s = parse_input_shape("input_ids=8x128");
+  EXPECT_EQ(s.name, "input_ids");
+  EXPECT_EQ(s.dims, (std::vector<std::int64_t>{8, 128}));
+  EXPECT_EQ(parse_input_shape("x:1,3,224,224").dims.size(), 4u);
+  for (const char* bad : {"x", "=1x2", "x=", "x=1xx2", "x=0x3", "x=-1", "x=1x3.5"}) {
+    EXPECT_THROW(parse_input_shape(bad), InputError) << bad;
+  }
+  EXPECT_TRUE(is_onnx_path("models/ResNet.ONNX"));
+  EXPECT_FALSE(is_onnx_path("models/resnet50.json"));
+}
+
+}  // namespace
+}  // namespace truepeak::estimate
