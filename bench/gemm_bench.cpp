@@ -1,0 +1,62 @@
+// GEMM through the CPU backend (oneDNN matmul). Benchmarks are named gemm/<shape>, e.g.
+// gemm/f32_b1m2048n2048k2048; add shapes with --shape=<shape> (repeatable), pick with
+// --benchmark_filter, set threads with --threads=N.
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+
+#include "bench/bench_kernel.hpp"
+#include "kernels/cpu/cpu_backend.hpp"
+
+int main(int argc, char** argv) {
+  using namespace truepeak;
+  std::vector<GemmShape> shapes;
+  for (const DType dtype : {DType::f32, DType::bf16, DType::int8}) {
+    for (const std::int64_t size : {64, 256, 1024, 2048, 4096}) {
+      shapes.push_back({dtype, size, size, size, 1});
+    }
+    shapes.push_back({dtype, 1, 4096, 4096, 1});
+    shapes.push_back({dtype, 32, 4096, 4096, 1});
+    shapes.push_back({dtype, 2048, 2048, 64, 1});
+    shapes.push_back({dtype, 128, 128, 64, 12});
+  }
+  CpuBackendOptions options;
+  std::vector<char*> rest;
+  try {
+    for (int i = 0; i < argc; ++i) {
+      const std::string arg = argv[i];
+      if (arg.rfind("--shape=", 0) == 0) {
+        shapes.push_back(GemmShape::parse(arg.substr(8)));
+      } else if (arg.rfind("--threads=", 0) == 0) {
+        options.threads = std::stoi(arg.substr(10));
+      } else {
+        rest.push_back(argv[i]);
+      }
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gemm_bench: %s\n", e.what());
+    return 2;
+  }
+  int rest_count = static_cast<int>(rest.size());
+  benchmark::Initialize(&rest_count, rest.data());
+  if (benchmark::ReportUnrecognizedArguments(rest_count, rest.data())) {
+    return 2;
+  }
+  auto backend = make_cpu_backend(options);
+  bench::KernelCache cache;
+  for (const auto& shape : shapes) {
+    const std::string name = "gemm/" + shape.str();
+    benchmark::RegisterBenchmark(name.c_str(),
+                                 [&backend, &cache, shape, name](benchmark::State& state) {
+                                   bench::run_kernel(state, cache, name,
+                                                     [&] { return backend->gemm(shape); });
+                                 })
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond);
+  }
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
