@@ -1,0 +1,39 @@
+#include "report/export.hpp"
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "report/summary.hpp"
+
+namespace truepeak::report {
+
+ExportFormat parse_export_format(const std::string& name) {
+  if (name == "llm-analysis") return ExportFormat::llm_analysis;
+  if (name == "calculon") return ExportFormat::calculon;
+  if (name == "csv") return ExportFormat::csv;
+  if (name == "prometheus") return ExportFormat::prometheus;
+  throw InputError(fmt::format("--to '{}': unknown export format (use llm-analysis, calculon, csv or prometheus)", name));
+}
+
+ExportResult export_profile(const Profile& profile, ExportFormat format, const std::string& device_id,
+                            const std::string& where) {
+  switch (format) {
+    case ExportFormat::llm_analysis:
+      return export_llm_analysis(profile, pick_device(profile, device_id, where));
+    case ExportFormat::calculon:
+      return export_calculon(profile, pick_device(profile, device_id, where));
+    case ExportFormat::csv:
+    case ExportFormat::prometheus: {
+      std::vector<const Device*> devices;
+      if (device_id.empty()) {
+        for (const auto& d : profile.devices) devices.push_back(&d);
+      } else {
+        devices.push_back(&pick_device(profile, device_id, where));
+      }
+      return format == ExportFormat::csv ? export_csv(profile, devices) : export_prometheus(profile, devices);
+    }
+  }
+  throw Error("unreachable export format");
+}
+
+}  // namespace truepeak::report

@@ -1,0 +1,117 @@
+#include "report/summary.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "core/dtype.hpp"
+#include "core/error.hpp"
+
+namespace truepeak::report {
+
+std::vector<DeviceView> all_devices(const std::vector<Profile>& profiles) {
+  std::vector<DeviceView> out;
+  for (const auto& p : profiles) {
+    for (const auto& d : p.devices) out.push_back({&p, &d, p.machine.label + "/" + d.id});
+  }
+  return out;
+}
+
+const Device& pick_device(const Profile& profile, const std::string& id, const std::string& where) {
+  if (profile.devices.empty()) throw InputError(fmt::format("{}: the profile has no devices", where));
+  if (id.empty()) {
+    for (const auto& d : profile.devices) {
+      if (d.kind == "gpu") return d;
+    }
+    return profile.devices.front();
+  }
+  if (const auto* d = profile.find_device(id)) return *d;
+  std::vector<std::string> ids;
+  for (const auto& d : profile.devices) ids.push_back(d.id);
+  throw InputError(fmt::format("{}: no device '{}' in this profile (it has: {})", where, id, fmt::join(ids, ", ")));
+}
+
+namespace {
+int dtype_rank(const std::string& name) {
+  const auto d = parse_dtype(name);
+  return d ? static_cast<int>(*d) : 1000;
+}
+}  // namespace
+
+std::vector<std::string> gemm_dtypes(const Device& device) {
+  std::set<std::string> names;
+  for (const auto& [name, value] : device.peaks.flops_per_s) names.insert(name);
+  for (const auto& p : device.gemm) names.insert(std::string(to_string(p.shape.dtype)));
+  std::vector<std::string> out(names.begin(), names.end());
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return dtype_rank(a) < dtype_rank(b); });
+  return out;
+}
+
+std::optional<double> best_gemm_flops_per_s(const Device& device, const std::string& dtype) {
+  if (auto it = device.peaks.flops_per_s.find(dtype); it != device.peaks.flops_per_s.end()) return it->second;
+  std::optional<double> best;
+  for (const auto& p : device.gemm) {
+    if (to_string(p.shape.dtype) == dtype && (!best || p.flops_per_s > *best)) best = p.flops_per_s;
+  }
+  return best;
+}
+
+std::optional<double> datasheet_flops_per_s(const Device& device, const std::string& dtype) {
+  if (auto it = device.datasheet.flops_per_s.find(dtype); it != device.datasheet.flops_per_s.end()) {
+    return it->second;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> ordered_level_names(const std::vector<std::string>& names) {
+  static const std::vector<std::string> kOrder = {"L1", "L2", "L3", "DRAM", "HBM"};
+  auto rank = [](const std::string& n) {
+    auto it = std::find(kOrder.begin(), kOrder.end(), n);
+    return static_cast<int>(it - kOrder.begin());
+  };
+  std::vector<std::string> out;
+  for (const auto& n : names) {
+    if (std::find(out.begin(), out.end(), n) == out.end()) out.push_back(n);
+  }
+  std::stable_sort(out.begin(), out.end(), [&](const auto& a, const auto& b) {
+    return rank(a) != rank(b) ? rank(a) < rank(b) : a < b;
+  });
+  return out;
+}
+
+std::optional<double> level_Bps(const Device& device, const std::string& name) {
+  for (const auto& l : device.memory_levels) {
+    if (l.name == name) return l.Bps;
+  }
+  return std::nullopt;
+}
+
+std::optional<double> main_memory_Bps(const Device& device) {
+  if (device.peaks.memory_Bps) return device.peaks.memory_Bps;
+  if (auto v = level_Bps(device, "HBM")) return v;
+  return level_Bps(device, "DRAM");
+}
+
+std::string main_memory_level(const Device& device) {
+  if (level_Bps(device, "HBM")) return "HBM";
+  if (level_Bps(device, "DRAM")) return "DRAM";
+  return device.kind == "gpu" ? "HBM" : "DRAM";
+}
+
+std::optional<double> ratio(std::optional<double> a, std::optional<double> b) {
+  if (!a || !b || *b <= 0) return std::nullopt;
+  return *a / *b;
+}
+
+std::string slug(const std::string& text) {
+  std::string out;
+  for (char ch : text) {
+    const bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
+                    ch == '-';
+    out.push_back(ok ? ch : '-');
+  }
+  return out;
+}
+
+}  // namespace truepeak::report

@@ -1,0 +1,48 @@
+// Figures derived from a profile that several printers share (compare, export, report): the
+// best measured rate per dtype, the bandwidth of a memory level, ratios that stay empty when
+// either side is missing. Rates are never recomputed here; they come from the profile.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/profile.hpp"
+
+namespace truepeak::report {
+
+// One device of one profile, named "<machine label>/<device id>".
+struct DeviceView {
+  const Profile* profile = nullptr;
+  const Device* device = nullptr;
+  std::string label;
+};
+
+// Every device of every profile, in order.
+std::vector<DeviceView> all_devices(const std::vector<Profile>& profiles);
+
+// The device with `id`, or, when `id` is empty, the first GPU, else the first device.
+// Throws InputError naming the profile and the devices it has.
+const Device& pick_device(const Profile& profile, const std::string& id, const std::string& where);
+
+// Dtypes with a GEMM figure (peaks or points), in the order of DType (f64, f32, ..., int8).
+std::vector<std::string> gemm_dtypes(const Device& device);
+// peaks.flops_per_s[dtype], else the fastest GEMM point of that dtype.
+std::optional<double> best_gemm_flops_per_s(const Device& device, const std::string& dtype);
+std::optional<double> datasheet_flops_per_s(const Device& device, const std::string& dtype);
+
+// Memory levels ordered L1, L2, L3, DRAM, HBM, then any other name.
+std::vector<std::string> ordered_level_names(const std::vector<std::string>& names);
+std::optional<double> level_Bps(const Device& device, const std::string& name);
+// Main memory (DRAM/HBM): peaks.memory_Bps, else the DRAM or HBM level.
+std::optional<double> main_memory_Bps(const Device& device);
+// Which level holds main memory on this device: "HBM" on a GPU, "DRAM" otherwise.
+std::string main_memory_level(const Device& device);
+
+// a / b when both are present and b > 0.
+std::optional<double> ratio(std::optional<double> a, std::optional<double> b);
+
+// A name safe for file names and other tools' identifiers: [A-Za-z0-9_-], others become '-'.
+std::string slug(const std::string& text);
+
+}  // namespace truepeak::report

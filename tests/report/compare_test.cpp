@@ -1,0 +1,141 @@
+#include <gtest/gtest.h>
+
+#include "core/error.hpp"
+#include "report/compare.hpp"
+#include "report_test_util.hpp"
+
+namespace truepeak::report {
+namespace {
+
+using test::cpu_fixture;
+using test::gpu_fixture;
+
+const CompareRow* find_row(const Comparison& c, const std::string& group, const std::string& name) {
+  for (const auto& r : c.rows) {
+    if (r.group == group && r.name == name) return &r;
+  }
+  return nullptr;
+}
+
+TEST(Compare, ColumnsAreEveryDeviceOfEveryProfile) {
+  const std::vector<Profile> profiles = {cpu_fixture(), gpu_fixture()};
+  const auto c = compare_profiles(profiles, {});
+  ASSERT_EQ(c.columns.size(), 3u);
+  EXPECT_EQ(c.columns[0].label, "fixture-cpu-box/cpu");
+  EXPECT_EQ(c.columns[1].label, "fixture-gpu-box/cpu");
+  EXPECT_EQ(c.columns[2].label, "fixture-gpu-box/cuda:0");
+  EXPECT_EQ(c.columns[2].device_kind, "gpu");
+  ASSERT_TRUE(c.columns[0].price_per_hour_usd);
+  EXPECT_DOUBLE_EQ(*c.columns[0].price_per_hour_usd, 0.40);
+}
+
+TEST(Compare, RatiosComeFromTheProfilesFigures) {
+  const std::vector<Profile> profiles = {cpu_fixture(), gpu_fixture()};
+  const auto c = compare_profiles(profiles, {});
+  const auto* bf16 = find_row(c, "gemm", "bf16");
+  ASSERT_NE(bf16, nullptr);
+  const double first = profiles[0].devices[0].peaks.flops_per_s.at("bf16");
+  const double gpu = profiles[1].devices[1].peaks.flops_per_s.at("bf16");
+  const double gpu_ds = profiles[1].devices[1].datasheet.flops_per_s.at("bf16");
+  ASSERT_TRUE(bf16->ratio_to_first(2));
+  EXPECT_DOUBLE_EQ(*bf16->ratio_to_first(2), gpu / first);
+  EXPECT_DOUBLE_EQ(*bf16->ratio_to_first(0), 1.0);
+  ASSERT_TRUE(bf16->of_datasheet(2));
+  EXPECT_DOUBLE_EQ(*bf16->of_datasheet(2), gpu / gpu_ds);
+
+  // f16 exists only on the GPU: the CPU cells are empty and so is the ratio to the first column.
+  const auto* f16 = find_row(c, "gemm", "f16");
+  ASSERT_NE(f16, nullptr);
+  EXPECT_FALSE(f16->cells[0].value);
+  EXPECT_TRUE(f16->cells[2].value);
+  EXPECT_FALSE(f16->ratio_to_first(2));
+
+  // CPU DRAM and GPU HBM share the main-memory row.
+  const auto* main = find_row(c, "memory", "main (DRAM/HBM)");
+  ASSERT_NE(main, nullptr);
+  for (const auto& cell : main->cells) EXPECT_TRUE(cell.value);
+  const auto* h2d = find_row(c, "transfer", "h2d_pinned");
+  ASSERT_NE(h2d, nullptr);
+  EXPECT_FALSE(h2d->cells[0].value);
+  EXPECT_DOUBLE_EQ(*h2d->cells[2].value, 55e9);
+  const auto* overhead = find_row(c, "overhead", "graph op");
+  ASSERT_NE(overhead, nullptr);
+  EXPECT_FALSE(overhead->cells[0].value);
+  // A row nobody measured is left out.
+  for (const auto& r : c.rows) {
+    bool any = false;
+    for (const auto& cell : r.cells) any = any || cell.value.has_value();
+    EXPECT_TRUE(any) << r.group << " " << r.name;
+  }
+}
+
+TEST(Compare, PriceOverridesAndErrors) {
+  const std::vector<Profile> profiles = {cpu_fixture(), gpu_fixture()};
+  const auto c = compare_profiles(profiles, {{"fixture-gpu-box", 2.0}});
+  EXPECT_DOUBLE_EQ(*c.columns[1].price_per_hour_usd, 2.0);
+  EXPECT_DOUBLE_EQ(*c.columns[2].price_per_hour_usd, 2.0);
+  EXPECT_THROW(compare_profiles(profiles, {{"no-such-box", 1.0}}), InputError);
+
+  EXPECT_EQ(parse_price("a=b=1.5").first, "a=b");
+  EXPECT_DOUBLE_EQ(parse_price("box=1.5").second, 1.5);
+  EXPECT_THROW(parse_price("box"), InputError);
+  EXPECT_THROW(parse_price("box="), InputError);
+  EXPECT_THROW(parse_price("=3"), InputError);
+  EXPECT_THROW(parse_price("box=cheap"), InputError);
+  EXPECT_THROW(parse_price("box=-1"), InputError);
+}
+
+TEST(Compare, CostIsSortedAndTheCheapestMarked) {
+  std::vector<Profile> profiles = {cpu_fixture(), gpu_fixture()};
+  auto c = compare_profiles(profiles, {});
+  // Latency by device id, so the expected cost is known: 0.40 $/h x 10 ms / 8 vs 4.50 $/h x 1 ms / 8.
+  add_cost(c, profiles, "toy", 8, "f32", [](const Profile& p, const Device& d) {
+    Prediction out;
+    if (p.machine.label == "fixture-gpu-box" && d.id == "cpu") {
+      out.error = "no f32 figure";
+    } else {
+      out.latency_s = d.id == "cpu" ? 10e-3 : 1e-3;
+      out.naive_latency_s = out.latency_s / 2;
+    }
+    return out;
+  });
+  ASSERT_TRUE(c.cost);
+  const auto& rows = c.cost->rows;
+  ASSERT_EQ(rows.size(), 3u);
+  // The slower CPU box is cheaper per inference: 0.40 x 10 ms < 4.50 x 1 ms.
+  EXPECT_EQ(c.columns[rows[0].column].label, "fixture-cpu-box/cpu");
+  EXPECT_NEAR(*rows[0].usd_per_million, 0.40 / 3600 * 10e-3 / 8 * 1e6, 1e-12);
+  EXPECT_TRUE(rows[0].cheapest);
+  EXPECT_DOUBLE_EQ(rows[0].inferences_per_s, 800);
+  EXPECT_EQ(c.columns[rows[1].column].label, "fixture-gpu-box/cuda:0");
+  EXPECT_NEAR(*rows[1].usd_per_million, 4.50 / 3600 * 1e-3 / 8 * 1e6, 1e-12);
+  EXPECT_FALSE(rows[1].cheapest);
+  EXPECT_DOUBLE_EQ(rows[1].inferences_per_s, 8000);
+  EXPECT_EQ(rows[2].error, "no f32 figure");
+
+  const auto text = comparison_to_text(c);
+  EXPECT_NE(text.find("<- cheapest"), std::string::npos);
+  EXPECT_NE(text.find("cannot estimate: no f32 figure"), std::string::npos);
+  const auto md = comparison_to_markdown(c);
+  EXPECT_NE(md.find("| figure |"), std::string::npos);
+  const auto json = comparison_to_json(c);
+  EXPECT_EQ(json["columns"].size(), 3u);
+  EXPECT_EQ(json["cost"]["rows"][0]["cheapest"], true);
+  for (const auto& row : json["rows"]) EXPECT_EQ(row["values"].size(), 3u);
+}
+
+TEST(Compare, ModelThatFitsNowhereMarksNothingCheapest) {
+  std::vector<Profile> profiles = {cpu_fixture()};
+  auto c = compare_profiles(profiles, {});
+  add_cost(c, profiles, "huge", 1, "f32", [](const Profile&, const Device&) {
+    Prediction out;
+    out.latency_s = 1;
+    out.fits = false;
+    return out;
+  });
+  EXPECT_FALSE(c.cost->rows[0].cheapest);
+  EXPECT_NE(comparison_to_text(c).find("does not fit in memory"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace truepeak::report

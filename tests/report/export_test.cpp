@@ -1,0 +1,401 @@
+// Each exporter against a checked-in example of its target's documented format:
+// data/llm_analysis_gpu_config_example.json (llm-analysis llm_analysis/gpu_configs/*.json),
+// data/calculon_system_example.json (Calculon systems/*.json), data/prometheus_example.prom
+// (Prometheus text exposition format 0.0.4).
+#include <cmath>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "core/error.hpp"
+#include "report/export.hpp"
+#include "report_test_util.hpp"
+
+namespace truepeak::report {
+namespace {
+
+using nlohmann::json;
+using test::cpu_fixture;
+using test::data_path;
+using test::gpu_fixture;
+using test::read_json;
+using test::read_text;
+
+std::string joined(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const auto& l : lines) out += l + "\n";
+  return out;
+}
+
+TEST(Export, UnknownFormatAndDevice) {
+  EXPECT_THROW(parse_export_format("excel"), InputError);
+  EXPECT_EQ(parse_export_format("calculon"), ExportFormat::calculon);
+  const auto p = gpu_fixture();
+  EXPECT_THROW(export_profile(p, ExportFormat::csv, "cuda:7", "p.json"), InputError);
+  try {
+    export_profile(p, ExportFormat::llm_analysis, "tpu", "p.json");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("cpu, cuda:0"), std::string::npos) << e.what();
+  }
+}
+
+// ---- llm-analysis -------------------------------------------------------------------------
+
+TEST(ExportLlmAnalysis, FieldsMatchTheTargetFormat) {
+  const auto example = read_json(data_path("llm_analysis_gpu_config_example.json"));
+  const auto p = gpu_fixture();
+  const auto r = export_profile(p, ExportFormat::llm_analysis, "", "p.json");  // default: the GPU
+  const auto out = json::parse(r.text);
+  // Same keys, in the same order, numbers where the example has numbers (or null: not measured).
+  ASSERT_EQ(out.size(), example.size());
+  auto e = example.begin();
+  auto o = out.begin();
+  for (std::size_t i = 0; i < std::min(out.size(), example.size()); ++i, ++e, ++o) {
+    EXPECT_EQ(o.key(), e.key());
+    if (e->is_number()) {
+      EXPECT_TRUE(o->is_number() || o->is_null()) << o.key();
+    }
+    if (e->is_string()) {
+      EXPECT_TRUE(o->is_string()) << o.key();
+    }
+  }
+  const auto& gpu = *p.find_device("cuda:0");
+  EXPECT_EQ(out["name"], "fixture-gpu-box-cuda-0");
+  EXPECT_DOUBLE_EQ(out["mem_per_GPU_in_GB"].get<double>(), 80.0);
+  EXPECT_DOUBLE_EQ(out["peak_fp16_TFLOPS"].get<double>(), gpu.datasheet.flops_per_s.at("f16") / 1e12);
+  EXPECT_DOUBLE_EQ(out["peak_i8_TFLOPS"].get<double>(), gpu.datasheet.flops_per_s.at("int8") / 1e12);
+  EXPECT_DOUBLE_EQ(out["hbm_bandwidth_in_GB_per_sec"].get<double>(), *gpu.datasheet.memory_Bps / 1e9);
+  // Not measured: null, never a made-up figure.
+  EXPECT_TRUE(out["intra_node_bandwidth_in_GB_per_sec"].is_null());
+  EXPECT_TRUE(out["intra_node_min_message_latency"].is_null());
+  EXPECT_TRUE(out["inter_node_bandwidth_in_GB_per_sec"].is_null());
+  EXPECT_TRUE(out["peak_i4_TFLOPS"].is_null());
+  // The measured efficiencies printed beside it.
+  const auto notes = joined(r.notes);
+  const double flops_eff = gpu.peaks.flops_per_s.at("f16") / gpu.datasheet.flops_per_s.at("f16");
+  const double mem_eff = *gpu.peaks.memory_Bps / *gpu.datasheet.memory_Bps;
+  EXPECT_NE(notes.find(fmt::format("--flops_efficiency {:.3f}", flops_eff)), std::string::npos) << notes;
+  EXPECT_NE(notes.find(fmt::format("--hbm_memory_efficiency {:.3f}", mem_eff)), std::string::npos) << notes;
+}
+
+TEST(ExportLlmAnalysis, CpuWithoutF16UsesBf16AndLeavesInt8Null) {
+  const auto r = export_profile(cpu_fixture(), ExportFormat::llm_analysis, "cpu", "p.json");
+  const auto out = json::parse(r.text);
+  EXPECT_DOUBLE_EQ(out["peak_fp16_TFLOPS"].get<double>(), 4.8);
+  EXPECT_TRUE(out["peak_i8_TFLOPS"].is_null());
+  EXPECT_NE(joined(r.notes).find("bf16 GEMM"), std::string::npos);
+}
+
+// ---- Calculon -----------------------------------------------------------------------------
+
+// Calculon's lookup: the first entry whose threshold is <= the op size.
+double calculon_efficiency(const json& table, double size) {
+  for (const auto& entry : table) {
+    if (size >= entry[0].get<double>()) return entry[1].get<double>();
+  }
+  ADD_FAILURE() << "size " << size << " not covered";
+  return 0;
+}
+
+// What Calculon asserts when it loads a table: thresholds strictly decreasing, efficiencies in
+// (0, 1], and (so that no op size fails the lookup) a last threshold of 0.
+void expect_valid_table(const json& table, const std::string& what) {
+  ASSERT_TRUE(table.is_array()) << what;
+  ASSERT_FALSE(table.empty()) << what;
+  double last = INFINITY;
+  for (const auto& entry : table) {
+    ASSERT_TRUE(entry.is_array() && entry.size() == 2) << what;
+    EXPECT_LT(entry[0].get<double>(), last) << what;
+    last = entry[0].get<double>();
+    EXPECT_GT(entry[1].get<double>(), 0) << what;
+    EXPECT_LE(entry[1].get<double>(), 1) << what;
+  }
+  EXPECT_EQ(table.back()[0].get<double>(), 0) << what;
+}
+
+TEST(ExportCalculon, StructureMatchesTheTargetFormat) {
+  const auto example = read_json(data_path("calculon_system_example.json"));
+  const auto p = gpu_fixture();
+  const auto out = json::parse(export_profile(p, ExportFormat::calculon, "cuda:0", "p.json").text);
+  for (const auto& [key, value] : example.items()) {
+    ASSERT_TRUE(out.contains(key)) << key;
+    EXPECT_EQ(out[key].type(), value.type()) << key;
+  }
+  const std::set<std::string> calculon_types = {"float8", "float16", "float32", "bfloat16"};
+  for (const char* engine : {"matrix", "vector"}) {
+    ASSERT_FALSE(out[engine].empty()) << engine;
+    for (const auto& [dtype, entry] : out[engine].items()) {
+      EXPECT_TRUE(calculon_types.count(dtype)) << dtype;
+      for (const auto& [field, v] : example[engine]["float16"].items()) EXPECT_TRUE(entry.contains(field)) << field;
+      EXPECT_TRUE(entry["tflops"].is_number());
+      expect_valid_table(entry["gflops_efficiency"], std::string(engine) + " " + dtype);
+    }
+  }
+  for (const char* mem : {"mem1", "mem2"}) {
+    for (const auto& [field, v] : example[mem].items()) EXPECT_TRUE(out[mem].contains(field)) << mem << " " << field;
+    expect_valid_table(out[mem]["MB_efficiency"], mem);
+  }
+  EXPECT_TRUE(out["processing_mode"] == "roofline" || out["processing_mode"] == "no_overlap");
+  EXPECT_TRUE(out["networks"].empty());  // not measured
+}
+
+TEST(ExportCalculon, TablesReproduceTheMeasuredRates) {
+  const auto p = gpu_fixture();
+  const auto& gpu = *p.find_device("cuda:0");
+  const auto out = json::parse(export_profile(p, ExportFormat::calculon, "cuda:0", "p.json").text);
+  // int8 has no Calculon datatype; the others are there with the datasheet peak.
+  EXPECT_FALSE(out["matrix"].contains("int8"));
+  EXPECT_DOUBLE_EQ(out["matrix"]["bfloat16"]["tflops"].get<double>(), 989.0);
+  for (const auto& pt : gpu.gemm) {
+    if (pt.shape.dtype != DType::bf16) continue;
+    const auto& entry = out["matrix"]["bfloat16"];
+    const double rate = entry["tflops"].get<double>() * 1e12 *
+                        calculon_efficiency(entry["gflops_efficiency"], pt.shape.flops() / 1e9);
+    EXPECT_NEAR(rate / pt.flops_per_s, 1.0, 1e-9) << pt.shape.str();
+  }
+  EXPECT_DOUBLE_EQ(out["mem1"]["GBps"].get<double>(), 3350.0);
+  EXPECT_NEAR(out["mem1"]["GiB"].get<double>(), 80e9 / (1 << 30), 1e-9);
+  // The largest working set streams from HBM: its efficiency is the measured/datasheet ratio.
+  EXPECT_NEAR(calculon_efficiency(out["mem1"]["MB_efficiency"], 1e9), 0.8, 1e-9);
+  EXPECT_DOUBLE_EQ(out["mem2"]["GBps"].get<double>(), 55.0);
+}
+
+TEST(ExportCalculon, CpuLeavesOutWhatItDidNotMeasure) {
+  const auto r = export_profile(cpu_fixture(), ExportFormat::calculon, "", "p.json");
+  const auto out = json::parse(r.text);
+  EXPECT_FALSE(out.contains("mem2"));
+  EXPECT_NE(joined(r.notes).find("mem2"), std::string::npos);
+  EXPECT_TRUE(out["matrix"].contains("float32"));
+  EXPECT_TRUE(out["matrix"].contains("bfloat16"));
+  EXPECT_TRUE(out["vector"].contains("float32"));
+  EXPECT_FALSE(out["vector"].contains("f64"));
+}
+
+// ---- CSV ----------------------------------------------------------------------------------
+
+std::vector<std::string> split_csv_line(const std::string& line) {
+  std::vector<std::string> out{""};
+  bool quoted = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char ch = line[i];
+    if (quoted) {
+      if (ch == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        out.back() += '"';
+        ++i;
+      } else if (ch == '"') {
+        quoted = false;
+      } else {
+        out.back() += ch;
+      }
+    } else if (ch == '"') {
+      quoted = true;
+    } else if (ch == ',') {
+      out.emplace_back();
+    } else {
+      out.back() += ch;
+    }
+  }
+  return out;
+}
+
+TEST(ExportCsv, OneRowPerMeasuredPoint) {
+  const auto p = gpu_fixture();
+  const auto text = export_profile(p, ExportFormat::csv, "", "p.json").text;
+  std::istringstream in(text);
+  std::string line;
+  std::getline(in, line);
+  const auto header = split_csv_line(line);
+  EXPECT_EQ(header.front(), "machine");
+  std::map<std::string, std::size_t> col;
+  for (std::size_t i = 0; i < header.size(); ++i) col[header[i]] = i;
+  std::size_t expected = 0;
+  for (const auto& d : p.devices) {
+    expected += d.gemm.size() + d.conv.size() + d.memory_sweep.size();
+    for (const auto& [name, fit] : d.transfers) expected += fit.points.size();
+  }
+  std::size_t rows = 0;
+  bool checked_gemm = false;
+  while (std::getline(in, line)) {
+    const auto cells = split_csv_line(line);
+    ASSERT_EQ(cells.size(), header.size()) << line;
+    if (!checked_gemm && cells[col["what"]] == "gemm" && cells[col["device"]] == "cuda:0") {
+      const auto& g = p.find_device("cuda:0")->gemm.front();
+      EXPECT_EQ(cells[col["name"]], g.shape.str());
+      EXPECT_DOUBLE_EQ(std::stod(cells[col["flops_per_s"]]), g.flops_per_s);
+      EXPECT_DOUBLE_EQ(std::stod(cells[col["time_s"]]), g.timing.time_s);
+      EXPECT_EQ(cells[col["impl"]], g.impl);
+      EXPECT_EQ(cells[col["Bps"]], "");
+      checked_gemm = true;
+    }
+    ++rows;
+  }
+  EXPECT_TRUE(checked_gemm);
+  EXPECT_EQ(rows, expected);
+}
+
+// ---- Prometheus ---------------------------------------------------------------------------
+
+struct Exposition {
+  std::map<std::string, std::string> type;  // family -> type
+  std::map<std::string, std::string> help;
+  std::vector<std::pair<std::string, std::map<std::string, std::string>>> samples;
+  std::vector<std::string> errors;
+};
+
+// A reader of the text format, strict where Prometheus is: metric and label names, quoting and
+// escapes in label values, numeric values, each family's lines contiguous, TYPE before samples.
+Exposition parse_exposition(const std::string& text) {
+  static const std::regex name_re("[a-zA-Z_:][a-zA-Z0-9_:]*");
+  static const std::regex label_name_re("[a-zA-Z_][a-zA-Z0-9_]*");
+  Exposition e;
+  std::istringstream in(text);
+  std::string line, current;
+  std::set<std::string> finished;
+  std::set<std::string> series;
+  auto enter = [&](const std::string& family) {
+    if (family != current) {
+      if (finished.count(family)) e.errors.push_back("family split: " + family);
+      if (!current.empty()) finished.insert(current);
+      current = family;
+    }
+  };
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    if (line[0] == '#') {
+      std::istringstream words(line);
+      std::string hash, kind, name, rest;
+      words >> hash >> kind >> name;
+      std::getline(words, rest);
+      if (kind == "HELP" || kind == "TYPE") {
+        if (!std::regex_match(name, name_re)) e.errors.push_back("bad name: " + line);
+        enter(name);
+        if (kind == "TYPE") {
+          rest = rest.substr(rest.find_first_not_of(' '));
+          static const std::set<std::string> types = {"counter", "gauge", "histogram", "summary", "untyped"};
+          if (!types.count(rest)) e.errors.push_back("bad type: " + line);
+          if (e.type.count(name)) e.errors.push_back("second TYPE: " + line);
+          e.type[name] = rest;
+        } else {
+          e.help[name] = rest;
+        }
+      }
+      continue;
+    }
+    std::size_t i = 0;
+    while (i < line.size() && line[i] != '{' && line[i] != ' ') ++i;
+    const auto name = line.substr(0, i);
+    if (!std::regex_match(name, name_re)) e.errors.push_back("bad metric name: " + line);
+    enter(name);
+    std::map<std::string, std::string> labels;
+    if (i < line.size() && line[i] == '{') {
+      ++i;
+      while (i < line.size() && line[i] != '}') {
+        const auto eq = line.find('=', i);
+        if (eq == std::string::npos || eq + 1 >= line.size() || line[eq + 1] != '"') {
+          e.errors.push_back("bad label: " + line);
+          break;
+        }
+        const auto label = line.substr(i, eq - i);
+        if (!std::regex_match(label, label_name_re)) e.errors.push_back("bad label name: " + line);
+        std::string value;
+        std::size_t j = eq + 2;
+        for (; j < line.size() && line[j] != '"'; ++j) {
+          if (line[j] == '\\') {
+            ++j;
+            if (j >= line.size() || (line[j] != '\\' && line[j] != '"' && line[j] != 'n')) {
+              e.errors.push_back("bad escape: " + line);
+            }
+            value += line[j] == 'n' ? '\n' : line[j];
+          } else {
+            value += line[j];
+          }
+        }
+        labels[label] = value;
+        i = j + 1;
+        if (i < line.size() && line[i] == ',') ++i;
+      }
+      ++i;
+    }
+    if (i >= line.size() || line[i] != ' ') {
+      e.errors.push_back("no value: " + line);
+      continue;
+    }
+    const auto value = line.substr(i + 1);
+    if (value != "+Inf" && value != "-Inf" && value != "NaN") {
+      std::size_t used = 0;
+      try {
+        std::stod(value, &used);
+      } catch (const std::exception&) {
+      }
+      if (used == 0 || used != value.size()) e.errors.push_back("bad value: " + line);
+    }
+    std::string key = name;
+    for (const auto& [k, v] : labels) key += "|" + k + "=" + v;
+    if (!series.insert(key).second) e.errors.push_back("duplicate series: " + line);
+    e.samples.push_back({name, labels});
+  }
+  return e;
+}
+
+TEST(ExportPrometheus, TheReaderAcceptsTheDocumentedExample) {
+  const auto e = parse_exposition(read_text(data_path("prometheus_example.prom")));
+  EXPECT_TRUE(e.errors.empty()) << e.errors.front();
+  EXPECT_EQ(e.type.at("http_requests_total"), "counter");
+  EXPECT_EQ(e.samples.size(), 7u);
+  bool found = false;
+  for (const auto& [name, labels] : e.samples) {
+    if (name == "msdos_file_access_time_seconds") {
+      EXPECT_EQ(labels.at("path"), "C:\\DIR\\FILE.TXT");
+      EXPECT_EQ(labels.at("error"), "Cannot find file:\n\"FILE.TXT\"");
+      found = true;
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST(ExportPrometheus, MetricsLabelsHelpAndType) {
+  const auto p = gpu_fixture();
+  const auto text = export_profile(p, ExportFormat::prometheus, "", "p.json").text;
+  const auto e = parse_exposition(text);
+  ASSERT_TRUE(e.errors.empty()) << e.errors.front();
+  ASSERT_FALSE(e.samples.empty());
+  for (const auto& [name, labels] : e.samples) {
+    EXPECT_EQ(name.rfind("truepeak_", 0), 0u) << name;
+    EXPECT_TRUE(e.help.count(name)) << name;
+    EXPECT_EQ(e.type.count(name) ? e.type.at(name) : "", "gauge") << name;
+    EXPECT_TRUE(labels.count("machine")) << name;
+  }
+  // The bf16 matrix peak of the GPU, with device, dtype and kind labels, as the profile has it.
+  const double expected = p.find_device("cuda:0")->peaks.flops_per_s.at("bf16");
+  const std::string line_start =
+      "truepeak_peak_flops_per_second{machine=\"fixture-gpu-box\",device=\"cuda:0\",device_kind=\"gpu\",dtype=\"bf16\","
+      "kind=\"matrix\"} ";
+  const auto at = text.find(line_start);
+  ASSERT_NE(at, std::string::npos) << text;
+  const auto value = text.substr(at + line_start.size(), text.find('\n', at) - at - line_start.size());
+  EXPECT_DOUBLE_EQ(std::stod(value), expected);
+  // Not measured on the CPU: no graph-op overhead sample for it (never a zero standing in).
+  EXPECT_EQ(text.find("truepeak_op_overhead_seconds{machine=\"fixture-gpu-box\",device=\"cpu\",device_kind=\"cpu\","
+                      "kind=\"graph_op\"}"),
+            std::string::npos);
+  EXPECT_NE(text.find("truepeak_transfer_latency_seconds{machine=\"fixture-gpu-box\",device=\"cuda:0\","
+                      "device_kind=\"gpu\",kind=\"h2d_pinned\"} 8e-06"),
+            std::string::npos);
+}
+
+TEST(ExportPrometheus, LabelValuesAreEscaped) {
+  auto p = cpu_fixture();
+  p.machine.label = "box \"a\"\\b";
+  const auto text = export_profile(p, ExportFormat::prometheus, "cpu", "p.json").text;
+  const auto e = parse_exposition(text);
+  ASSERT_TRUE(e.errors.empty()) << e.errors.front();
+  EXPECT_EQ(e.samples.front().second.at("machine"), "box \"a\"\\b");
+}
+
+}  // namespace
+}  // namespace truepeak::report

@@ -1,0 +1,177 @@
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <regex>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "report/html_report.hpp"
+#include "report/svg_chart.hpp"
+#include "report_test_util.hpp"
+
+namespace truepeak::report {
+namespace {
+
+using test::cpu_fixture;
+using test::gpu_fixture;
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(SvgChart, Ticks) {
+  EXPECT_EQ(axis_ticks(Scale::log10, 1, 1000), (std::vector<double>{1, 10, 100, 1000}));
+  EXPECT_EQ(axis_ticks(Scale::log10, 2, 900), (std::vector<double>{10, 100}));
+  const auto wide = axis_ticks(Scale::log10, 1e-3, 1e30);  // at most ~10 labels
+  EXPECT_LE(wide.size(), 12u);
+  const auto bytes = axis_ticks(Scale::log2, 16 * 1024, 1 << 30);
+  EXPECT_EQ(bytes.front(), 16 * 1024);
+  EXPECT_LE(bytes.size(), 11u);
+  for (std::size_t i = 1; i < bytes.size(); ++i) EXPECT_EQ(bytes[i], bytes[i - 1] * 4);
+  const auto lin = axis_ticks(Scale::linear, 0, 1);
+  ASSERT_EQ(lin.size(), 6u);
+  EXPECT_DOUBLE_EQ(lin[1], 0.2);
+  EXPECT_EQ(si_label(2.5e12), "2.5T");
+  EXPECT_EQ(bytes_label(64 * 1024), "64 KiB");
+  EXPECT_EQ(percent_label(0.45), "45%");
+}
+
+TEST(SvgChart, DrawsSeriesLegendAndEscapesText) {
+  Chart c;
+  c.title = "a <title> & more";
+  c.x = {"x", Scale::log10, {}, {}, {}};
+  c.y = {"y", Scale::linear, {}, {}, {}};
+  c.series.push_back({"line <1>", {{1, 1}, {10, 2}, {100, 3}}, true, false, Marker::circle, -1});
+  c.series.push_back({"dashed", {{1, 2}, {100, 2}}, true, true, Marker::none, -1});
+  c.series.push_back({"dropped", {{-1, 2}, {0, 2}}, false, false, Marker::square, -1});  // not on a log axis
+  const auto svg = render_svg(c);
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  EXPECT_NE(svg.find("a &lt;title&gt; &amp; more"), std::string::npos);
+  EXPECT_NE(svg.find("line &lt;1&gt;"), std::string::npos);
+  EXPECT_EQ(svg.find("<title>"), std::string::npos);
+  EXPECT_EQ(count(svg, "<circle"), 3u + 1u);  // three points and the legend sample
+  EXPECT_EQ(count(svg, "stroke-dasharray"), 2u);  // the dashed series and its legend sample
+  EXPECT_EQ(count(svg, "<rect x=\""), 3u);  // clip, background, frame: no square for the dropped points
+  EXPECT_EQ(svg.find("nan"), std::string::npos);
+}
+
+TEST(ReportCharts, RooflinePlacesPointsByIntensity) {
+  const auto p = gpu_fixture();
+  const auto views = all_devices({p});
+  // all_devices keeps pointers into the vector it was given: use a stable one.
+  const std::vector<Profile> profiles = {p};
+  const auto v = all_devices(profiles);
+  const auto chart = roofline_chart(v[1]);
+  const auto& gpu = *v[1].device;
+  const Series* measured = nullptr;
+  const Series* datasheet = nullptr;
+  const Series* points = nullptr;
+  for (const auto& s : chart.series) {
+    if (s.name == "bf16 measured ceiling") measured = &s;
+    if (s.name == "bf16 datasheet ceiling") datasheet = &s;
+    if (s.name == "bf16 GEMM") points = &s;
+  }
+  ASSERT_TRUE(measured && datasheet && points);
+  EXPECT_TRUE(datasheet->dashed);
+  EXPECT_FALSE(measured->dashed);
+  // The ridge sits at peak / bandwidth, at the peak.
+  const double peak = gpu.peaks.flops_per_s.at("bf16");
+  const double ridge = peak / *gpu.peaks.memory_Bps;
+  bool found_ridge = false;
+  for (const auto& [x, y] : measured->points) {
+    if (std::abs(x - ridge) < 1e-9 * ridge) {
+      EXPECT_DOUBLE_EQ(y, peak);
+      found_ridge = true;
+    }
+    EXPECT_LE(y, peak * (1 + 1e-12));
+  }
+  EXPECT_TRUE(found_ridge);
+  std::size_t bf16_points = 0;
+  for (const auto& g : gpu.gemm) bf16_points += g.shape.dtype == DType::bf16;
+  ASSERT_EQ(points->points.size(), bf16_points);
+  const auto& first = gpu.gemm.front();
+  EXPECT_DOUBLE_EQ(points->points[0].first, first.shape.flops() / first.shape.bytes());
+  EXPECT_DOUBLE_EQ(points->points[0].second, first.flops_per_s);
+}
+
+TEST(ReportCharts, EfficiencyBandwidthTransfers) {
+  const std::vector<Profile> profiles = {cpu_fixture(), gpu_fixture()};
+  const auto views = all_devices(profiles);
+  const auto eff = gemm_efficiency_chart(views);
+  ASSERT_FALSE(eff.series.empty());
+  EXPECT_EQ(eff.series.front().name, "fixture-cpu-box/cpu f32");
+  const auto& g = profiles[0].devices[0].gemm.front();
+  EXPECT_DOUBLE_EQ(eff.series.front().points.front().second, g.flops_per_s / 1.2e12);
+  const auto bw = bandwidth_chart(views);
+  bool has_datasheet = false;
+  for (const auto& s : bw.series) has_datasheet = has_datasheet || s.name == "fixture-gpu-box/cuda:0 datasheet HBM";
+  EXPECT_TRUE(has_datasheet);
+  const auto tr = transfer_chart(views);
+  ASSERT_TRUE(tr);
+  EXPECT_EQ(tr->series.size(), 8u);  // four directions, points and fit each
+  const std::vector<Profile> cpu_only = {cpu_fixture()};
+  EXPECT_FALSE(transfer_chart(all_devices(cpu_only)));
+}
+
+TEST(Report, HtmlIsSelfContained) {
+  const std::vector<Profile> profiles = {cpu_fixture(), gpu_fixture()};
+  const auto html = render_report_html(profiles, {"a.json", "b.json"});
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  // Three rooflines, GEMM efficiency, bandwidth, transfers.
+  EXPECT_EQ(count(html, "<svg"), 6u);
+  EXPECT_EQ(count(html, "</svg>"), 6u);
+  // Nothing is fetched: no URL other than the SVG namespace name.
+  const std::string without_ns = std::regex_replace(html, std::regex("xmlns=\"http://www.w3.org/2000/svg\""), "");
+  EXPECT_EQ(without_ns.find("http:"), std::string::npos);
+  EXPECT_EQ(without_ns.find("https:"), std::string::npos);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("<link"), std::string::npos);
+  EXPECT_NE(html.find("fixture-gpu-box/cuda:0"), std::string::npos);
+  EXPECT_NE(html.find("of datasheet"), std::string::npos);
+  EXPECT_NE(html.find("gemm fp8 — fixture: not measured"), std::string::npos);
+}
+
+std::string run(const std::string& command) {
+  std::string out;
+  if (FILE* pipe = popen(command.c_str(), "r")) {
+    char buffer[512];
+    while (fgets(buffer, sizeof buffer, pipe)) out += buffer;
+    pclose(pipe);
+  }
+  return out;
+}
+
+// Renders the report in headless Chromium and checks the screenshot shows tables and plots.
+TEST(Report, ChromiumScreenshotIsNotBlank) {
+  if (run("command -v chromium").empty()) GTEST_SKIP() << "chromium is not installed (Debian package: chromium)";
+  namespace fs = std::filesystem;
+  const auto dir = fs::temp_directory_path() / fs::path("truepeak_report_test_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const auto html_path = dir / "report.html";
+  const auto png_path = dir / "shot.png";
+  const std::vector<Profile> profiles = {cpu_fixture(), gpu_fixture()};
+  write_file_atomic(html_path.string(), render_report_html(profiles, {"cpu.json", "gpu.json"}));
+  // --no-sandbox: test runners often run as root, where Chromium's sandbox refuses to start.
+  const auto cmd = "chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1280,2400 "
+                   "--screenshot=" + png_path.string() + " file://" + html_path.string() + " >/dev/null 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  ASSERT_TRUE(fs::exists(png_path));
+  EXPECT_GT(fs::file_size(png_path), 20000u);
+  const auto stats = run("/usr/bin/python3 " + std::string(TRUEPEAK_SOURCE_DIR) + "/tests/report/png_stats.py " +
+                         png_path.string());
+  std::istringstream in(stats);
+  int width = 0, height = 0, colours = 0;
+  double non_white = 0;
+  ASSERT_TRUE(in >> width >> height >> colours >> non_white) << stats;
+  EXPECT_EQ(width, 1280);
+  EXPECT_EQ(height, 2400);
+  EXPECT_GT(colours, 50) << "a page of text and coloured plots has many distinct colours";
+  EXPECT_GT(non_white, 0.02);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace truepeak::report

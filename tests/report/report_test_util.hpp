@@ -1,0 +1,30 @@
+// Shared by the report tests: fixture paths and file helpers.
+#pragma once
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/profile.hpp"
+
+namespace truepeak::report::test {
+
+inline std::string data_path(const std::string& name) {
+  return std::string(TRUEPEAK_SOURCE_DIR) + "/tests/report/data/" + name;
+}
+
+inline Profile cpu_fixture() { return read_profile(data_path("profile_cpu.json")); }
+inline Profile gpu_fixture() { return read_profile(data_path("profile_gpu.json")); }
+
+inline std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+inline nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(read_text(path)); }
+
+}  // namespace truepeak::report::test
