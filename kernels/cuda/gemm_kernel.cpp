@@ -1,0 +1,313 @@
+// GEMM through cuBLASLt with the heuristic's algorithm and a fixed workspace.
+//
+// Layout: GemmShape is C[m][n] = A[m][k] * B[k][n]. Frameworks store a linear layer's weight as
+// [n][k] (nn.Linear) and compute x * W^T; that is cuBLASLt's "TN" layout, the one its FP8 and
+// int8 kernels require, and the one used here for every dtype: A row-major [m][k], B stored as
+// [n][k], C row-major [m][n]. In cuBLASLt's column-major terms: D (n x m) = W^T(k x n)^T * X (k x m).
+//
+// Cache state: operands rotate through enough buffer sets to cover twice the L2 size, so each
+// call reads its operands from device memory, as a layer's weights are in a real model (a small
+// GEMM repeated on the same buffers would run from L2 and overstate what a model sees).
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <random>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "core/units.hpp"
+#include "kernels/cuda/cuda_check.hpp"
+#include "kernels/cuda/cuda_kernels.hpp"
+#include "kernels/cuda/cuda_owners.hpp"
+#include "kernels/cuda/device_kernels.hpp"
+#include "kernels/cuda/memory_fit.hpp"
+
+namespace truepeak::cuda_detail {
+
+class LtContext {
+ public:
+  LtHandle handle = make_lt_handle();
+};
+
+std::shared_ptr<LtContext> make_lt_context(int device) {
+  use_device(device);
+  return std::make_shared<LtContext>();
+}
+
+namespace {
+
+constexpr std::int64_t kWorkspaceBytes = 32 * kMiB;  // NVIDIA's recommendation for Hopper
+constexpr int kMaxSets = 256;
+constexpr int kCheckSamples = 256;
+constexpr double kTargetSampleS = 200e-6;  // inner batch: enough calls to make a sample this long
+
+struct GemmTypes {
+  cudaDataType_t ab, c;
+  cublasComputeType_t compute;
+  cudaDataType_t scale;
+  Elem ab_elem, c_elem;
+  int ab_bytes, c_bytes;
+  int min_cc;             // compute capability x 10
+  double out_rel_tol;     // rounding of the output type, relative to |reference|
+  double sum_rel_tol;     // accumulation and input rounding, relative to sum |a*b|
+};
+
+GemmTypes gemm_types(DType dtype) {
+  switch (dtype) {
+    case DType::f32:
+      return {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F, CUDA_R_32F, Elem::f32, Elem::f32, 4, 4, 0, 1e-6, 1e-4};
+    case DType::tf32:  // inputs rounded to 10-bit mantissas: about 1e-3 per product
+      return {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA_R_32F, Elem::f32, Elem::f32, 4, 4, 80, 1e-6, 4e-3};
+    case DType::f16:
+      return {CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_32F, CUDA_R_32F, Elem::f16, Elem::f16, 2, 2, 0, 2e-3, 1e-3};
+    case DType::bf16:
+      return {CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F, CUDA_R_32F, Elem::bf16, Elem::bf16, 2, 2, 80, 8e-3, 1e-3};
+    case DType::fp8_e4m3:  // bf16 output, fp32 accumulation (reduced-precision on Hopper)
+      return {CUDA_R_8F_E4M3, CUDA_R_16BF, CUBLAS_COMPUTE_32F, CUDA_R_32F, Elem::fp8_e4m3, Elem::bf16, 1, 2, 89, 8e-3, 2e-3};
+    case DType::int8:  // s8 x s8 -> s32: exact
+      return {CUDA_R_8I, CUDA_R_32I, CUBLAS_COMPUTE_32I, CUDA_R_32I, Elem::int8, Elem::int32, 1, 4, 0, 0, 0};
+    case DType::f64:
+      break;
+  }
+  throw Unsupported("f64 GEMM is not part of the GPU calibration");
+}
+
+template <typename T>
+void set_desc(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr, const T& value) {
+  TP_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, attr, &value, sizeof(value)));
+}
+
+LtLayout make_layout(cudaDataType_t type, std::int64_t rows, std::int64_t cols, std::int64_t ld,
+                     std::int64_t batch) {
+  cublasLtMatrixLayout_t layout = nullptr;
+  TP_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout, type, static_cast<std::uint64_t>(rows),
+                                             static_cast<std::uint64_t>(cols), ld));
+  LtLayout owner(layout);
+  if (batch > 1) {
+    const auto count = static_cast<std::int32_t>(batch);
+    const std::int64_t stride = rows * cols;
+    TP_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                                                     &count, sizeof(count)));
+    TP_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(
+        layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)));
+  }
+  return owner;
+}
+
+std::string algo_text(const cublasLtMatmulHeuristicResult_t& result) {
+  auto get = [&](cublasLtMatmulAlgoConfigAttributes_t attr) -> long long {
+    std::uint32_t value = 0;  // every attribute read here is a 32-bit integer
+    std::size_t written = 0;
+    if (cublasLtMatmulAlgoConfigGetAttribute(&result.algo, attr, &value, sizeof(value), &written) !=
+        CUBLAS_STATUS_SUCCESS)
+      return -1;
+    return value;
+  };
+  return fmt::format("cublasLt algo={} tile={} stages={} splitk={} workspace={}/{}",
+                     get(CUBLASLT_ALGO_CONFIG_ID), get(CUBLASLT_ALGO_CONFIG_TILE_ID),
+                     get(CUBLASLT_ALGO_CONFIG_STAGES_ID), get(CUBLASLT_ALGO_CONFIG_SPLITK_NUM),
+                     format_bytes(static_cast<double>(result.workspaceSize)),
+                     format_bytes(static_cast<double>(kWorkspaceBytes)));
+}
+
+class GemmKernel final : public Kernel {
+ public:
+  GemmKernel(const DeviceFacts& device, std::shared_ptr<LtContext> lt, const GemmShape& shape)
+      : device_(device.index), lt_(std::move(lt)), shape_(shape), types_(gemm_types(shape.dtype)) {
+    if (shape.m <= 0 || shape.n <= 0 || shape.k <= 0 || shape.batch <= 0)
+      throw InputError(fmt::format("gemm {}: every dimension must be positive", shape.str()));
+    if (device.cc() < types_.min_cc)
+      throw Unsupported(fmt::format("{} GEMM needs compute capability {}.{} or newer; {} has {}.{}",
+                                    to_string(shape.dtype), types_.min_cc / 10, types_.min_cc % 10,
+                                    device.name, device.cc_major, device.cc_minor));
+    use_device(device_);
+    stream_ = make_stream();
+    timer_.emplace();
+
+    x_elems_ = shape.batch * shape.m * shape.k;
+    w_elems_ = shape.batch * shape.n * shape.k;
+    c_elems_ = shape.batch * shape.m * shape.n;
+    x_bytes_ = x_elems_ * types_.ab_bytes;
+    w_bytes_ = w_elems_ * types_.ab_bytes;
+    c_bytes_ = c_elems_ * types_.c_bytes;
+    const std::int64_t set_bytes = x_bytes_ + w_bytes_ + c_bytes_;
+    const std::int64_t fixed_bytes = kWorkspaceBytes + 1 * kMiB;
+    const std::int64_t usable = usable_device_bytes();
+    std::int64_t sets = std::clamp<std::int64_t>((2 * device.l2_bytes + set_bytes - 1) / set_bytes, 1, kMaxSets);
+    sets = std::min<std::int64_t>(sets, (usable - fixed_bytes) / set_bytes);
+    if (sets < 1) require_device_bytes(set_bytes + fixed_bytes, "gemm " + shape.str());
+    sets_ = static_cast<int>(sets);
+
+    // Buffers are padded to 256 bytes so every set starts aligned.
+    x_stride_ = round_up(x_bytes_);
+    w_stride_ = round_up(w_bytes_);
+    c_stride_ = round_up(c_bytes_);
+    x_ = make_device_buffer(x_stride_ * sets_);
+    w_ = make_device_buffer(w_stride_ * sets_);
+    c_ = make_device_buffer(c_stride_ * sets_);
+    workspace_ = make_device_buffer(kWorkspaceBytes);
+    scales_ = make_device_buffer(2 * sizeof(float));
+    fill_random(x_.get(), types_.ab_elem, x_stride_ * sets_ / types_.ab_bytes, 11, stream_.get());
+    fill_random(w_.get(), types_.ab_elem, w_stride_ * sets_ / types_.ab_bytes, 12, stream_.get());
+    fill_random(c_.get(), types_.c_elem, c_stride_ * sets_ / types_.c_bytes, 13, stream_.get());
+    const float ones[2] = {1.0f, 1.0f};
+    TP_CUDA_CHECK(cudaMemcpyAsync(scales_.get(), ones, sizeof(ones), cudaMemcpyHostToDevice, stream_.get()));
+
+    cublasLtMatmulDesc_t desc = nullptr;
+    TP_CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc, types_.compute, types_.scale));
+    desc_ = LtMatmulDesc(desc);
+    set_desc(desc, CUBLASLT_MATMUL_DESC_TRANSA, static_cast<std::int32_t>(CUBLAS_OP_T));
+    set_desc(desc, CUBLASLT_MATMUL_DESC_TRANSB, static_cast<std::int32_t>(CUBLAS_OP_N));
+    if (shape.dtype == DType::fp8_e4m3) {
+      // FP8 GEMMs take per-tensor scales (device pointers); 1.0 keeps the reference simple.
+      const void* a_scale = scales_.as<float>();
+      const void* b_scale = scales_.as<float>() + 1;
+      set_desc(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, a_scale);
+      set_desc(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, b_scale);
+    }
+    a_layout_ = make_layout(types_.ab, shape.k, shape.n, shape.k, shape.batch);  // W: [n][k]
+    b_layout_ = make_layout(types_.ab, shape.k, shape.m, shape.k, shape.batch);  // X: [m][k]
+    c_layout_ = make_layout(types_.c, shape.n, shape.m, shape.n, shape.batch);   // C: [m][n]
+
+    cublasLtMatmulPreference_t pref = nullptr;
+    TP_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+    LtPreference pref_owner(pref);
+    const auto workspace_limit = static_cast<std::uint64_t>(kWorkspaceBytes);
+    TP_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+        pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_limit, sizeof(workspace_limit)));
+    std::vector<cublasLtMatmulHeuristicResult_t> results(8);
+    int returned = 0;
+    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
+        lt_->handle.get(), desc, a_layout_.get(), b_layout_.get(), c_layout_.get(),
+        c_layout_.get(), pref, static_cast<int>(results.size()), results.data(), &returned);
+    if (status == CUBLAS_STATUS_NOT_SUPPORTED || (status == CUBLAS_STATUS_SUCCESS && returned == 0))
+      throw Unsupported(fmt::format("cuBLASLt has no algorithm for gemm {} on {}", shape.str(), device.name));
+    TP_CUBLAS_CHECK(status);
+
+    // The heuristic's first choice, unless it fails to launch: then its next.
+    std::string failures;
+    for (int i = 0; i < returned && !algo_; ++i) {
+      if (results[i].state != CUBLAS_STATUS_SUCCESS) continue;
+      const cublasStatus_t run = matmul(results[i].algo, 0);
+      if (run == CUBLAS_STATUS_SUCCESS) {
+        algo_ = results[i].algo;
+        impl_ = algo_text(results[i]);
+      } else {
+        failures += fmt::format(" {}", cublasLtGetStatusName(run));
+      }
+    }
+    if (!algo_)
+      throw Unsupported(fmt::format("no cuBLASLt algorithm ran gemm {}:{}", shape.str(), failures));
+    TP_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
+
+    // One timed call sizes the inner batch of run_s().
+    EventTimer timer;
+    timer.start(stream_.get());
+    TP_CUBLAS_CHECK(matmul(*algo_, 0));
+    timer.stop(stream_.get());
+    const double call_s = std::max(timer.elapsed_s(), 1e-7);
+    inner_ = static_cast<int>(std::clamp(std::ceil(kTargetSampleS / call_s), 1.0, 64.0));
+  }
+
+  std::string name() const override { return "gemm " + shape_.str(); }
+  double flops() const override { return shape_.flops(); }
+  double bytes() const override { return shape_.bytes(); }
+  std::string impl() const override {
+    return fmt::format("{} sets={} inner={}", impl_, sets_, inner_);
+  }
+  std::string layout() const override { return "tn"; }
+
+  void check() override {
+    use_device(device_);
+    TP_CUBLAS_CHECK(matmul(*algo_, 0));
+    std::vector<std::int64_t> samples = sample_indices();
+    const int count = static_cast<int>(samples.size() / 3);
+    DeviceBuffer samples_dev = make_device_buffer(static_cast<std::int64_t>(samples.size() * sizeof(std::int64_t)));
+    DeviceBuffer results_dev = make_device_buffer(count * static_cast<std::int64_t>(sizeof(GemmSampleResult)));
+    TP_CUDA_CHECK(cudaMemcpyAsync(samples_dev.get(), samples.data(), samples.size() * sizeof(std::int64_t),
+                                  cudaMemcpyHostToDevice, stream_.get()));
+    gemm_reference(types_.ab_elem, types_.c_elem, x_.get(), w_.get(), c_.get(), shape_.m, shape_.n,
+                   shape_.k, samples_dev.as<std::int64_t>(), count,
+                   results_dev.as<GemmSampleResult>(), stream_.get());
+    std::vector<GemmSampleResult> results(count);
+    TP_CUDA_CHECK(cudaMemcpyAsync(results.data(), results_dev.get(), count * sizeof(GemmSampleResult),
+                                  cudaMemcpyDeviceToHost, stream_.get()));
+    TP_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
+    for (int s = 0; s < count; ++s) {
+      const auto& r = results[s];
+      const double tol = types_.out_rel_tol * std::fabs(r.reference) + types_.sum_rel_tol * r.abs_sum +
+                         (shape_.dtype == DType::int8 ? 0.5 : 1e-6);
+      if (!(std::fabs(r.got - r.reference) <= tol))
+        throw CheckFailed(fmt::format(
+            "gemm {}: C[{}][{}][{}] = {} but the reference is {} (tolerance {:.3g}, {})",
+            shape_.str(), samples[3 * s], samples[3 * s + 1], samples[3 * s + 2], r.got,
+            r.reference, tol, impl_));
+    }
+  }
+
+  double run_s() override {
+    use_device(device_);
+    timer_->start(stream_.get());
+    for (int i = 0; i < inner_; ++i) {
+      next_set_ = (next_set_ + 1) % sets_;
+      TP_CUBLAS_CHECK(matmul(*algo_, next_set_));
+    }
+    timer_->stop(stream_.get());
+    return timer_->elapsed_s() / inner_;
+  }
+
+ private:
+  static std::int64_t round_up(std::int64_t bytes) { return (bytes + 255) / 256 * 256; }
+
+  cublasStatus_t matmul(const cublasLtMatmulAlgo_t& algo, int set) {
+    auto* x = static_cast<char*>(x_.get()) + set * x_stride_;
+    auto* w = static_cast<char*>(w_.get()) + set * w_stride_;
+    auto* c = static_cast<char*>(c_.get()) + set * c_stride_;
+    const float alpha_f = 1.0f, beta_f = 0.0f;
+    const std::int32_t alpha_i = 1, beta_i = 0;
+    const bool integer = types_.scale == CUDA_R_32I;
+    const void* alpha = integer ? static_cast<const void*>(&alpha_i) : &alpha_f;
+    const void* beta = integer ? static_cast<const void*>(&beta_i) : &beta_f;
+    return cublasLtMatmul(lt_->handle.get(), desc_.get(), alpha, w, a_layout_.get(), x,
+                          b_layout_.get(), beta, c, c_layout_.get(), c, c_layout_.get(), &algo,
+                          workspace_.get(), kWorkspaceBytes, stream_.get());
+  }
+
+  std::vector<std::int64_t> sample_indices() const {
+    std::mt19937_64 rng(0x5eed);
+    std::vector<std::int64_t> out = {0, 0, 0, shape_.batch - 1, shape_.m - 1, shape_.n - 1};
+    for (int s = 0; s < kCheckSamples; ++s) {
+      out.push_back(static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(shape_.batch)));
+      out.push_back(static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(shape_.m)));
+      out.push_back(static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(shape_.n)));
+    }
+    return out;
+  }
+
+  int device_;
+  std::shared_ptr<LtContext> lt_;
+  GemmShape shape_;
+  GemmTypes types_;
+  Stream stream_;
+  std::int64_t x_elems_ = 0, w_elems_ = 0, c_elems_ = 0;
+  std::int64_t x_bytes_ = 0, w_bytes_ = 0, c_bytes_ = 0;
+  std::int64_t x_stride_ = 0, w_stride_ = 0, c_stride_ = 0;
+  int sets_ = 1, next_set_ = 0, inner_ = 1;
+  DeviceBuffer x_, w_, c_, workspace_, scales_;
+  LtMatmulDesc desc_;
+  LtLayout a_layout_, b_layout_, c_layout_;
+  std::optional<cublasLtMatmulAlgo_t> algo_;
+  std::string impl_;
+  std::optional<EventTimer> timer_;  // events belong to the device current when made
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_gemm_kernel(const DeviceFacts& device, std::shared_ptr<LtContext> lt,
+                                         const GemmShape& shape) {
+  return std::make_unique<GemmKernel>(device, std::move(lt), shape);
+}
+
+}  // namespace truepeak::cuda_detail
