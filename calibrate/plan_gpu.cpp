@@ -1,0 +1,227 @@
+// What a GPU calibration measures. Budgets are sized for --quick to take about a minute on an
+// H200 (well under the two minutes the GPU check allows) and the default a few minutes; the
+// points that decide the headline figures are in both: bf16 GEMM at 8192^3 and 16384^3, the HBM
+// triad at a few GiB, pinned host-to-device copies of 256 MiB and 1 GiB.
+#include <algorithm>
+#include <string>
+
+#include "calibrate/plan.hpp"
+#include "core/units.hpp"
+
+namespace truepeak {
+namespace {
+
+// Compute capability x 10 from the description ("9.0" -> 90); 0 when absent.
+int compute_capability(const DeviceDescription& device) {
+  const auto it = device.properties.find("compute_capability");
+  if (it == device.properties.end() || !it->is_string()) return 0;
+  const std::string text = it->get<std::string>();
+  const auto dot = text.find('.');
+  try {
+    const int major = std::stoi(text.substr(0, dot));
+    const int minor = dot == std::string::npos ? 0 : std::stoi(text.substr(dot + 1));
+    return major * 10 + minor;
+  } catch (...) {
+    return 0;
+  }
+}
+
+std::int64_t l2_bytes(const DeviceDescription& device) {
+  for (const auto& level : device.levels)
+    if (level.name == "L2" && level.bytes) return *level.bytes;
+  return 4 * kMiB;  // the smallest L2 of a current GPU: keeps the sweep sensible
+}
+
+std::int64_t round_to(std::int64_t bytes, std::int64_t unit) {
+  return std::max(unit, (bytes + unit - 1) / unit * unit);
+}
+
+ConvShape conv(DType dtype, std::int64_t n, std::int64_t c, std::int64_t hw, std::int64_t k,
+               std::int64_t rs, std::int64_t stride, std::int64_t pad, std::int64_t groups = 1) {
+  ConvShape shape;
+  shape.dtype = dtype;
+  shape.n = n;
+  shape.c = c;
+  shape.h = hw;
+  shape.w = hw;
+  shape.k = k;
+  shape.r = rs;
+  shape.s = rs;
+  shape.stride = stride;
+  shape.pad = pad;
+  shape.dilation = 1;
+  shape.groups = groups;
+  return shape;
+}
+
+// ResNet-50 and MobileNetV2 layers, as in the CPU plan, at batch `n`.
+std::vector<ConvShape> cnn_layers(DType dtype, std::int64_t n, bool quick) {
+  if (quick) {
+    return {conv(dtype, n, 64, 56, 64, 3, 1, 1),        // ResNet stage 1 3x3
+            conv(dtype, n, 256, 14, 1024, 1, 1, 0),     // stage 3 1x1 expand
+            conv(dtype, n, 3, 224, 64, 7, 2, 3),        // stem 7x7/2
+            conv(dtype, n, 144, 56, 144, 3, 1, 1, 144)};  // MobileNetV2 depthwise
+  }
+  return {conv(dtype, n, 3, 224, 64, 7, 2, 3),
+          conv(dtype, n, 64, 56, 64, 3, 1, 1),
+          conv(dtype, n, 64, 56, 256, 1, 1, 0),
+          conv(dtype, n, 256, 56, 64, 1, 1, 0),
+          conv(dtype, n, 128, 56, 128, 3, 2, 1),
+          conv(dtype, n, 128, 28, 128, 3, 1, 1),
+          conv(dtype, n, 512, 28, 128, 1, 1, 0),
+          conv(dtype, n, 256, 14, 256, 3, 1, 1),
+          conv(dtype, n, 256, 14, 1024, 1, 1, 0),
+          conv(dtype, n, 512, 7, 512, 3, 1, 1),
+          conv(dtype, n, 512, 7, 2048, 1, 1, 0),
+          conv(dtype, n, 2048, 7, 512, 1, 1, 0),
+          conv(dtype, n, 32, 112, 32, 3, 1, 1, 32),
+          conv(dtype, n, 96, 112, 96, 3, 2, 1, 96),
+          conv(dtype, n, 144, 56, 144, 3, 1, 1, 144),
+          conv(dtype, n, 576, 14, 576, 3, 1, 1, 576)};
+}
+
+// Per dtype: squares first (the dtype's peak and efficiency curve), then decode-like skinny M,
+// small K and strided-batched shapes. The driver treats an Unsupported answer as true of the
+// whole dtype, so the shapes every library supports come first.
+void add_gemms(std::vector<GemmShape>& out, DType dtype, bool quick) {
+  const auto add = [&](std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch = 1) {
+    out.push_back(GemmShape{dtype, m, n, k, batch});
+  };
+  const bool headline = dtype == DType::bf16;  // the dtype the bars and estimators care most about
+  const bool low_precision = dtype == DType::fp8_e4m3 || dtype == DType::int8;
+  if (quick) {
+    if (headline) {
+      for (const std::int64_t size : {1024, 4096, 8192, 16384}) add(size, size, size);
+      add(1, 8192, 8192);
+      add(32, 8192, 8192);
+      add(4096, 4096, 128);
+      add(512, 512, 64, 64);
+    } else {
+      for (const std::int64_t size : {4096, 8192}) add(size, size, size);
+    }
+    return;
+  }
+  for (const std::int64_t size : {256, 512, 1024, 2048, 4096, 8192, 16384}) add(size, size, size);
+  const bool wide_float = dtype == DType::f32 || dtype == DType::tf32;
+  for (const std::int64_t m : wide_float ? std::vector<std::int64_t>{1, 32}
+                                         : std::vector<std::int64_t>{1, 8, 32, 128}) {
+    add(m, 4096, 4096);
+    add(m, 8192, 8192);
+    if (!wide_float) add(m, 14336, 4096);  // an LLM MLP up-projection
+  }
+  if (!low_precision) {
+    add(4096, 4096, 64);
+    add(4096, 4096, 256);
+  }
+  // Attention-like strided batches: scores (Q K^T) and context (P V) per head.
+  add(512, 512, 64, 64);
+  add(512, 64, 512, 64);
+  add(2048, 2048, 128, 32);
+}
+
+StopRule rule(int min_samples, double budget_s, int stable_window, int warmup_runs, double warmup_s) {
+  StopRule r;
+  r.min_samples = min_samples;
+  r.budget_s = budget_s;
+  r.stable_window = stable_window;
+  r.target_cv = 0.01;
+  r.min_rel_gain = 0.005;
+  r.warmup_runs = warmup_runs;
+  r.warmup_s = warmup_s;
+  return r;
+}
+
+}  // namespace
+
+Plan gpu_plan(const DeviceDescription& device, Suite suite) {
+  const bool quick = suite == Suite::quick;
+  const int cc = compute_capability(device);
+  const std::int64_t memory = device.memory_bytes.value_or(16 * kGiB);
+  Plan plan;
+
+  // bf16 first: it is the headline figure, and the GPU's clocks have ramped by then.
+  std::vector<DType> gemm_dtypes;
+  if (cc >= 80) gemm_dtypes.push_back(DType::bf16);
+  gemm_dtypes.push_back(DType::f16);
+  if (cc >= 80) gemm_dtypes.push_back(DType::tf32);
+  gemm_dtypes.push_back(DType::f32);
+  if (cc >= 89) gemm_dtypes.push_back(DType::fp8_e4m3);
+  gemm_dtypes.push_back(DType::int8);
+  for (const DType dtype : gemm_dtypes) add_gemms(plan.gemm, dtype, quick);
+
+  // Convolutions: NHWC (the tensor-core layout frameworks use with channels_last) and NCHW.
+  if (quick) {
+    for (const auto& shape : cnn_layers(DType::f16, 32, true)) plan.conv.push_back({shape, ConvLayout::nhwc});
+    const ConvShape resnet_3x3 = conv(DType::f32, 32, 64, 56, 64, 3, 1, 1);
+    ConvShape bf16_3x3 = resnet_3x3;
+    bf16_3x3.dtype = DType::bf16;
+    ConvShape f16_3x3 = resnet_3x3;
+    f16_3x3.dtype = DType::f16;
+    if (cc >= 80) plan.conv.push_back({bf16_3x3, ConvLayout::nhwc});
+    plan.conv.push_back({f16_3x3, ConvLayout::nchw});
+    plan.conv.push_back({resnet_3x3, ConvLayout::nchw});
+  } else {
+    std::vector<DType> conv_dtypes = {DType::f16};
+    if (cc >= 80) conv_dtypes.push_back(DType::bf16);
+    conv_dtypes.push_back(DType::f32);
+    for (const DType dtype : conv_dtypes) {
+      for (const std::int64_t n : {1, 32}) {
+        for (const auto& shape : cnn_layers(dtype, n, false)) {
+          plan.conv.push_back({shape, ConvLayout::nhwc});
+          if (n == 32) plan.conv.push_back({shape, ConvLayout::nchw});
+        }
+      }
+      for (const auto& shape : cnn_layers(dtype, 128, true)) plan.conv.push_back({shape, ConvLayout::nhwc});
+    }
+  }
+
+  // Working-set sweep: from well inside L2 to 4x L2 and beyond (device memory), up to a few GiB.
+  const std::int64_t l2 = l2_bytes(device);
+  const std::int64_t max_stream = std::min<std::int64_t>(quick ? 4 * kGiB : 8 * kGiB, memory / 4);
+  std::vector<std::int64_t> sizes;
+  if (quick) {
+    for (const std::int64_t divisor : {16, 4, 2}) sizes.push_back(round_to(l2 / divisor, 64 * kKiB));
+  } else {
+    for (std::int64_t bytes = round_to(l2 / 64, 64 * kKiB); bytes <= 2 * l2; bytes *= 2) sizes.push_back(bytes);
+  }
+  sizes.push_back(round_to(4 * l2 + l2 / 4, kMiB));  // the first size that is device memory only
+  for (const std::int64_t bytes : {kGiB, 2 * kGiB, 4 * kGiB, 8 * kGiB})
+    if (bytes <= max_stream && bytes > sizes.back() && (!quick || bytes != 2 * kGiB)) sizes.push_back(bytes);
+  plan.stream_bytes = sizes;
+  plan.stream_ops = quick ? std::vector<StreamOp>{StreamOp::copy, StreamOp::triad}
+                          : std::vector<StreamOp>{StreamOp::copy, StreamOp::scale, StreamOp::add, StreamOp::triad};
+  plan.device_copy_bytes = {std::min<std::int64_t>(kGiB, memory / 8)};
+
+  plan.fma_dtypes = {DType::f32, DType::f16, DType::f64};
+
+  // Host<->device: 4 KiB (latency) to >= 1 GiB (bandwidth).
+  plan.transfer_bytes = quick ? std::vector<std::int64_t>{4 * kKiB, 64 * kKiB, kMiB, 16 * kMiB, 256 * kMiB, kGiB}
+                              : std::vector<std::int64_t>{4 * kKiB, 16 * kKiB, 64 * kKiB, 256 * kKiB, kMiB,
+                                                          4 * kMiB, 16 * kMiB, 64 * kMiB, 256 * kMiB, kGiB,
+                                                          2 * kGiB};
+  plan.bidirectional_bytes = 256 * kMiB;
+
+  // Warm-ups of 0.1-0.2 s let the clocks ramp before the first timed sample.
+  if (quick) {
+    plan.gemm_rule = rule(3, 0.4, 6, 2, 0.1);
+    plan.conv_rule = rule(3, 0.25, 6, 2, 0.05);
+    plan.stream_rule = rule(5, 0.25, 8, 2, 0.02);
+    plan.fma_rule = rule(5, 0.3, 8, 2, 0.1);
+    plan.overhead_rule = rule(20, 0.1, 20, 5, 0.01);
+    plan.transfer_rule = rule(3, 0.3, 6, 1, 0.0);
+  } else {
+    plan.gemm_rule = rule(5, 1.0, 10, 3, 0.2);
+    plan.conv_rule = rule(5, 0.5, 10, 2, 0.05);
+    plan.stream_rule = rule(10, 0.5, 12, 2, 0.02);
+    plan.fma_rule = rule(10, 1.0, 15, 3, 0.2);
+    plan.overhead_rule = rule(100, 0.5, 50, 10, 0.02);
+    plan.transfer_rule = rule(5, 0.75, 8, 1, 0.0);
+  }
+  // The sentinel (tens of microseconds) runs between points: a few samples, no long warm-up.
+  plan.sentinel_rule = rule(3, 0.01, 0, 1, 0.0);
+  plan.sentinel_slowdown = 1.15;
+  plan.max_remeasure = quick ? 1 : 2;
+  return plan;
+}
+
+}  // namespace truepeak
