@@ -32,10 +32,19 @@ namespace cuda_detail {
 
 namespace {
 
-int attribute(cudaDeviceAttr attr, int device) {
+// Facts that are nice to have: a runtime that no longer reports one gives null, not a failure.
+std::optional<int> attribute(cudaDeviceAttr attr, int device) {
   int value = 0;
-  TP_CUDA_CHECK(cudaDeviceGetAttribute(&value, attr, device));
+  if (cudaDeviceGetAttribute(&value, attr, device) != cudaSuccess) {
+    cudaGetLastError();
+    return std::nullopt;
+  }
   return value;
+}
+
+std::optional<int> in_mhz(std::optional<int> khz) {
+  if (!khz || *khz <= 0) return std::nullopt;
+  return *khz / 1000;
 }
 
 std::string version_text(int encoded) {  // CUDA encodes 13.0 as 13000
@@ -95,17 +104,17 @@ DeviceDescription describe_device(int index, DeviceFacts& facts) {
   const auto cudnn = cudnn_version();
   d.libraries["cudnn"] = cudnn ? nlohmann::json(*cudnn) : nlohmann::json(nullptr);
 
-  const int bus_width_bits = attribute(cudaDevAttrGlobalMemoryBusWidth, index);
+  const std::optional<int> bus_width_bits = attribute(cudaDevAttrGlobalMemoryBusWidth, index);
   // HBM stacks have 1024-bit interfaces; GDDR parts top out at 512 bits.
-  const std::string memory_name = bus_width_bits >= 1024 ? "HBM" : "DRAM";
+  const std::string memory_name = bus_width_bits.value_or(0) >= 1024 ? "HBM" : "DRAM";
   auto& p = d.properties;
   p["compute_capability"] = fmt::format("{}.{}", prop.major, prop.minor);
   p["sms"] = prop.multiProcessorCount;
-  p["sm_clock_mhz"] = attribute(cudaDevAttrClockRate, index) / 1000;
+  p["sm_clock_mhz"] = optional_json(in_mhz(attribute(cudaDevAttrClockRate, index)));
   p["max_sm_clock_mhz"] = optional_json(nvml.max_sm_clock_mhz);
-  p["memory_clock_mhz"] = attribute(cudaDevAttrMemoryClockRate, index) / 1000;
+  p["memory_clock_mhz"] = optional_json(in_mhz(attribute(cudaDevAttrMemoryClockRate, index)));
   p["max_memory_clock_mhz"] = optional_json(nvml.max_memory_clock_mhz);
-  p["memory_bus_width_bits"] = bus_width_bits;
+  p["memory_bus_width_bits"] = optional_json(bus_width_bits);
   p["memory_type"] = memory_name;
   p["l2_bytes"] = prop.l2CacheSize;
   p["shared_memory_per_sm_bytes"] = prop.sharedMemPerMultiprocessor;
