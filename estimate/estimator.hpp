@@ -29,6 +29,7 @@ struct ZooEntry {
   std::string description;
   double params = 0;            // counted from the graph
   double forward_flops = 0;     // one sample (N = 1) at the default sequence length
+  std::optional<std::int64_t> seq;  // the default sequence length, where the model has one
 };
 std::vector<ZooEntry> list_zoo();
 std::vector<std::string> zoo_names();

@@ -1,0 +1,203 @@
+// `truepeak estimate`: predict a model's latency, throughput and memory from a profile.
+#include <iostream>
+#include <memory>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.hpp"
+#include "core/error.hpp"
+#include "core/profile.hpp"
+#include "estimate/estimator.hpp"
+#include "estimate/print.hpp"
+#include "estimate/zoo_data.hpp"
+#ifdef TRUEPEAK_HAVE_ONNX
+#include "estimate/onnx_import.hpp"
+#endif
+
+namespace truepeak::cli {
+namespace {
+
+struct EstimateArgs {
+  std::string profile;
+  std::string model;
+  std::vector<std::int64_t> batches;
+  std::string dtype = "f32";
+  std::string mode = "inference";
+  std::string optimizer = "adam";
+  std::int64_t seq = 0;
+  std::int64_t context = 0;
+  std::string device;
+  std::string format = "table";
+  bool sweep = false;
+  double max_latency_ms = 0;
+};
+
+Profile load_profile(const std::string& path, std::string& shown_path) {
+  if (!path.empty()) {
+    shown_path = path;
+    return read_profile(path);
+  }
+  const auto text = estimate::default_profile_text();
+  if (!text)
+    throw InputError(fmt::format("no --profile given and no default profile was built in ({} did not exist when the "
+                                 "build was configured): run 'truepeak calibrate' and pass --profile FILE",
+                                 estimate::default_profile_path()));
+  shown_path = std::string(estimate::default_profile_path()) + " (built in)";
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(*text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError(fmt::format("{}: not valid JSON: {}", shown_path, e.what()));
+  }
+  return profile_from_json(doc, shown_path);
+}
+
+const Device& pick_device(const Profile& profile, const std::string& id, const std::string& where) {
+  if (profile.devices.empty()) throw InputError(fmt::format("{}: the profile has no devices", where));
+  if (id.empty()) return profile.devices.front();
+  if (const auto* d = profile.find_device(id)) return *d;
+  std::string ids;
+  for (const auto& d : profile.devices) ids += (ids.empty() ? "" : ", ") + d.id;
+  throw InputError(fmt::format("--device {}: not in {} (it has: {})", id, where, ids));
+}
+
+estimate::Format parse_format(const std::string& text) {
+  if (text == "table") return estimate::Format::table;
+  if (text == "md" || text == "markdown") return estimate::Format::markdown;
+  if (text == "json") return estimate::Format::json;
+  throw InputError(fmt::format("--format {}: expected table, json or md", text));
+}
+
+// Zoo and JSON models hold the batch as a symbol; an ONNX graph is bound to one batch when read.
+class ModelSource {
+ public:
+  explicit ModelSource(const EstimateArgs& args) : args_(args) {
+#ifdef TRUEPEAK_HAVE_ONNX
+    if (estimate::is_onnx_path(args.model)) {
+      onnx_ = true;
+      return;
+    }
+#else
+    if (args.model.size() > 5 && args.model.substr(args.model.size() - 5) == ".onnx")
+      throw InputError(fmt::format("{}: this truepeak was built without ONNX support (TRUEPEAK_ENABLE_ONNX)", args.model));
+#endif
+    model_ = estimate::load_model(args.model);
+  }
+  const estimate::Model& get(std::int64_t batch) {
+#ifdef TRUEPEAK_HAVE_ONNX
+    if (onnx_ && (!model_ || batch != batch_)) {
+      estimate::OnnxOptions o;
+      o.batch = batch;
+      if (args_.seq > 0) o.seq = args_.seq;
+      auto imported = estimate::load_onnx(args_.model, o);
+      for (const auto& w : imported.warnings) std::cerr << "truepeak: " << args_.model << ": " << w << "\n";
+      model_ = std::move(imported.model);
+      batch_ = batch;
+    }
+#else
+    (void)batch;
+#endif
+    return *model_;
+  }
+  // ONNX graphs are concrete: the batch is already in their shapes.
+  std::int64_t graph_batch(std::int64_t batch) const { return onnx_ ? 1 : batch; }
+
+ private:
+  const EstimateArgs& args_;
+  std::optional<estimate::Model> model_;
+  bool onnx_ = false;
+  std::int64_t batch_ = 0;
+};
+
+void run_estimate(const EstimateArgs& args) {
+  estimate::Options options;
+  const auto dtype = parse_dtype(args.dtype);
+  if (!dtype) throw InputError(fmt::format("--dtype {}: expected f32, bf16, f16, int8 or fp8", args.dtype));
+  options.dtype = *dtype;
+  const auto mode = estimate::parse_mode(args.mode);
+  if (!mode) throw InputError(fmt::format("--mode {}: expected inference or training", args.mode));
+  options.mode = *mode;
+  const auto optimizer = estimate::parse_optimizer(args.optimizer);
+  if (!optimizer) throw InputError(fmt::format("--optimizer {}: expected sgd, momentum, adam or adamw", args.optimizer));
+  options.optimizer = *optimizer;
+  if (args.seq > 0) options.seq = args.seq;
+  if (args.context > 0) options.context = args.context;
+  const auto format = parse_format(args.format);
+  for (auto b : args.batches)
+    if (b < 1) throw InputError(fmt::format("--batch {}: batch sizes must be at least 1", b));
+
+  estimate::PrintContext ctx;
+  const Profile profile = load_profile(args.profile, ctx.profile_path);
+  ctx.profile_label = profile.machine.label;
+  const Device& device = pick_device(profile, args.device, ctx.profile_path);
+  if (const auto bytes = estimate::device_memory_bytes(profile, device))
+    options.memory_bytes = static_cast<std::int64_t>(*bytes);
+
+  ModelSource source(args);
+  if (args.sweep) {
+    std::vector<std::int64_t> batches = args.batches;
+    if (batches.size() <= 1)
+      for (std::int64_t b = 1; b <= 128; ++b) batches.push_back(b);
+    std::optional<double> limit;
+    if (args.max_latency_ms > 0) limit = args.max_latency_ms / 1e3;
+    estimate::Sweep sweep;
+    const auto& model = source.get(1);
+    sweep = estimate::sweep_batch(model, device, options, batches, limit);
+    std::cout << estimate::format_sweep(sweep, ctx, format);
+    return;
+  }
+  std::vector<std::int64_t> batches = args.batches.empty() ? std::vector<std::int64_t>{1} : args.batches;
+  nlohmann::json all = nlohmann::json::array();
+  for (std::size_t i = 0; i < batches.size(); ++i) {
+    const auto& model = source.get(batches[i]);
+    options.batch = source.graph_batch(batches[i]);
+    auto est = estimate::estimate(model, device, options);
+    est.batch = batches[i];
+    ctx.max_batch = estimate::max_batch(model, options, est.memory.device_bytes);
+    if (format == estimate::Format::json) {
+      all.push_back(estimate::estimate_to_json(est, ctx));
+    } else {
+      if (i) std::cout << "\n";
+      std::cout << estimate::format_estimate(est, ctx, format);
+    }
+  }
+  if (format == estimate::Format::json) std::cout << (all.size() == 1 ? all[0] : all).dump(2) << "\n";
+}
+
+}  // namespace
+
+void add_estimate_command(CLI::App& app, const Context&) {
+  auto args = std::make_shared<EstimateArgs>();
+  auto* cmd = app.add_subcommand(
+      "estimate",
+      "Predict a model's latency, throughput and memory on one device of a calibrated profile.\n"
+      "Each op costs max(FLOPs / the measured rate for its kind, dtype and shape, bytes / the measured\n"
+      "bandwidth of the memory level holding its working set) + the measured per-op overhead; the naive\n"
+      "roofline (same FLOPs and bytes over datasheet peaks) is printed beside every figure.");
+  cmd->add_option("--profile", args->profile,
+                  "Profile written by 'truepeak calibrate' (default: results/dev-cpu.json, built in)");
+  cmd->add_option("--model", args->model,
+                  "Zoo model name (see 'truepeak models'), a model JSON file (models/README.md) or an .onnx file")
+      ->required();
+  cmd->add_option("--batch", args->batches, "Batch sizes, comma separated (default 1)")->delimiter(',');
+  cmd->add_option("--dtype", args->dtype, "Data type of weights and activations: f32, bf16, f16, int8, fp8")
+      ->capture_default_str();
+  cmd->add_option("--mode", args->mode,
+                  "inference (decoders: prefill and per-token decode) or training (forward, backward, optimizer)")
+      ->capture_default_str();
+  cmd->add_option("--optimizer", args->optimizer, "Training optimizer: sgd, momentum, adam, adamw")
+      ->capture_default_str();
+  cmd->add_option("--seq", args->seq, "Sequence length S (prompt length for decoders; default from the model)");
+  cmd->add_option("--context", args->context, "Context length T of the decode step (default: --seq)");
+  cmd->add_option("--device", args->device, "Device of the profile: cpu, cuda:0, ... (default: the first)");
+  cmd->add_option("--format", args->format, "Output: table, json or md")->capture_default_str();
+  cmd->add_flag("--sweep-batch", args->sweep,
+                "Sweep batch sizes (the --batch list, default 1..128): throughput, latency and memory per batch, "
+                "and the best throughput that fits");
+  cmd->add_option("--max-latency-ms", args->max_latency_ms,
+                  "With --sweep-batch: latency limit in ms (decoders: time per output token)");
+  cmd->callback([args] { run_estimate(*args); });
+}
+
+}  // namespace truepeak::cli

@@ -1,0 +1,293 @@
+#include "estimate/cost.hpp"
+
+#include <fmt/format.h>
+
+namespace truepeak::estimate {
+namespace {
+
+double elems(const TensorRef& t, const Bindings& b) { return static_cast<double>(num_elements(t.shape, b)); }
+
+double sum_elems(const std::vector<TensorRef>& list, const Bindings& b) {
+  double total = 0;
+  for (const auto& t : list) total += elems(t, b);
+  return total;
+}
+
+std::string dims_text(const Shape& shape, const Bindings& b) {
+  std::string text = "[";
+  const auto dims = eval_shape(shape, b);
+  for (std::size_t i = 0; i < dims.size(); ++i) text += fmt::format("{}{}", i ? "," : "", dims[i]);
+  text += ']';
+  return text;
+}
+
+std::string gemm_text(const GemmCoords& g) {
+  return fmt::format("b{}m{}n{}k{}", g.batch, g.m, g.n, g.k);
+}
+
+Work gemm_work(const std::string& phase, const GemmCoords& g, double bytes) {
+  Work w;
+  w.phase = phase;
+  w.engine = Engine::gemm;
+  w.flops = 2 * g.batch * g.m * g.n * g.k;
+  w.bytes = bytes;
+  w.products = {{g, w.flops}};
+  w.shape = gemm_text(g);
+  return w;
+}
+
+Work vector_work(const std::string& phase, double flops, double bytes, std::string shape) {
+  Work w;
+  w.phase = phase;
+  w.engine = Engine::vector;
+  w.flops = flops;
+  w.bytes = bytes;
+  w.shape = std::move(shape);
+  return w;
+}
+
+// Linear: x [M, K] (leading dims folded into M), W [K, N].
+struct LinearDims {
+  double m, k, n, bias;
+};
+LinearDims linear_dims(const Op& op, const Bindings& b) {
+  const auto in = eval_shape(op.inputs[0].shape, b);
+  double m = 1;
+  for (std::size_t i = 0; i + 1 < in.size(); ++i) m *= static_cast<double>(in[i]);
+  const auto w = eval_shape(op.weights[0].shape, b);
+  return {m, static_cast<double>(w[0]), static_cast<double>(w[1]), op.weights.size() > 1 ? static_cast<double>(w[1]) : 0};
+}
+
+struct MatmulDims {
+  double batch, m, n, k;
+};
+MatmulDims matmul_dims(const Op& op, const Bindings& b) {
+  const auto out = eval_shape(op.output.shape, b);
+  const auto a = eval_shape(op.inputs[0].shape, b);
+  double batch = 1;
+  for (std::size_t i = 0; i + 2 < out.size(); ++i) batch *= static_cast<double>(out[i]);
+  const double k = static_cast<double>(op.transpose_a ? a[a.size() - 2] : a.back());
+  return {batch, static_cast<double>(out[out.size() - 2]), static_cast<double>(out.back()), k};
+}
+
+struct ConvDims {
+  double n, c, h, w, k, oh, ow, r, s, g;
+};
+ConvDims conv_dims(const Op& op, const Bindings& b) {
+  const auto in = eval_shape(op.inputs[0].shape, b);
+  const auto out = eval_shape(op.output.shape, b);
+  return {static_cast<double>(in[0]), static_cast<double>(in[1]), static_cast<double>(in[2]),
+          static_cast<double>(in[3]), static_cast<double>(out[1]), static_cast<double>(out[2]),
+          static_cast<double>(out[3]), static_cast<double>(op.kernel_h), static_cast<double>(op.kernel_w),
+          static_cast<double>(op.groups)};
+}
+
+Work conv_work(const Op& op, const std::string& phase, const GemmCoords& g, double flops, double bytes,
+               const ConvDims& d) {
+  Work w;
+  w.phase = phase;
+  w.engine = Engine::conv;
+  w.flops = flops;
+  w.bytes = bytes;
+  w.products = {{g, flops}};
+  w.groups = op.groups;
+  w.depthwise = op.groups > 1 && d.g == d.c && d.g == d.k;
+  w.shape = fmt::format("g{}mb{}ic{}ih{}oc{}kh{}sh{}ph{}dh{}", op.groups, d.n, d.c, d.h, d.k, op.kernel_h, op.stride,
+                        op.pad, op.dilation);
+  if (phase != "forward") w.shape += " (" + gemm_text(g) + ")";
+  return w;
+}
+
+// Attention as the two (forward) or five (backward) GEMM products a fused kernel computes.
+struct AttentionDims {
+  double bh, sq, skv, d, causal_factor;
+};
+AttentionDims attention_dims(const Op& op, const Bindings& b) {
+  const auto q = eval_shape(op.inputs[0].shape, b);
+  const auto kv = eval_shape(op.state.empty() ? op.inputs[1].shape : op.state[0].shape, b);
+  const double sq = static_cast<double>(q[2]), skv = static_cast<double>(kv[2]);
+  // A causal kernel skips the masked half of the score matrix when queries and keys coincide.
+  const double causal = op.causal && sq == skv && sq > 1 ? 0.5 : 1.0;
+  return {static_cast<double>(q[0] * q[1]), sq, skv, static_cast<double>(q[3]), causal};
+}
+
+}  // namespace
+
+double flops_per_element(const Op& op) {
+  switch (op.kind) {
+    case OpKind::elementwise: {
+      const auto& f = op.fn;
+      const double operands = static_cast<double>(op.inputs.size() + op.weights.size());
+      if (f == "add" || f == "mul") return std::max(1.0, operands - 1);
+      if (f == "gelu") return 8;  // tanh approximation: x * (1 + tanh(a * (x + b x^3))) / 2
+      if (f == "tanh") return 6;
+      if (f == "silu" || f == "sigmoid" || f == "hardswish") return 4;
+      if (f == "rope") return 3;   // x * cos + rotate(x) * sin
+      if (f == "relu6") return 2;
+      if (f == "dropout") return 2;
+      return 1;  // relu, scale, ...
+    }
+    case OpKind::norm:
+      if (op.fn == "batchnorm") return 2;  // inference form: one scale and shift per element
+      if (op.fn == "rmsnorm") return 4;    // square, sum, scale, affine
+      return 7;                            // layernorm: mean, centre, square, sum, scale, affine
+    case OpKind::softmax:
+      return 5;  // max, subtract, exp, sum, divide
+    default:
+      return 0;
+  }
+}
+
+std::vector<Work> forward_work(const Op& op, const Bindings& b, double e) {
+  const double out = elems(op.output, b);
+  const double in = sum_elems(op.inputs, b);
+  const double params = sum_elems(op.weights, b);
+  switch (op.kind) {
+    case OpKind::linear: {
+      const auto d = linear_dims(op, b);
+      Work w = gemm_work("forward", {1, d.m, d.n, d.k}, (in + params + out) * e);
+      w.flops += d.bias * d.m;
+      return {w};
+    }
+    case OpKind::matmul: {
+      const auto d = matmul_dims(op, b);
+      return {gemm_work("forward", {d.batch, d.m, d.n, d.k}, (in + out) * e)};
+    }
+    case OpKind::conv2d: {
+      const auto d = conv_dims(op, b);
+      const double flops = 2 * d.n * d.k * d.oh * d.ow * (d.c / d.g) * d.r * d.s;
+      const GemmCoords g{d.g, d.n * d.oh * d.ow, d.k / d.g, d.c / d.g * d.r * d.s};
+      return {conv_work(op, "forward", g, flops, (in + params + out) * e, d)};
+    }
+    case OpKind::attention: {
+      const auto d = attention_dims(op, b);
+      Work w;
+      w.phase = "forward";
+      w.engine = Engine::gemm;
+      const double f = 2 * d.bh * d.sq * d.skv * d.d * d.causal_factor;
+      w.products = {{{d.bh, d.sq, d.skv, d.d}, f}, {{d.bh, d.sq, d.d, d.skv}, f}};
+      w.flops = 2 * f;
+      w.bytes = (in + sum_elems(op.state, b) + out) * e;
+      w.shape = fmt::format("bh{}sq{}skv{}d{}{}", d.bh, d.sq, d.skv, d.d, op.causal ? " causal" : "");
+      return {w};
+    }
+    case OpKind::elementwise:
+    case OpKind::norm:
+    case OpKind::softmax:
+      return {vector_work("forward", flops_per_element(op) * out, (in + params + out) * e, dims_text(op.output.shape, b))};
+    case OpKind::pool:
+      return {vector_work("forward", out * static_cast<double>(op.kernel_h * op.kernel_w), (in + out) * e,
+                          dims_text(op.output.shape, b))};
+    case OpKind::embedding:
+      // Ids are 64-bit integers; only the gathered rows of the table are read.
+      return {vector_work("forward", 0, in * 8 + 2 * out * e, dims_text(op.output.shape, b))};
+    case OpKind::transpose:
+    case OpKind::concat:
+      return {vector_work("forward", 0, (in + params + out) * e, dims_text(op.output.shape, b))};
+    case OpKind::reshape:
+      return {};  // a view
+  }
+  return {};
+}
+
+std::vector<Work> backward_work(const Op& op, const Bindings& b, double e, const std::vector<bool>& needs_grad) {
+  auto need = [&](std::size_t i) { return i < needs_grad.size() && needs_grad[i]; };
+  const double out = elems(op.output, b);
+  const double in = sum_elems(op.inputs, b);
+  const double params = sum_elems(op.weights, b);
+  std::vector<Work> work;
+  switch (op.kind) {
+    case OpKind::linear: {
+      const auto d = linear_dims(op, b);
+      // dX[M, K] = dY[M, N] W^T ; dW[K, N] = X^T dY (+ the bias gradient, a sum over M)
+      if (need(0)) work.push_back(gemm_work("dgrad", {1, d.m, d.k, d.n}, (out + params + in) * e));
+      Work w = gemm_work("wgrad", {1, d.k, d.n, d.m}, (in + out + params) * e);
+      w.flops += d.bias * d.m;
+      work.push_back(w);
+      return work;
+    }
+    case OpKind::matmul: {
+      const auto d = matmul_dims(op, b);
+      const double a = elems(op.inputs[0], b), bb = elems(op.inputs[1], b);
+      if (need(0)) work.push_back(gemm_work("dgrad", {d.batch, d.m, d.k, d.n}, (out + bb + a) * e));
+      if (need(1)) work.push_back(gemm_work("dgrad", {d.batch, d.k, d.n, d.m}, (out + a + bb) * e));
+      return work;
+    }
+    case OpKind::conv2d: {
+      const auto d = conv_dims(op, b);
+      const double flops = 2 * d.n * d.k * d.oh * d.ow * (d.c / d.g) * d.r * d.s;
+      // dgrad: dX[N*H*W, C/g] from dY and W (a transposed convolution, as many MACs as forward);
+      // wgrad: dW[K/g, C/g*R*S] = dY^T[K/g, N*OH*OW] im2col(X).
+      const double stride2 = static_cast<double>(op.stride * op.stride);
+      if (need(0))
+        work.push_back(conv_work(op, "dgrad", {d.g, d.n * d.h * d.w, d.c / d.g, std::max(1.0, d.k / d.g * d.r * d.s / stride2)},
+                                 flops, (out + params + in) * e, d));
+      work.push_back(conv_work(op, "wgrad", {d.g, d.k / d.g, d.c / d.g * d.r * d.s, d.n * d.oh * d.ow}, flops,
+                               (in + out + params) * e, d));
+      return work;
+    }
+    case OpKind::attention: {
+      const auto d = attention_dims(op, b);
+      // Flash-style backward: recompute S = QK^T, then dV = P^T dO, dP = dO V^T, dQ = dS K, dK = dS^T Q.
+      const double f = 2 * d.bh * d.sq * d.skv * d.d * d.causal_factor;
+      Work w;
+      w.phase = "dgrad";
+      w.engine = Engine::gemm;
+      w.products = {{{d.bh, d.sq, d.skv, d.d}, f},
+                    {{d.bh, d.skv, d.d, d.sq}, f},
+                    {{d.bh, d.sq, d.skv, d.d}, f},
+                    {{d.bh, d.sq, d.d, d.skv}, f},
+                    {{d.bh, d.skv, d.d, d.sq}, f}};
+      w.flops = 5 * f;
+      w.bytes = (2 * in + 2 * out) * e;  // q, k, v, o, dO read; dq, dk, dv written
+      w.shape = fmt::format("bh{}sq{}skv{}d{}", d.bh, d.sq, d.skv, d.d);
+      return {w};
+    }
+    case OpKind::elementwise: {
+      const auto& f = op.fn;
+      if (f == "add") {
+        // The gradient passes through; broadcast operands (a position table) need a reduction.
+        double reduce = 0;
+        for (std::size_t i = 0; i < op.inputs.size(); ++i)
+          if (need(i) && elems(op.inputs[i], b) < out) reduce += out + elems(op.inputs[i], b);
+        if (!op.weights.empty()) reduce += out + params;
+        if (reduce > 0) work.push_back(vector_work("backward", out, reduce * e, dims_text(op.output.shape, b)));
+        return work;
+      }
+      bool any = !op.weights.empty();
+      for (std::size_t i = 0; i < op.inputs.size(); ++i) any = any || need(i);
+      if (!any) return work;
+      // Reads dY and every operand, writes the operands' gradients.
+      const double bytes = f == "mul" ? (out + 2 * (in + params)) * e : (out + 2 * in) * e;
+      work.push_back(vector_work("backward", flops_per_element(op) * out * 2, bytes, dims_text(op.output.shape, b)));
+      return work;
+    }
+    case OpKind::norm:
+      work.push_back(vector_work("backward", flops_per_element(op) * out * 2, (2 * in + out + 2 * params) * e,
+                                 dims_text(op.output.shape, b)));
+      return work;
+    case OpKind::softmax:
+      if (need(0)) work.push_back(vector_work("backward", 4 * out, 3 * out * e, dims_text(op.output.shape, b)));
+      return work;
+    case OpKind::pool:
+      if (need(0))
+        work.push_back(vector_work("backward", in, (op.fn == "max" ? out + 2 * in : out + in) * e, dims_text(op.output.shape, b)));
+      return work;
+    case OpKind::embedding:
+      // Dense table gradient: zero it, then add the rows of dY.
+      work.push_back(vector_work("wgrad", out, (params + 2 * out) * e, dims_text(op.weights[0].shape, b)));
+      return work;
+    case OpKind::transpose:
+    case OpKind::concat: {
+      bool any = !op.weights.empty();
+      for (std::size_t i = 0; i < op.inputs.size(); ++i) any = any || need(i);
+      if (any) work.push_back(vector_work("backward", 0, 2 * out * e, dims_text(op.output.shape, b)));
+      return work;
+    }
+    case OpKind::reshape:
+      return work;
+  }
+  return work;
+}
+
+}  // namespace truepeak::estimate

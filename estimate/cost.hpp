@@ -1,0 +1,38 @@
+// The work of each op: FLOPs, minimal bytes (each input, parameter and output moved once) and
+// the engine that does it, for the forward pass and for the backward pass (data- and
+// weight-gradient with their real GEMM/conv shapes). Rates are applied in estimator.cpp.
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "estimate/graph.hpp"
+#include "estimate/rates.hpp"
+
+namespace truepeak::estimate {
+
+enum class Engine { gemm, conv, vector, none };
+
+// One kernel. Products of a fused kernel (attention) are several GEMM shapes sharing one launch.
+struct Work {
+  std::string phase;  // "forward", "dgrad", "wgrad", "backward"
+  Engine engine = Engine::vector;
+  double flops = 0;
+  double bytes = 0;
+  std::vector<std::pair<GemmCoords, double>> products;  // (shape, flops) for gemm/conv engines
+  std::int64_t groups = 1;
+  bool depthwise = false;
+  std::string shape;  // printable problem
+};
+
+// `element_bytes`: bytes of one element of the estimate's dtype.
+std::vector<Work> forward_work(const Op& op, const Bindings& bindings, double element_bytes);
+// `needs_grad[i]`: whether input i of the op needs a gradient (it depends on a parameter).
+std::vector<Work> backward_work(const Op& op, const Bindings& bindings, double element_bytes,
+                                const std::vector<bool>& needs_grad);
+
+// FLOPs per element of elementwise, norm and softmax functions (counted operations, not fitted).
+double flops_per_element(const Op& op);
+
+}  // namespace truepeak::estimate

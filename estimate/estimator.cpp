@@ -1,0 +1,270 @@
+#include "estimate/estimator.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "estimate/cost.hpp"
+#include "estimate/memory.hpp"
+#include "estimate/rates.hpp"
+
+namespace truepeak::estimate {
+namespace {
+
+
+OpRow cost_row(const Op& op, const Work& w, const RateModel& rates, const std::string& phase) {
+  OpRow r;
+  r.name = op.name;
+  r.kind = std::string(to_string(op.kind)) + (op.fn.empty() ? "" : ":" + op.fn);
+  r.phase = phase;
+  r.shape = w.shape;
+  r.flops = w.flops;
+  r.bytes = w.bytes;
+  switch (w.engine) {
+    case Engine::gemm:
+      for (const auto& [g, f] : w.products) r.compute_s += f / rates.gemm_flops_per_s(g);
+      break;
+    case Engine::conv:
+      for (const auto& [g, f] : w.products) r.compute_s += f / rates.conv_flops_per_s(g, w.groups, w.depthwise);
+      break;
+    case Engine::vector:
+      r.compute_s = w.flops / rates.vector_flops_per_s();
+      break;
+    case Engine::none:
+      break;
+  }
+  r.memory_s = w.bytes > 0 ? w.bytes / rates.Bps(w.bytes) : 0;
+  r.overhead_s = rates.overhead_s();
+  r.compute_bound = r.compute_s >= r.memory_s;
+  r.time_s = std::max(r.compute_s, r.memory_s) + r.overhead_s;
+  r.achieved_flops_per_s = r.compute_s > 0 ? w.flops / r.compute_s : 0;
+  if (r.time_s > 0) {
+    const double roof = w.engine == Engine::vector ? rates.vector_flops_per_s() : rates.best_flops_per_s();
+    r.peak_fraction = r.compute_bound ? (w.flops / r.time_s) / roof : (w.bytes / r.time_s) / rates.best_Bps();
+  }
+  const double naive_compute =
+      w.flops / (w.engine == Engine::vector ? rates.naive_vector_flops_per_s() : rates.naive_matrix_flops_per_s());
+  r.naive_s = std::max(naive_compute, w.bytes / rates.naive_Bps());
+  return r;
+}
+
+void add_row(Totals& totals, std::vector<OpRow>* rows, OpRow row) {
+  totals.time_s += row.time_s;
+  totals.naive_s += row.naive_s;
+  totals.flops += row.flops;
+  totals.bytes += row.bytes;
+  totals.overhead_s += row.overhead_s;
+  if (rows) rows->push_back(std::move(row));
+}
+
+Totals run_forward(const Graph& g, const Bindings& b, double e, const RateModel& rates, const std::string& phase,
+                   std::vector<OpRow>* rows) {
+  Totals t;
+  for (const auto& op : g.ops)
+    for (const auto& w : forward_work(op, b, e)) add_row(t, rows, cost_row(op, w, rates, phase));
+  return t;
+}
+
+Totals run_backward(const Graph& g, const Bindings& b, double e, const RateModel& rates, std::vector<OpRow>* rows) {
+  Totals t;
+  const auto need = tensors_needing_grad(g);
+  for (auto it = g.ops.rbegin(); it != g.ops.rend(); ++it) {
+    std::vector<bool> needs;
+    for (const auto& in : it->inputs) needs.push_back(need.count(in.name) > 0);
+    for (const auto& w : backward_work(*it, b, e, needs)) add_row(t, rows, cost_row(*it, w, rates, w.phase));
+  }
+  return t;
+}
+
+// Bytes moved per parameter by one optimizer step (read gradient, read and write the weights and
+// each state; under mixed precision the fp32 master is updated and the low-precision copy written).
+struct OptimizerTraffic {
+  double bytes_per_param;
+  double flops_per_param;
+};
+OptimizerTraffic optimizer_traffic(Optimizer opt, double e) {
+  const bool mixed = e < 4;
+  const double master = mixed ? 4 : e;
+  const double state = std::max(e, 4.0);
+  const int states = opt == Optimizer::sgd ? 0 : (opt == Optimizer::momentum ? 1 : 2);
+  double bytes = e /*grad*/ + 2 * master + 2 * states * state + (mixed ? e : 0);
+  const double flops = opt == Optimizer::sgd ? 2 : (opt == Optimizer::momentum ? 4 : (opt == Optimizer::adamw ? 14 : 12));
+  return {bytes, flops};
+}
+
+Estimate estimate_with(const Model& model, const Device& device, const RateModel& rates, const Options& options) {
+  if (options.batch < 1) throw InputError(fmt::format("batch {} must be at least 1", options.batch));
+  Estimate est;
+  est.model = model.name;
+  est.device_id = device.id;
+  est.dtype = options.dtype;
+  est.mode = options.mode;
+  est.optimizer = options.optimizer;
+  est.batch = options.batch;
+  const Bindings b = bindings_for(model, options);
+  for (const auto& [name, value] : b) {
+    if (name == "S" && std::any_of(model.defaults.begin(), model.defaults.end(), [](const auto& d) { return d.first == "S"; }))
+      est.seq = value;
+    if (name == "T" && model.decode) est.context = value;
+  }
+  const double e = dtype_bytes(options.dtype);
+  std::vector<OpRow>* rows = options.per_op_rows ? &est.ops : nullptr;
+  const double n = static_cast<double>(options.batch);
+  est.params = count_params(model.forward, b);
+
+  if (options.mode == Mode::inference) {
+    est.forward = run_forward(model.forward, b, e, rates, model.decode ? "prefill" : "forward", rows);
+    est.latency_s = est.forward.time_s;
+    est.naive_latency_s = est.forward.naive_s;
+    if (model.decode) {
+      est.decode = run_forward(*model.decode, b, e, rates, "decode", rows);
+      est.throughput_per_s = n / est.decode->time_s;
+      est.throughput_unit = "tokens/s";
+    } else {
+      est.throughput_per_s = n / est.latency_s;
+      est.throughput_unit = "samples/s";
+    }
+  } else {
+    est.forward = run_forward(model.forward, b, e, rates, "forward", rows);
+    est.backward = run_backward(model.forward, b, e, rates, rows);
+    // One fused multi-tensor update over all parameters (PyTorch's foreach/fused optimizers).
+    const auto traffic = optimizer_traffic(options.optimizer, e);
+    Work w;
+    w.phase = "optimizer";
+    w.engine = Engine::vector;
+    w.flops = traffic.flops_per_param * est.params;
+    w.bytes = traffic.bytes_per_param * est.params;
+    w.shape = fmt::format("{} params", est.params);
+    Op op;
+    op.name = std::string(to_string(options.optimizer));
+    op.kind = OpKind::elementwise;
+    op.fn = "update";
+    Totals opt;
+    add_row(opt, rows, cost_row(op, w, rates, "optimizer"));
+    est.optimizer_step = opt;
+    est.latency_s = est.forward.time_s + est.backward->time_s + opt.time_s;
+    est.naive_latency_s = est.forward.naive_s + est.backward->naive_s + opt.naive_s;
+    est.throughput_per_s = n / est.latency_s;
+    est.throughput_unit = "samples/s";
+  }
+  std::optional<double> device_bytes;
+  if (device.memory_bytes) device_bytes = static_cast<double>(*device.memory_bytes);
+  else if (options.memory_bytes) device_bytes = static_cast<double>(*options.memory_bytes);
+  est.memory = estimate_memory(model, options, device_bytes);
+  return est;
+}
+
+}  // namespace
+
+std::string_view to_string(Mode mode) { return mode == Mode::inference ? "inference" : "training"; }
+
+std::string_view to_string(Optimizer o) {
+  switch (o) {
+    case Optimizer::sgd: return "sgd";
+    case Optimizer::momentum: return "momentum";
+    case Optimizer::adam: return "adam";
+    case Optimizer::adamw: return "adamw";
+  }
+  return "adam";
+}
+
+std::optional<Mode> parse_mode(std::string_view text) {
+  if (text == "inference") return Mode::inference;
+  if (text == "training") return Mode::training;
+  return std::nullopt;
+}
+
+std::optional<Optimizer> parse_optimizer(std::string_view text) {
+  for (auto o : {Optimizer::sgd, Optimizer::momentum, Optimizer::adam, Optimizer::adamw})
+    if (to_string(o) == text) return o;
+  return std::nullopt;
+}
+
+MemoryBreakdown estimate_memory(const Model& model, const Options& options, std::optional<double> device_bytes) {
+  const Bindings b = bindings_for(model, options);
+  const double e = dtype_bytes(options.dtype);
+  const double params = count_params(model.forward, b);
+  MemoryBreakdown m;
+  m.weights_bytes = params * e;
+  if (options.mode == Mode::inference) {
+    m.activations_bytes = peak_live_bytes(model.forward, b, e);
+    if (model.decode) {
+      m.activations_bytes = std::max(m.activations_bytes, peak_live_bytes(*model.decode, b, e));
+      m.kv_cache_bytes = state_bytes(*model.decode, b, e);
+    }
+  } else {
+    m.activations_bytes = training_activation_bytes(model.forward, b, e);
+    m.gradients_bytes = params * e;
+    if (e < 4) m.master_weights_bytes = params * 4;
+    const double state = std::max(e, 4.0);
+    const int states = options.optimizer == Optimizer::sgd ? 0 : (options.optimizer == Optimizer::momentum ? 1 : 2);
+    m.optimizer_bytes = params * state * states;
+  }
+  m.total_bytes = m.weights_bytes + m.master_weights_bytes + m.gradients_bytes + m.optimizer_bytes +
+                  m.activations_bytes + m.kv_cache_bytes;
+  m.device_bytes = device_bytes;
+  if (device_bytes) {
+    m.usable_bytes = *device_bytes * (1 - options.headroom);
+    m.fits = m.total_bytes <= m.usable_bytes;
+  }
+  return m;
+}
+
+std::optional<std::int64_t> max_batch(const Model& model, const Options& options, std::optional<double> device_bytes) {
+  if (!device_bytes) return std::nullopt;
+  Options o = options;
+  auto fits = [&](std::int64_t n) {
+    o.batch = n;
+    return estimate_memory(model, o, device_bytes).fits;
+  };
+  if (!fits(1)) return 0;
+  std::int64_t lo = 1, hi = 2;
+  while (hi < (std::int64_t{1} << 40) && fits(hi)) {
+    lo = hi;
+    hi *= 2;
+  }
+  while (hi - lo > 1) {  // fits(lo), !fits(hi)
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    (fits(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+Estimate estimate(const Model& model, const Device& device, const Options& options) {
+  const RateModel rates(device, options.dtype);
+  return estimate_with(model, device, rates, options);
+}
+
+Sweep sweep_batch(const Model& model, const Device& device, const Options& options,
+                  const std::vector<std::int64_t>& batches, std::optional<double> max_latency_s) {
+  const RateModel rates(device, options.dtype);
+  Sweep sweep;
+  sweep.max_latency_s = max_latency_s;
+  Options o = options;
+  o.per_op_rows = false;
+  std::optional<double> device_bytes;
+  if (device.memory_bytes) device_bytes = static_cast<double>(*device.memory_bytes);
+  else if (options.memory_bytes) device_bytes = static_cast<double>(*options.memory_bytes);
+  sweep.max_batch = max_batch(model, options, device_bytes);
+  for (const auto n : batches) {
+    o.batch = n;
+    sweep.rows.push_back(estimate_with(model, device, rates, o));
+    const auto& r = sweep.rows.back();
+    // Decoders are limited by the time per output token; the rest by the whole pass/step.
+    const double latency = r.decode ? r.decode->time_s : r.latency_s;
+    const bool ok = r.memory.fits && (!max_latency_s || latency <= *max_latency_s);
+    if (ok && (!sweep.best || r.throughput_per_s > sweep.rows[*sweep.best].throughput_per_s))
+      sweep.best = sweep.rows.size() - 1;
+  }
+  return sweep;
+}
+
+std::optional<double> device_memory_bytes(const Profile& profile, const Device& device) {
+  if (device.memory_bytes) return static_cast<double>(*device.memory_bytes);
+  if (device.kind == "cpu" && profile.machine.memory_bytes) return static_cast<double>(*profile.machine.memory_bytes);
+  return std::nullopt;
+}
+
+}  // namespace truepeak::estimate

@@ -1,0 +1,139 @@
+#include "estimate/rates.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+
+namespace truepeak::estimate {
+namespace {
+
+constexpr std::size_t kNeighbours = 4;
+
+std::optional<double> lookup(const std::map<std::string, double>& m, DType dtype) {
+  auto it = m.find(std::string(to_string(dtype)));
+  if (it == m.end() || !(it->second > 0)) return std::nullopt;
+  return it->second;
+}
+
+std::array<double, 4> coords(double batch, double m, double n, double k) {
+  return {std::log2(std::max(batch, 1.0)), std::log2(std::max(m, 1.0)), std::log2(std::max(n, 1.0)),
+          std::log2(std::max(k, 1.0))};
+}
+
+int conv_class(std::int64_t groups, bool depthwise) { return groups == 1 ? 0 : (depthwise ? 2 : 1); }
+
+}  // namespace
+
+double RateModel::interpolate(const std::vector<Point>& points, std::array<double, 4> query) {
+  if (points.empty()) return 0;
+  // Clamp into the measured box: outside the measured range the rate is that of the nearest
+  // measured shapes, so it can never extrapolate past what was measured.
+  for (std::size_t d = 0; d < 4; ++d) {
+    double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+    for (const auto& p : points) {
+      lo = std::min(lo, p.x[d]);
+      hi = std::max(hi, p.x[d]);
+    }
+    query[d] = std::clamp(query[d], lo, hi);
+  }
+  // Nearest neighbours by Euclidean distance in log2 space (one unit = a factor of two).
+  std::vector<std::pair<double, double>> near;  // (squared distance, log rate)
+  near.reserve(points.size());
+  for (const auto& p : points) {
+    double d2 = 0;
+    for (std::size_t d = 0; d < 4; ++d) d2 += (p.x[d] - query[d]) * (p.x[d] - query[d]);
+    near.emplace_back(d2, p.log_rate);
+  }
+  const std::size_t count = std::min(kNeighbours, near.size());
+  std::partial_sort(near.begin(), near.begin() + static_cast<std::ptrdiff_t>(count), near.end());
+  if (near.front().first < 1e-12) return std::exp(near.front().second);
+  // Inverse-distance weights (power 2) on log(rate): a weighted geometric mean, so the result
+  // always lies between the neighbours' rates.
+  double wsum = 0, acc = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    const double w = 1.0 / near[i].first;
+    wsum += w;
+    acc += w * near[i].second;
+  }
+  return std::exp(acc / wsum);
+}
+
+RateModel::RateModel(const Device& device, DType dtype) {
+  const std::string dt(to_string(dtype));
+  for (const auto& g : device.gemm)
+    if (g.shape.dtype == dtype && g.flops_per_s > 0 && g.shape.batch > 1) batched_gemm_points_ = true;
+  double best_point = 0;
+  for (const auto& g : device.gemm) {
+    if (g.shape.dtype != dtype || !(g.flops_per_s > 0)) continue;
+    const double b = static_cast<double>(g.shape.batch);
+    const auto x = batched_gemm_points_ ? coords(b, g.shape.m, g.shape.n, g.shape.k)
+                                        : coords(1, b * g.shape.m, g.shape.n, g.shape.k);
+    gemm_points_.push_back({x, std::log(g.flops_per_s)});
+    best_point = std::max(best_point, g.flops_per_s);
+  }
+  for (const auto& c : device.conv) {
+    const auto& s = c.shape;
+    if (s.dtype != dtype || !(c.flops_per_s > 0)) continue;
+    const bool depthwise = s.groups == s.c && s.groups == s.k;
+    const double m = static_cast<double>(s.n * s.out_h() * s.out_w());
+    const double n = static_cast<double>(s.k / s.groups);
+    const double k = static_cast<double>(s.c / s.groups * s.r * s.s);
+    conv_points_[static_cast<std::size_t>(conv_class(s.groups, depthwise))].push_back(
+        {coords(static_cast<double>(s.groups), m, n, k), std::log(c.flops_per_s)});
+    best_point = std::max(best_point, c.flops_per_s);
+  }
+  best_flops_per_s_ = std::max(best_point, lookup(device.peaks.flops_per_s, dtype).value_or(0));
+  if (!(best_flops_per_s_ > 0))
+    throw InputError(fmt::format("profile device '{}' has no measured GEMM/conv points and no peak for {}: "
+                                 "calibrate this dtype or choose another with --dtype",
+                                 device.id, dt));
+
+  vector_flops_per_s_ = lookup(device.peaks.vector_flops_per_s, dtype)
+                            .value_or(lookup(device.peaks.vector_flops_per_s, DType::f32).value_or(0));
+  if (!(vector_flops_per_s_ > 0))
+    vector_flops_per_s_ = lookup(device.datasheet.vector_flops_per_s, dtype).value_or(best_flops_per_s_);
+
+  for (const auto& l : device.memory_levels) {
+    if (!(l.Bps > 0)) continue;
+    levels_.emplace_back(l.bytes ? static_cast<double>(*l.bytes) : std::numeric_limits<double>::infinity(), l.Bps);
+  }
+  std::sort(levels_.begin(), levels_.end());
+  if (levels_.empty() || std::isfinite(levels_.back().first)) {
+    // No unbounded level: main memory is the measured peak bandwidth.
+    const double dram = device.peaks.memory_Bps.value_or(levels_.empty() ? 0 : levels_.back().second);
+    if (dram > 0) levels_.emplace_back(std::numeric_limits<double>::infinity(), dram);
+  }
+  if (levels_.empty())
+    throw InputError(fmt::format("profile device '{}' has no measured memory bandwidth (memory.levels or peaks.memory_Bps)", device.id));
+  dram_Bps_ = levels_.back().second;
+  overhead_s_ = device.overhead_op_s.value_or(0);
+
+  naive_matrix_ = lookup(device.datasheet.flops_per_s, dtype).value_or(best_flops_per_s_);
+  naive_vector_ = lookup(device.datasheet.vector_flops_per_s, dtype)
+                      .value_or(lookup(device.datasheet.vector_flops_per_s, DType::f32).value_or(vector_flops_per_s_));
+  naive_Bps_ = device.datasheet.memory_Bps.value_or(dram_Bps_);
+}
+
+double RateModel::gemm_flops_per_s(const GemmCoords& s) const {
+  if (gemm_points_.empty()) return best_flops_per_s_;
+  const auto q = batched_gemm_points_ ? coords(s.batch, s.m, s.n, s.k) : coords(1, s.batch * s.m, s.n, s.k);
+  return std::min(interpolate(gemm_points_, q), best_flops_per_s_);
+}
+
+double RateModel::conv_flops_per_s(const GemmCoords& s, std::int64_t groups, bool depthwise) const {
+  const auto& points = conv_points_[static_cast<std::size_t>(conv_class(groups, depthwise))];
+  if (points.empty()) return gemm_flops_per_s(s);
+  return std::min(interpolate(points, coords(s.batch, s.m, s.n, s.k)), best_flops_per_s_);
+}
+
+double RateModel::Bps(double working_set_bytes) const {
+  for (const auto& [bytes, Bps] : levels_)
+    if (working_set_bytes <= bytes) return Bps;
+  return dram_Bps_;
+}
+
+}  // namespace truepeak::estimate

@@ -1,0 +1,70 @@
+// What one device delivers, as the cost model asks for it: the achieved FLOP rate of a GEMM or
+// convolution shape (interpolated between the profile's measured points), the bandwidth of the
+// memory level that holds a working set, the per-op overhead, and the datasheet figures for the
+// naive roofline beside it. Built once per (device, dtype).
+#pragma once
+
+#include <array>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/dtype.hpp"
+#include "core/profile.hpp"
+
+namespace truepeak::estimate {
+
+// A GEMM-like problem in GEMM coordinates: batch x (m x n x k).
+struct GemmCoords {
+  double batch = 1, m = 1, n = 1, k = 1;
+};
+
+class RateModel {
+ public:
+  // Throws InputError when the device has nothing for the dtype (no points, no peaks).
+  RateModel(const Device& device, DType dtype);
+
+  // Interpolated in log-shape space; never above the best measured rate of the dtype.
+  double gemm_flops_per_s(const GemmCoords& shape) const;
+  // Convolutions (forward, data- and weight-gradient) in implicit-GEMM coordinates, `groups`
+  // separating dense, grouped and depthwise: measured conv points of the same class when the
+  // profile has them, else the GEMM points (batch = groups).
+  double conv_flops_per_s(const GemmCoords& implicit_gemm, std::int64_t groups, bool depthwise) const;
+  // Elementwise work (norms, activations): the vector FMA peak of the dtype.
+  double vector_flops_per_s() const { return vector_flops_per_s_; }
+  // Bandwidth of the smallest memory level that holds `working_set_bytes`.
+  double Bps(double working_set_bytes) const;
+  double overhead_s() const { return overhead_s_; }
+
+  // The roofs for "% of peak": best measured GEMM rate and best bandwidth (DRAM/HBM).
+  double best_flops_per_s() const { return best_flops_per_s_; }
+  double best_Bps() const { return dram_Bps_; }
+
+  // Naive roofline: datasheet peaks (falling back to measured peaks where the datasheet is silent).
+  double naive_matrix_flops_per_s() const { return naive_matrix_; }
+  double naive_vector_flops_per_s() const { return naive_vector_; }
+  double naive_Bps() const { return naive_Bps_; }
+
+  // Interpolation over an arbitrary point set (exposed for tests): inverse-distance weighting of
+  // log(rate) over the nearest points in (log2 batch, log2 m, log2 n, log2 k), the query first
+  // clamped into the measured box.
+  struct Point {
+    std::array<double, 4> x;  // log2 coordinates
+    double log_rate = 0;
+  };
+  static double interpolate(const std::vector<Point>& points, std::array<double, 4> query);
+
+ private:
+  std::vector<Point> gemm_points_;
+  // Conv points by class: 0 dense (groups 1), 1 grouped, 2 depthwise.
+  std::array<std::vector<Point>, 3> conv_points_;
+  bool batched_gemm_points_ = false;
+  double best_flops_per_s_ = 0;
+  double vector_flops_per_s_ = 0;
+  std::vector<std::pair<double, double>> levels_;  // (bytes, Bps) ascending; last = DRAM
+  double dram_Bps_ = 0;
+  double overhead_s_ = 0;
+  double naive_matrix_ = 0, naive_vector_ = 0, naive_Bps_ = 0;
+};
+
+}  // namespace truepeak::estimate

@@ -1,0 +1,167 @@
+// The cost model on hand-made profiles with known answers (tests/estimate/data/fixture_*.json).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/error.hpp"
+#include "estimate/rates.hpp"
+#include "helpers.hpp"
+
+namespace truepeak::estimate {
+namespace {
+
+using testing::batch;
+using testing::fixture;
+using testing::linear_model;
+using testing::relu_model;
+
+constexpr double kOverhead = 1e-6;  // fixture overhead.op_s
+
+class FixtureCpu : public ::testing::Test {
+ protected:
+  Profile profile = fixture("fixture_cpu.json");
+  const Device& cpu = profile.devices.at(0);
+};
+
+TEST_F(FixtureCpu, ComputeBoundGemmRunsAtTheMeasuredRate) {
+  // 1024^3: exactly the measured point (8e11 FLOP/s); 12.6 MB moved at 5e10 B/s is 0.25 ms < 2.7 ms.
+  const auto est = estimate(linear_model(1024, 1024), cpu, batch(1024));
+  ASSERT_EQ(est.ops.size(), 1u);
+  const auto& r = est.ops[0];
+  const double flops = 2.0 * 1024 * 1024 * 1024;
+  EXPECT_DOUBLE_EQ(r.flops, flops);
+  EXPECT_DOUBLE_EQ(r.bytes, 3.0 * 1024 * 1024 * 4);
+  EXPECT_TRUE(r.compute_bound);
+  EXPECT_NEAR(r.compute_s, flops / 8e11, 1e-12);
+  EXPECT_NEAR(r.memory_s, r.bytes / 5e10, 1e-12);
+  EXPECT_NEAR(r.time_s, flops / 8e11 + kOverhead, 1e-12);
+  // Naive: datasheet 1e12 FLOP/s and 1e11 B/s, no overhead.
+  EXPECT_NEAR(r.naive_s, flops / 1e12, 1e-12);
+  EXPECT_NEAR(est.latency_s, r.time_s, 1e-15);
+  EXPECT_NEAR(est.throughput_per_s, 1024 / r.time_s, 1e-6);
+}
+
+TEST_F(FixtureCpu, MemoryBoundOpRunsAtTheBandwidthOfItsLevel) {
+  // 16 Mi elements read and written: 128 MiB, far beyond the 1 MiB L2 -> DRAM at 5e10 B/s.
+  const auto big = estimate(relu_model(1 << 22), cpu, batch(4));
+  const auto& r = big.ops.at(0);
+  EXPECT_FALSE(r.compute_bound);
+  EXPECT_DOUBLE_EQ(r.bytes, 2.0 * (1 << 24) * 4);
+  EXPECT_NEAR(r.time_s, r.bytes / 5e10 + kOverhead, 1e-12);
+  EXPECT_NEAR(r.naive_s, r.bytes / 1e11, 1e-12);
+  EXPECT_NEAR(r.peak_fraction, (r.bytes / r.time_s) / 5e10, 1e-9);
+  // 512 KiB fits the 1 MiB L2: 2e11 B/s.
+  const auto small = estimate(relu_model(1 << 16), cpu, batch(1));
+  EXPECT_NEAR(small.ops.at(0).memory_s, 524288 / 2e11, 1e-15);
+}
+
+TEST_F(FixtureCpu, InterpolatesBetweenTwoMeasuredPoints) {
+  // 512^3 is one octave from 256^3 (2e11) and from 1024^3 (8e11) in every dimension: the
+  // inverse-distance weighted geometric mean is sqrt(2e11 * 8e11) = 4e11.
+  const auto est = estimate(linear_model(512, 512), cpu, batch(512));
+  EXPECT_NEAR(est.ops.at(0).achieved_flops_per_s, 4e11, 1e3);
+  // Nearer to the small point, nearer to its rate.
+  const RateModel rates(cpu, DType::f32);
+  const double r300 = rates.gemm_flops_per_s({1, 300, 300, 300});
+  EXPECT_GT(r300, 2e11);
+  EXPECT_LT(r300, 4e11);
+}
+
+TEST_F(FixtureCpu, OutsideTheMeasuredRangeNeverExceedsTheNearestMeasuredRate) {
+  const RateModel rates(cpu, DType::f32);
+  EXPECT_DOUBLE_EQ(rates.gemm_flops_per_s({1, 8192, 8192, 8192}), 8e11);  // not extrapolated upward
+  EXPECT_DOUBLE_EQ(rates.gemm_flops_per_s({1, 16, 16, 16}), 2e11);
+  for (double s : {1.0, 7.0, 100.0, 3000.0, 1e5}) EXPECT_LE(rates.gemm_flops_per_s({1, s, s, s}), 8e11) << s;
+}
+
+TEST_F(FixtureCpu, ConvWithoutConvPointsUsesItsImplicitGemmShape) {
+  // 1x1 conv of 256 -> 256 channels on 16x16: implicit GEMM m = 256, n = 256, k = 256 -> 2e11.
+  GraphBuilder b;
+  const auto& x = b.input("x", {Dim::symbol("N"), 256, 16, 16});
+  b.add(make_conv2d("c", x, 256, {1, 1, 1, 0, 1, 1}, false));
+  Model m;
+  m.name = "conv";
+  m.forward = b.take();
+  const auto est = estimate(m, cpu, batch(1));
+  EXPECT_NEAR(est.ops.at(0).achieved_flops_per_s, 2e11, 1);
+}
+
+TEST_F(FixtureCpu, MissingDtypeIsAnInputError) {
+  EXPECT_THROW(estimate(linear_model(64, 64), cpu, batch(1, DType::int8)), InputError);
+}
+
+TEST(FixtureGpu, ConvUsesMeasuredConvPoints) {
+  const Profile p = fixture("fixture_gpu_conv.json");
+  GraphBuilder b;
+  const auto& x = b.input("x", {Dim::symbol("N"), 64, 56, 56});
+  b.add(make_conv2d("c", x, 64, {3, 3, 1, 1, 1, 1}, false));
+  Model m;
+  m.name = "conv";
+  m.forward = b.take();
+  const auto est = estimate(m, p.devices.at(0), batch(32, DType::bf16));
+  EXPECT_NEAR(est.ops.at(0).achieved_flops_per_s, 2.5e14, 1e3);
+}
+
+TEST_F(FixtureCpu, TrainingStepHasRealBackwardShapes) {
+  // Two linears: x[N,512] -> 1024 -> 256. The first layer's input needs no gradient.
+  GraphBuilder b;
+  const auto& x = b.input("x", {Dim::symbol("N"), 512});
+  const auto& h = b.add(make_linear("fc1", x, 1024, false));
+  b.add(make_linear("fc2", h, 256, false));
+  Model m;
+  m.name = "mlp";
+  m.forward = b.take();
+  Options o = batch(64);
+  o.mode = Mode::training;
+  o.optimizer = Optimizer::sgd;
+  const auto est = estimate(m, cpu, o);
+  std::vector<std::string> rows;
+  for (const auto& r : est.ops) rows.push_back(r.phase + " " + r.name + " " + r.shape);
+  const std::vector<std::string> expected = {
+      "forward fc1 b1m64n1024k512", "forward fc2 b1m64n256k1024",
+      "dgrad fc2 b1m64n1024k256",   "wgrad fc2 b1m1024n256k64",
+      "wgrad fc1 b1m512n1024k64",   "optimizer sgd 786432 params"};
+  EXPECT_EQ(rows, expected);
+  ASSERT_TRUE(est.backward && est.optimizer_step);
+  EXPECT_NEAR(est.latency_s, est.forward.time_s + est.backward->time_s + est.optimizer_step->time_s, 1e-15);
+  // SGD in f32 moves 12 bytes per parameter (read gradient, read and write the weight).
+  EXPECT_DOUBLE_EQ(est.ops.back().bytes, 12.0 * 786432);
+}
+
+TEST_F(FixtureCpu, DecoderHasPrefillAndDecodeThatReadsTheCache) {
+  const Model m = model_from_json_text(R"({"format": "truepeak-model", "name": "tiny", "transformer": {
+      "architecture": "decoder", "layers": 2, "hidden": 64, "heads": 4, "kv_heads": 2, "ffn": 128,
+      "vocab": 100, "seq_len": 32, "norm": "rmsnorm", "position": "rope", "gated_mlp": true, "bias": false}})",
+                                       "tiny.json");
+  Options o = batch(2);
+  o.context = 1000;
+  const auto est = estimate(m, cpu, o);
+  ASSERT_TRUE(est.decode.has_value());
+  EXPECT_NEAR(est.latency_s, est.forward.time_s, 1e-15);
+  EXPECT_NEAR(est.throughput_per_s, 2 / est.decode->time_s, 1e-6);
+  bool saw = false;
+  for (const auto& r : est.ops)
+    if (r.phase == "decode" && r.kind == "attention") {
+      // q, new k and v, out ([2, 4|2, 1, 16]) plus the k and v caches [2, 2, 1000, 16], 4 bytes each.
+      EXPECT_DOUBLE_EQ(r.bytes, (2 * 4 * 16 + 2 * 2 * 2 * 16 + 2 * 4 * 16 + 2 * 2 * 2 * 1000 * 16) * 4.0);
+      saw = true;
+    }
+  EXPECT_TRUE(saw);
+  // KV cache: 2 (k, v) x 2 layers x 2 kv heads x 16 dims x 1000 positions x 2 sequences x 4 bytes.
+  EXPECT_DOUBLE_EQ(est.memory.kv_cache_bytes, 2.0 * 2 * 2 * 16 * 1000 * 2 * 4);
+}
+
+TEST_F(FixtureCpu, SweepPicksTheBestThroughputWithinTheLatencyLimit) {
+  const Model m = linear_model(1024, 1024);
+  const auto all = sweep_batch(m, cpu, batch(1), {1, 16, 256, 1024}, std::nullopt);
+  ASSERT_EQ(all.rows.size(), 4u);
+  ASSERT_TRUE(all.best.has_value());
+  const double t256 = all.rows[2].latency_s;
+  const auto limited = sweep_batch(m, cpu, batch(1), {1, 16, 256, 1024}, t256);
+  ASSERT_TRUE(limited.best.has_value());
+  EXPECT_LE(limited.rows[*limited.best].latency_s, t256);
+  EXPECT_EQ(limited.rows[*limited.best].batch, 256);
+}
+
+}  // namespace
+}  // namespace truepeak::estimate

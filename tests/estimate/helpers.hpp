@@ -1,0 +1,42 @@
+// Small models and the fixture profiles for the estimator tests.
+#pragma once
+
+#include <string>
+
+#include "core/profile.hpp"
+#include "estimate/builder.hpp"
+#include "estimate/estimator.hpp"
+
+namespace truepeak::estimate::testing {
+
+inline Profile fixture(const std::string& name) { return read_profile(std::string(TRUEPEAK_SOURCE_DIR) + "/tests/estimate/data/" + name); }
+
+// One op model: y = x W, x [N, k], W [k, n] (no bias).
+inline Model linear_model(std::int64_t k, std::int64_t n) {
+  GraphBuilder b;
+  const auto& x = b.input("x", {Dim::symbol("N"), k});
+  b.add(make_linear("fc", x, n, false));
+  Model m;
+  m.name = "linear";
+  m.forward = b.take();
+  return m;
+}
+
+inline Model relu_model(std::int64_t width) {
+  GraphBuilder b;
+  const auto& x = b.input("x", {Dim::symbol("N"), width});
+  b.add(make_elementwise("relu", "relu", {x}));
+  Model m;
+  m.name = "relu";
+  m.forward = b.take();
+  return m;
+}
+
+inline Options batch(std::int64_t n, DType dtype = DType::f32) {
+  Options o;
+  o.batch = n;
+  o.dtype = dtype;
+  return o;
+}
+
+}  // namespace truepeak::estimate::testing
