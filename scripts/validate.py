@@ -1,0 +1,460 @@
+#!/usr/bin/python3
+"""Checks truepeak's latency estimates against real PyTorch runs on this machine.
+
+For each model x batch: build it in PyTorch with random weights, time it on the CPU through
+oneDNN (the library the profile measured), export it to ONNX, run `truepeak estimate` on the
+ONNX file, and compare. Writes one markdown and one JSON table (default results/validation.*).
+
+Run with Debian's PyTorch:  /usr/bin/python3 scripts/validate.py --profile results/dev-cpu.json
+
+How the runs are made (DESIGN.md, "Measurement rules"):
+- CNNs run in f32 as a frozen TorchScript graph after torch.jit.optimize_for_inference: batch
+  norms folded into convolutions, convolutions executed by oneDNN (mkldnn); ReLU and the
+  residual adds run as separate in-place kernels. Transformers run in bf16 in eager mode, where
+  PyTorch sends bf16 linears and batched matmuls to oneDNN. A probe run with ONEDNN_VERBOSE=1
+  counts which oneDNN primitives each model executed; the output says so.
+- Threads as in calibration (the profile's thread count, else all cores).
+- Warm-up, then several rounds; in each round every model x batch runs a few times, so
+  interference spreads over all of them. The fastest run is the measured time (the estimator
+  predicts the undisturbed time, as calibration measures it); median and spread sit beside it.
+"""
+import argparse
+import copy
+import datetime
+import json
+import math
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+DEFAULT_MODELS = ["resnet18", "resnet50", "mobilenet_v2", "bert_base", "gpt2_prefill", "gpt2_decode"]
+
+
+# ---- models ---------------------------------------------------------------------------------
+
+def transformer_classes():
+    import torch
+    from torch import nn
+
+    class Block(nn.Module):
+        """One transformer layer, written as BERT/GPT-2 implementations write it."""
+
+        def __init__(self, d, heads, ff, causal, pre_norm, gelu):
+            super().__init__()
+            self.d, self.h, self.hd = d, heads, d // heads
+            self.causal, self.pre_norm = causal, pre_norm
+            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+            self.fc1, self.fc2 = nn.Linear(d, ff), nn.Linear(ff, d)
+            self.act = nn.GELU(approximate=gelu)
+            if causal:
+                self.register_buffer("mask", torch.full((1024, 1024), float("-inf")).triu(1), persistent=False)
+
+        def attention(self, x, past):
+            b, s, _ = x.shape
+            q, k, v = self.qkv(x).split(self.d, dim=-1)
+            q = q.view(b, s, self.h, self.hd).transpose(1, 2)
+            k = k.view(b, s, self.h, self.hd).transpose(1, 2)
+            v = v.view(b, s, self.h, self.hd).transpose(1, 2)
+            if past is not None:
+                k = torch.cat([past[0], k], dim=2)
+                v = torch.cat([past[1], v], dim=2)
+            scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.hd)
+            if self.causal and s > 1:
+                scores = scores + self.mask[:s, :s].to(scores.dtype)
+            probs = torch.softmax(scores, dim=-1)
+            out = torch.matmul(probs, v).transpose(1, 2).reshape(b, s, self.d)
+            return self.proj(out), (k, v)
+
+        def forward(self, x, past=None):
+            if self.pre_norm:
+                a, kv = self.attention(self.ln1(x), past)
+                x = x + a
+                x = x + self.fc2(self.act(self.fc1(self.ln2(x))))
+            else:
+                a, kv = self.attention(x, past)
+                x = self.ln1(x + a)
+                x = self.ln2(x + self.fc2(self.act(self.fc1(x))))
+            return x, kv
+
+    class Encoder(nn.Module):
+        """BERT-base-like: 12 post-norm layers, d 768, 12 heads, FFN 3072, vocab 30522."""
+
+        def __init__(self, layers=12, d=768, heads=12, ff=3072, vocab=30522, positions=512):
+            super().__init__()
+            self.wte, self.wpe = nn.Embedding(vocab, d), nn.Embedding(positions, d)
+            self.ln = nn.LayerNorm(d)
+            self.blocks = nn.ModuleList([Block(d, heads, ff, False, False, "none") for _ in range(layers)])
+
+        def forward(self, ids):
+            pos = torch.arange(ids.shape[1], device=ids.device)
+            x = self.ln(self.wte(ids) + self.wpe(pos))
+            for block in self.blocks:
+                x, _ = block(x)
+            return x
+
+    class Decoder(nn.Module):
+        """GPT-2-small-like: 12 pre-norm causal layers, d 768, 12 heads, FFN 3072, vocab 50257,
+        LM head tied to the token embedding; logits for every position (as HF's prefill does)."""
+
+        def __init__(self, layers=12, d=768, heads=12, ff=3072, vocab=50257, positions=1024):
+            super().__init__()
+            self.wte, self.wpe = nn.Embedding(vocab, d), nn.Embedding(positions, d)
+            self.blocks = nn.ModuleList([Block(d, heads, ff, True, True, "tanh") for _ in range(layers)])
+            self.ln_f = nn.LayerNorm(d)
+
+        def forward(self, ids, *past):
+            start = past[0].shape[2] if past else 0
+            pos = torch.arange(start, start + ids.shape[1], device=ids.device)
+            x = self.wte(ids) + self.wpe(pos)
+            present = []
+            for i, block in enumerate(self.blocks):
+                x, kv = block(x, (past[2 * i], past[2 * i + 1]) if past else None)
+                present.extend(kv)
+            logits = torch.nn.functional.linear(self.ln_f(x), self.wte.weight)
+            return (logits, *present) if past else logits
+
+    return Encoder, Decoder
+
+
+class Case:
+    """One model at one batch: the module, its inputs, and how PyTorch runs it."""
+
+    def __init__(self, model, batch, dtype, module, inputs, runner, seq=None, context=None, input_names=None):
+        self.model, self.batch, self.dtype = model, batch, dtype
+        self.module, self.inputs, self.runner = module, inputs, runner
+        self.seq, self.context = seq, context
+        self.input_names = input_names or ["input"]
+        self.times_s = []
+
+    @property
+    def key(self):
+        return f"{self.model} b{self.batch} {self.dtype}"
+
+
+def build_case(name, batch, seq, context):
+    import torch
+    import torchvision
+
+    torch.manual_seed(0)
+    if name in ("resnet18", "resnet50", "mobilenet_v2"):
+        module = getattr(torchvision.models, name)(weights=None).eval()
+        x = torch.randn(batch, 3, 224, 224)
+        with torch.no_grad():
+            frozen = torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.trace(module, x)))
+        return Case(name, batch, "f32", module, (x,), lambda: frozen(x))
+    encoder, decoder = transformer_classes()
+    if name == "bert_base":
+        module = encoder().eval()
+        ids = torch.randint(0, 30522, (batch, seq))
+        run = copy.deepcopy(module).to(torch.bfloat16)
+        return Case(name, batch, "bf16", module, (ids,), lambda: run(ids), seq=seq, input_names=["input_ids"])
+    if name == "gpt2_prefill":
+        module = decoder().eval()
+        ids = torch.randint(0, 50257, (batch, seq))
+        run = copy.deepcopy(module).to(torch.bfloat16)
+        return Case(name, batch, "bf16", module, (ids,), lambda: run(ids), seq=seq, input_names=["input_ids"])
+    if name == "gpt2_decode":
+        module = decoder().eval()
+        ids = torch.randint(0, 50257, (batch, 1))
+        past = tuple(torch.randn(batch, 12, context, 64) for _ in range(24))
+        run = copy.deepcopy(module).to(torch.bfloat16)
+        past_bf16 = tuple(p.to(torch.bfloat16) for p in past)
+        names = ["input_ids"] + [f"past_{kv}_{i}" for i in range(12) for kv in ("k", "v")]
+        return Case(name, batch, "bf16", module, (ids, *past), lambda: run(ids, *past_bf16), seq=1,
+                    context=context, input_names=names)
+    raise SystemExit(f"validate.py: unknown model '{name}' (known: {', '.join(DEFAULT_MODELS)})")
+
+
+# ---- oneDNN probe ---------------------------------------------------------------------------
+
+def probe(args):
+    """Child process: run one case a few times with ONEDNN_VERBOSE=1 set before torch loads."""
+    import torch
+    torch.set_num_threads(args.threads)
+    import ctypes
+    libc = ctypes.CDLL(None)
+    case = build_case(args.probe, 1, args.seq, args.context)
+    with torch.no_grad():
+        case.runner()  # first run: weight reorders and JIT of the primitives
+        libc.fflush(None)
+        os.write(1, b"truepeak-probe-start\n")
+        for _ in range(2):
+            case.runner()
+        libc.fflush(None)
+
+
+def onednn_summary(name, args):
+    env = dict(os.environ, ONEDNN_VERBOSE="1", DNNL_VERBOSE="1")
+    cmd = [sys.executable, os.path.abspath(__file__), "--probe", name, "--threads", str(args.threads),
+           "--seq", str(args.seq), "--context", str(args.context)]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    version, counts = None, {}
+    lines = out.stdout.splitlines()
+    if "truepeak-probe-start" in lines:
+        start = lines.index("truepeak-probe-start")
+        lines = [l for l in lines[:start] if ",info," in l] + lines[start + 1:]
+    for line in lines:
+        m = re.match(r"(?:onednn|dnnl)_verbose,info,oneDNN v([\d.]+)", line)
+        if m:
+            version = m.group(1)
+        fields = line.split(",")
+        if len(fields) > 4 and fields[0] in ("onednn_verbose", "dnnl_verbose") and fields[1] == "exec":
+            key = f"{fields[3]}:{fields[4]}"  # primitive kind : implementation
+            counts[key] = counts.get(key, 0) + 1
+    if out.returncode != 0:
+        return {"error": out.stderr.strip().splitlines()[-1:] or ["probe failed"]}
+    return {"onednn_version": version, "primitives": counts}
+
+
+# ---- truepeak -------------------------------------------------------------------------------
+
+def find_truepeak(path):
+    if path:
+        return path
+    for candidate in ("build/cli/truepeak", "build-release/cli/truepeak", "build-onnx/cli/truepeak"):
+        full = os.path.join(ROOT, candidate)
+        if os.path.exists(full):
+            return full
+    return shutil.which("truepeak") or os.path.join(ROOT, "build/cli/truepeak")
+
+
+def find_key(doc, key):
+    """First value of `key` in a JSON document, depth first."""
+    if isinstance(doc, dict):
+        if key in doc:
+            return doc[key]
+        for v in doc.values():
+            found = find_key(v, key)
+            if found is not None:
+                return found
+    elif isinstance(doc, list):
+        for v in doc:
+            found = find_key(v, key)
+            if found is not None:
+                return found
+    return None
+
+
+def estimate(args, case, onnx_path):
+    cmd = [args.truepeak, "estimate", "--profile", args.profile, "--model", onnx_path, "--format", "json",
+           "--batch", str(case.batch), "--dtype", case.dtype]
+    if case.seq and case.model != "gpt2_decode":
+        cmd += ["--seq", str(case.seq)]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    if out.returncode != 0:
+        return {"error": (out.stderr.strip().splitlines() or [f"exit {out.returncode}"])[-1], "command": cmd}
+    doc = json.loads(out.stdout)
+    return {"latency_s": find_key(doc, "latency_s"), "naive_s": find_key(doc, "naive_latency_s"),
+            "warnings": [l for l in out.stderr.splitlines() if l.strip()], "command": cmd}
+
+
+def export_onnx(case, path):
+    """One file per model, batch left dynamic: the importer binds it from --batch."""
+    import torch
+    dynamic = {name: {0: "batch"} for name in case.input_names}
+    with torch.no_grad():
+        torch.onnx.export(case.module, case.inputs, path, opset_version=17, input_names=case.input_names,
+                          dynamic_axes=dynamic, do_constant_folding=True)
+
+
+# ---- timing ---------------------------------------------------------------------------------
+
+def measure(cases, args):
+    import torch
+    with torch.no_grad():
+        for case in cases:
+            for _ in range(args.warmup):
+                case.runner()
+        for r in range(args.rounds):
+            for case in cases:
+                for _ in range(args.runs):
+                    start = time.perf_counter()
+                    case.runner()
+                    case.times_s.append(time.perf_counter() - start)
+            print(f"  round {r + 1}/{args.rounds}: " + ", ".join(
+                f"{c.key} {min(c.times_s) * 1e3:.1f}" for c in cases), file=sys.stderr, flush=True)
+
+
+# ---- report ---------------------------------------------------------------------------------
+
+def error_pct(predicted, measured):
+    if predicted is None or measured is None or measured <= 0:
+        return None
+    return 100.0 * (predicted - measured) / measured
+
+
+def fmt(value, spec):
+    return "-" if value is None else format(value, spec)
+
+
+def write_report(rows, summary, meta, out_base):
+    os.makedirs(os.path.dirname(out_base) or ".", exist_ok=True)
+    with open(out_base + ".json", "w") as f:
+        json.dump({"meta": meta, "rows": rows, "summary": summary}, f, indent=2)
+    lines = [f"Validation on {meta['machine']} ({meta['date_utc']}), profile `{meta['profile']}`, "
+             f"{meta['threads']} threads, {meta['rounds']} rounds x {meta['runs']} runs.",
+             f"Command: `{meta['command']}`", "",
+             "| model | batch | dtype | measured ms (fastest) | median ms | spread | predicted ms | error | "
+             "naive ms | naive error | library |",
+             "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for r in rows:
+        lines.append(
+            f"| {r['model']} | {r['batch']} | {r['dtype']} | {fmt(r['measured_ms'], '.2f')} | "
+            f"{fmt(r['median_ms'], '.2f')} | {fmt(r['spread'], '.2f')}x | {fmt(r['predicted_ms'], '.2f')} | "
+            f"{fmt(r['error_pct'], '+.1f')}% | {fmt(r['naive_ms'], '.2f')} | {fmt(r['naive_error_pct'], '+.1f')}% | "
+            f"{r['library']} |")
+    lines += ["", f"Median absolute error: {fmt(summary['median_abs_error_pct'], '.1f')}% "
+              f"(naive roofline: {fmt(summary['naive_median_abs_error_pct'], '.1f')}%); worst: "
+              f"{fmt(summary['worst_abs_error_pct'], '.1f')}% (naive: {fmt(summary['naive_worst_abs_error_pct'], '.1f')}%); "
+              f"rows closer than naive: {summary['rows_better_than_naive']}/{summary['rows']}."]
+    errors = [r for r in rows if r.get("estimate_error")]
+    for r in errors:
+        lines.append(f"- {r['model']} b{r['batch']}: estimate failed: {r['estimate_error']}")
+    text = "\n".join(lines) + "\n"
+    with open(out_base + ".md", "w") as f:
+        f.write(text)
+    return text
+
+
+def library_text(info):
+    if not info or "error" in info:
+        return "probe failed"
+    prims = {}
+    for key, count in info["primitives"].items():
+        kind = key.split(":")[0]
+        prims[kind] = prims.get(kind, 0) + count
+    if not prims:
+        return "PyTorch native (no oneDNN primitive ran)"
+    parts = ", ".join(f"{k} {v // 2}" for k, v in sorted(prims.items()))  # two probe runs
+    return f"oneDNN {info.get('onednn_version') or '?'}: {parts}"
+
+
+def main():
+    parser = argparse.ArgumentParser(description="Validate truepeak estimates against PyTorch runs.")
+    parser.add_argument("--profile", default=os.path.join(ROOT, "results", "dev-cpu.json"))
+    parser.add_argument("--truepeak", default=None, help="the truepeak executable (default: build/cli/truepeak)")
+    parser.add_argument("--models", default=",".join(DEFAULT_MODELS))
+    parser.add_argument("--batches", default="1,8")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=3, help="runs of each case per round")
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--seq", type=int, default=128, help="sequence (prefill) length of the transformers")
+    parser.add_argument("--context", type=int, default=128, help="KV-cache length of the decode step")
+    parser.add_argument("--threads", type=int, default=None, help="default: the profile's, else all cores")
+    parser.add_argument("--out", default=os.path.join(ROOT, "results", "validation"),
+                        help="output path without extension: writes OUT.md and OUT.json")
+    parser.add_argument("--onnx-dir", default=None, help="keep the exported ONNX files here")
+    parser.add_argument("--reuse-onnx", action="store_true", help="use ONNX files already in --onnx-dir")
+    parser.add_argument("--no-probe", action="store_true", help="skip the ONEDNN_VERBOSE probe runs")
+    parser.add_argument("--probe", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
+    if args.threads is None:
+        args.threads = profile_threads(args.profile) or os.cpu_count()
+    if args.probe:
+        return probe(args)
+    args.truepeak = find_truepeak(args.truepeak)
+    import torch
+    torch.set_num_threads(args.threads)
+    models = [m for m in args.models.split(",") if m]
+    batches = [int(b) for b in args.batches.split(",") if b]
+
+    print(f"PyTorch {torch.__version__}, {args.threads} threads, mkldnn available: "
+          f"{torch.backends.mkldnn.is_available()}", file=sys.stderr)
+    libraries = {}
+    if not args.no_probe:
+        for m in models:
+            libraries[m] = onednn_summary(m, args)
+            print(f"  {m}: {library_text(libraries[m])}", file=sys.stderr, flush=True)
+
+    cases = [build_case(m, b, args.seq, args.context) for m in models for b in batches]
+    onnx_dir = args.onnx_dir or tempfile.mkdtemp(prefix="truepeak-validate-")
+    os.makedirs(onnx_dir, exist_ok=True)
+    estimates = {}
+    exported = set()
+    for case in cases:
+        path = os.path.join(onnx_dir, f"{case.model}.onnx")
+        if case.model not in exported and not (args.reuse_onnx and os.path.exists(path)):
+            print(f"  exporting {case.model} to {path}", file=sys.stderr, flush=True)
+            export_onnx(case, path)
+        exported.add(case.model)
+        estimates[case.key] = estimate(args, case, path)
+        e = estimates[case.key]
+        print(f"  {case.key}: predicted {fmt(e.get('latency_s') and e['latency_s'] * 1e3, '.2f')} ms"
+              + (f" ({e['error']})" if "error" in e else ""), file=sys.stderr, flush=True)
+
+    measure(cases, args)
+
+    rows = []
+    for case in cases:
+        t = case.times_s
+        e = estimates[case.key]
+        measured = min(t) if t else None
+        predicted = e.get("latency_s")
+        naive = e.get("naive_s")
+        rows.append({
+            "model": case.model, "batch": case.batch, "dtype": case.dtype, "seq": case.seq, "context": case.context,
+            "measured_ms": measured * 1e3 if measured else None, "median_ms": statistics.median(t) * 1e3 if t else None,
+            "spread": max(t) / min(t) if t else None, "runs": len(t),
+            "predicted_ms": predicted * 1e3 if predicted else None, "error_pct": error_pct(predicted, measured),
+            "naive_ms": naive * 1e3 if naive else None, "naive_error_pct": error_pct(naive, measured),
+            "library": library_text(libraries.get(case.model)), "onednn": libraries.get(case.model),
+            "estimate_error": e.get("error"), "estimate_warnings": e.get("warnings", []),
+        })
+    errs = [abs(r["error_pct"]) for r in rows if r["error_pct"] is not None]
+    naive_errs = [abs(r["naive_error_pct"]) for r in rows if r["naive_error_pct"] is not None]
+    better = sum(1 for r in rows if r["error_pct"] is not None and r["naive_error_pct"] is not None
+                 and abs(r["error_pct"]) < abs(r["naive_error_pct"]))
+    summary = {
+        "rows": len(rows), "rows_better_than_naive": better,
+        "median_abs_error_pct": statistics.median(errs) if errs else None,
+        "worst_abs_error_pct": max(errs) if errs else None,
+        "naive_median_abs_error_pct": statistics.median(naive_errs) if naive_errs else None,
+        "naive_worst_abs_error_pct": max(naive_errs) if naive_errs else None,
+    }
+    meta = {
+        "date_utc": datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": f"{cpu_model()}, {os.cpu_count()} cores, {platform.node()}",
+        "profile": os.path.relpath(args.profile, ROOT) if args.profile.startswith(ROOT) else args.profile,
+        "truepeak": args.truepeak, "torch": torch.__version__, "threads": args.threads,
+        "rounds": args.rounds, "runs": args.runs, "command": " ".join(["scripts/validate.py"] + sys.argv[1:]),
+    }
+    print(write_report(rows, summary, meta, args.out))
+
+
+def profile_threads(path):
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except (OSError, ValueError):
+        return None
+    for device in doc.get("devices", []):
+        if device.get("kind") == "cpu":
+            for where in ("conditions", "properties"):
+                threads = device.get(where, {}).get("threads")
+                if isinstance(threads, int) and threads > 0:
+                    return threads
+    return None
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
