@@ -33,30 +33,36 @@ using nlohmann::json;
 
 // Ignored annotations, and $defs, whose schemas are only reached through $ref.
 const std::set<std::string_view>& annotation_keywords() {
-  static const std::set<std::string_view> names = {
-      "$schema", "$id", "$defs", "$comment", "title", "description", "default", "examples"};
+  static const std::set<std::string_view> names = {"$schema", "$id",         "$defs",   "$comment",
+                                                   "title",   "description", "default", "examples"};
   return names;
 }
 
 const std::set<std::string_view>& supported_keywords() {
+  // clang-format off
   static const std::set<std::string_view> names = {
-      "$ref",      "type",          "enum",          "const",
-      "minimum",   "maximum",       "exclusiveMinimum", "exclusiveMaximum",
-      "minLength", "maxLength",     "pattern",       "items",
-      "minItems",  "maxItems",      "required",      "properties",
-      "patternProperties", "additionalProperties", "propertyNames",
-      "allOf",     "anyOf",         "oneOf",         "not"};
+      "$ref", "type", "enum", "const",
+      "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+      "minLength", "maxLength", "pattern",
+      "items", "minItems", "maxItems",
+      "required", "properties", "patternProperties", "additionalProperties", "propertyNames",
+      "allOf", "anyOf", "oneOf", "not"};
+  // clang-format on
   return names;
 }
 
-// A ref nesting this deep is a cycle that never consumes any of the document.
+// Schemas applied to one value through $ref and combinators, nested this deep, are a cycle that
+// never moves into the document ({"$ref": "#"}). Moving to a child value resets the count, so
+// deep documents under recursive schemas are fine.
 constexpr int kMaxDepth = 64;
 // Values quoted in messages are cut here, so one message stays one readable line.
 constexpr std::size_t kMaxQuoted = 60;
 // Per failed alternative of anyOf/oneOf, this many of its messages are quoted.
 constexpr std::size_t kMaxNested = 2;
 
-std::string display_path(const std::string& pointer) { return pointer.empty() ? "(root)" : pointer; }
+std::string display_path(const std::string& pointer) {
+  return pointer.empty() ? "(root)" : pointer;
+}
 
 // One reference token of a JSON pointer (RFC 6901): "~" and "/" are escaped.
 std::string pointer_token(std::string_view key) {
@@ -95,15 +101,23 @@ bool is_integral(const json& value) {
 // The JSON type of a value, for messages: "integer" for integer literals, "number" otherwise.
 std::string_view type_of(const json& value) {
   switch (value.type()) {
-    case json::value_t::null: return "null";
-    case json::value_t::boolean: return "boolean";
-    case json::value_t::object: return "object";
-    case json::value_t::array: return "array";
-    case json::value_t::string: return "string";
+    case json::value_t::null:
+      return "null";
+    case json::value_t::boolean:
+      return "boolean";
+    case json::value_t::object:
+      return "object";
+    case json::value_t::array:
+      return "array";
+    case json::value_t::string:
+      return "string";
     case json::value_t::number_integer:
-    case json::value_t::number_unsigned: return "integer";
-    case json::value_t::number_float: return "number";
-    default: return "unknown";
+    case json::value_t::number_unsigned:
+      return "integer";
+    case json::value_t::number_float:
+      return "number";
+    default:
+      return "unknown";
   }
 }
 
@@ -130,7 +144,8 @@ std::size_t code_points(const std::string& text) {
 double number_keyword(const json& schema, const char* keyword) {
   const json& value = schema.at(keyword);
   if (!value.is_number()) {
-    throw Error(fmt::format("JSON Schema: \"{}\" must be a number, got {}", keyword, quote_value(value)));
+    throw Error(
+        fmt::format("JSON Schema: \"{}\" must be a number, got {}", keyword, quote_value(value)));
   }
   return value.get<double>();
 }
@@ -156,11 +171,12 @@ class Validator {
  public:
   explicit Validator(const json& root) : root_(root) {}
 
+  // `depth` counts the schemas applied to this one value so far (see kMaxDepth).
   void check(const json& doc, const json& schema, const std::string& path, int depth,
              std::vector<std::string>& errors) {
     if (depth > kMaxDepth) {
-      throw Error(fmt::format("JSON Schema: $ref nesting deeper than {} at {} (a cycle?)", kMaxDepth,
-                              display_path(path)));
+      throw Error(fmt::format("JSON Schema: $ref nesting deeper than {} at {} (a cycle?)",
+                              kMaxDepth, display_path(path)));
     }
     if (schema.is_boolean()) {
       if (!schema.get<bool>()) {
@@ -195,12 +211,13 @@ class Validator {
         found = found || option == doc;
       }
       if (!found) {
-        errors.push_back(fmt::format("{}: {} is not one of {}", where, quote_value(doc), allowed.dump()));
+        errors.push_back(
+            fmt::format("{}: {} is not one of {}", where, quote_value(doc), allowed.dump()));
       }
     }
     if (schema.contains("const") && schema.at("const") != doc) {
-      errors.push_back(
-          fmt::format("{}: expected {}, got {}", where, quote_value(schema.at("const")), quote_value(doc)));
+      errors.push_back(fmt::format("{}: expected {}, got {}", where,
+                                   quote_value(schema.at("const")), quote_value(doc)));
     }
     if (doc.is_number()) {
       check_number(doc.get<double>(), schema, where, errors);
@@ -209,10 +226,10 @@ class Validator {
       check_string(doc.get<std::string>(), schema, where, errors);
     }
     if (doc.is_array()) {
-      check_array(doc, schema, path, depth, errors);
+      check_array(doc, schema, path, errors);
     }
     if (doc.is_object()) {
-      check_object(doc, schema, path, depth, errors);
+      check_object(doc, schema, path, errors);
     }
     check_combinators(doc, schema, path, depth, errors);
   }
@@ -305,13 +322,13 @@ class Validator {
       }
       // The standard's patterns are not anchored: a match anywhere counts.
       if (!std::regex_search(text, regex(pattern.get<std::string>()))) {
-        errors.push_back(fmt::format("{}: {} does not match the pattern {}", where, quote_value(json(text)),
-                                     pattern.get<std::string>()));
+        errors.push_back(fmt::format("{}: {} does not match the pattern {}", where,
+                                     quote_value(json(text)), pattern.get<std::string>()));
       }
     }
   }
 
-  void check_array(const json& doc, const json& schema, const std::string& path, int depth,
+  void check_array(const json& doc, const json& schema, const std::string& path,
                    std::vector<std::string>& errors) {
     const std::string where = display_path(path);
     if (schema.contains("minItems") && doc.size() < count_keyword(schema, "minItems")) {
@@ -328,12 +345,12 @@ class Validator {
         throw Error("JSON Schema: array-form \"items\" is draft-07; use one schema (2020-12)");
       }
       for (std::size_t i = 0; i < doc.size(); ++i) {
-        check(doc[i], items, fmt::format("{}/{}", path, i), depth + 1, errors);
+        check(doc[i], items, fmt::format("{}/{}", path, i), 0, errors);
       }
     }
   }
 
-  void check_object(const json& doc, const json& schema, const std::string& path, int depth,
+  void check_object(const json& doc, const json& schema, const std::string& path,
                     std::vector<std::string>& errors) {
     if (schema.contains("required")) {
       const json& required = schema.at("required");
@@ -362,12 +379,12 @@ class Validator {
       bool matched = false;
       if (properties.contains(key)) {
         matched = true;
-        check(value, properties.at(key), child, depth + 1, errors);
+        check(value, properties.at(key), child, 0, errors);
       }
       for (const auto& [pattern, sub_schema] : patterns.items()) {
         if (std::regex_search(key, regex(pattern))) {
           matched = true;
-          check(value, sub_schema, child, depth + 1, errors);
+          check(value, sub_schema, child, 0, errors);
         }
       }
       if (!matched && schema.contains("additionalProperties")) {
@@ -375,12 +392,12 @@ class Validator {
         if (additional.is_boolean() && !additional.get<bool>()) {
           errors.push_back(fmt::format("{}: unknown property (not allowed here)", child));
         } else {
-          check(value, additional, child, depth + 1, errors);
+          check(value, additional, child, 0, errors);
         }
       }
       if (schema.contains("propertyNames")) {
         std::vector<std::string> name_errors;
-        check(json(key), schema.at("propertyNames"), child, depth + 1, name_errors);
+        check(json(key), schema.at("propertyNames"), child, 0, name_errors);
         for (const std::string& message : name_errors) {
           errors.push_back(message + " (property name)");
         }
@@ -410,15 +427,16 @@ class Validator {
         } else {
           const std::size_t n = std::min(sub_errors.size(), kMaxNested);
           reasons.push_back(fmt::format(
-              "[{}]", fmt::join(sub_errors.begin(), sub_errors.begin() + static_cast<long>(n), "; ")));
+              "[{}]",
+              fmt::join(sub_errors.begin(), sub_errors.begin() + static_cast<long>(n), "; ")));
         }
       }
       if (matches == 0) {
         errors.push_back(fmt::format("{}: matches none of the {} alternatives: {}", where, keyword,
                                      fmt::join(reasons, " ")));
       } else if (std::string_view(keyword) == "oneOf" && matches > 1) {
-        errors.push_back(fmt::format("{}: matches {} of the oneOf alternatives, expected exactly one",
-                                     where, matches));
+        errors.push_back(fmt::format(
+            "{}: matches {} of the oneOf alternatives, expected exactly one", where, matches));
       }
     }
     if (schema.contains("not")) {

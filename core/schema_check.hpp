@@ -3,10 +3,9 @@
 // that readers, tests and tools validate against the same text that ships in the repository.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace truepeak {
 

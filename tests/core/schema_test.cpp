@@ -1,15 +1,15 @@
 // The profile schema: it parses, it is the file in the repository, a hand-written example and
 // every profile the writer produces validate against it, and broken documents fail with a message
 // naming the path.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <ostream>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <unistd.h>
 
 #include "core/error.hpp"
 #include "core/profile.hpp"
@@ -40,15 +40,15 @@ std::string joined(const std::vector<std::string>& errors) {
 }
 
 // Some message starts with `path` followed by ": " and contains `what`.
-::testing::AssertionResult has_error(const std::vector<std::string>& errors, const std::string& path,
-                                     const std::string& what) {
+::testing::AssertionResult has_error(const std::vector<std::string>& errors,
+                                     const std::string& path, const std::string& what) {
   for (const auto& e : errors) {
     if (e.rfind(path + ": ", 0) == 0 && e.find(what) != std::string::npos) {
       return ::testing::AssertionSuccess();
     }
   }
-  return ::testing::AssertionFailure() << "no message at " << path << " containing \"" << what
-                                       << "\"; got:" << joined(errors);
+  return ::testing::AssertionFailure()
+         << "no message at " << path << " containing \"" << what << "\"; got:" << joined(errors);
 }
 
 TEST(ProfileSchema, ParsesAndIsTheFileInTheRepository) {
@@ -56,7 +56,8 @@ TEST(ProfileSchema, ParsesAndIsTheFileInTheRepository) {
   EXPECT_EQ(schema.at("$schema"), "https://json-schema.org/draft/2020-12/schema");
   EXPECT_TRUE(schema.at("$defs").contains("gemm_point"));
   // The compiled-in copy must be the file under schema/ (CMake re-reads it when it changes).
-  const json on_disk = json::parse(read_text(fs::path(TRUEPEAK_SOURCE_DIR) / "schema" / "profile.schema.json"));
+  const json on_disk =
+      json::parse(read_text(fs::path(TRUEPEAK_SOURCE_DIR) / "schema" / "profile.schema.json"));
   EXPECT_EQ(schema, on_disk);
 }
 
@@ -97,47 +98,50 @@ TEST_P(BrokenProfile, FailsNamingThePath) {
 
 INSTANTIATE_TEST_SUITE_P(
     ProfileSchema, BrokenProfile,
-    ::testing::Values(
-        Broken{"number_as_string", "/devices/0/gemm/0/flops_per_s", "2.095e11", false,
-               "/devices/0/gemm/0/flops_per_s", "expected number, got string"},
-        Broken{"integer_as_string", "/devices/0/gemm/0/m", "2048", false, "/devices/0/gemm/0/m",
-               "expected integer, got string"},
-        Broken{"fraction_as_integer", "/devices/0/conv/0/groups", 1.5, false,
-               "/devices/0/conv/0/groups", "expected integer, got number"},
-        Broken{"missing_required", "/devices/0/conv/0/time_s", nullptr, true, "/devices/0/conv/0/time_s",
-               "required property is missing"},
-        Broken{"missing_section", "/devices/1/overhead", nullptr, true, "/devices/1/overhead",
-               "required property is missing"},
-        Broken{"na_in_number", "/devices/1/peaks/memory_Bps", "N/A", false, "/devices/1/peaks/memory_Bps",
-               "expected number or null, got string"},
-        Broken{"na_in_transfer_fit", "/devices/1/transfers/h2d_pinned/latency_s", "N/A", false,
-               "/devices/1/transfers/h2d_pinned/latency_s", "expected number or null, got string"},
-        Broken{"null_where_measured", "/devices/0/memory/sweep/1/Bps", nullptr, false,
-               "/devices/0/memory/sweep/1/Bps", "expected number, got null"},
-        Broken{"wrong_dtype_name", "/devices/0/gemm/1/dtype", "fp32", false, "/devices/0/gemm/1/dtype",
-               "\"fp32\" is not one of"},
-        Broken{"wrong_dtype_key", "/devices/0/peaks/flops_per_s/bfloat16", 1e11, false,
-               "/devices/0/peaks/flops_per_s/bfloat16", "unknown property"},
-        Broken{"negative_rate", "/devices/0/memory/levels/0/Bps", -1.0, false,
-               "/devices/0/memory/levels/0/Bps", "less than the minimum 0"},
-        Broken{"zero_time", "/devices/0/gemm/0/time_s", 0.0, false, "/devices/0/gemm/0/time_s",
-               "must be greater than 0"},
-        Broken{"zero_samples", "/devices/0/conv/0/samples", 0, false, "/devices/0/conv/0/samples",
-               "less than the minimum 1"},
-        Broken{"string_in_library_versions", "/devices/0/libraries/onednn", 2.6, false,
-               "/devices/0/libraries/onednn", "expected string, got number"},
-        Broken{"bad_device_kind", "/devices/1/kind", "cuda", false, "/devices/1/kind", "is not one of"},
-        Broken{"transfer_that_is_no_fit", "/devices/1/transfers/h2d_pinned_x", 55e9, false,
-               "/devices/1/transfers/h2d_pinned_x", "expected object, got number"},
-        Broken{"boolean_as_string", "/complete", "true", false, "/complete", "expected boolean, got string"},
-        Broken{"other_major_version", "/schema_version", "2.0", false, "/schema_version",
-               "does not match the pattern"},
-        Broken{"version_as_number", "/schema_version", 1.0, false, "/schema_version",
-               "expected string, got number"},
-        Broken{"local_time", "/created_utc", "2026-11-30T10:00:00+01:00", false, "/created_utc",
-               "does not match the pattern"},
-        Broken{"devices_not_array", "/devices", json::object(), false, "/devices",
-               "expected array, got object"}),
+    ::testing::Values(Broken{"number_as_string", "/devices/0/gemm/0/flops_per_s", "2.095e11", false,
+                             "/devices/0/gemm/0/flops_per_s", "expected number, got string"},
+                      Broken{"integer_as_string", "/devices/0/gemm/0/m", "2048", false,
+                             "/devices/0/gemm/0/m", "expected integer, got string"},
+                      Broken{"fraction_as_integer", "/devices/0/conv/0/groups", 1.5, false,
+                             "/devices/0/conv/0/groups", "expected integer, got number"},
+                      Broken{"missing_required", "/devices/0/conv/0/time_s", nullptr, true,
+                             "/devices/0/conv/0/time_s", "required property is missing"},
+                      Broken{"missing_section", "/devices/1/overhead", nullptr, true,
+                             "/devices/1/overhead", "required property is missing"},
+                      Broken{"na_in_number", "/devices/1/peaks/memory_Bps", "N/A", false,
+                             "/devices/1/peaks/memory_Bps", "expected number or null, got string"},
+                      Broken{"na_in_transfer_fit", "/devices/1/transfers/h2d_pinned/latency_s",
+                             "N/A", false, "/devices/1/transfers/h2d_pinned/latency_s",
+                             "expected number or null, got string"},
+                      Broken{"null_where_measured", "/devices/0/memory/sweep/1/Bps", nullptr, false,
+                             "/devices/0/memory/sweep/1/Bps", "expected number, got null"},
+                      Broken{"wrong_dtype_name", "/devices/0/gemm/1/dtype", "fp32", false,
+                             "/devices/0/gemm/1/dtype", "\"fp32\" is not one of"},
+                      Broken{"wrong_dtype_key", "/devices/0/peaks/flops_per_s/bfloat16", 1e11,
+                             false, "/devices/0/peaks/flops_per_s/bfloat16", "unknown property"},
+                      Broken{"negative_rate", "/devices/0/memory/levels/0/Bps", -1.0, false,
+                             "/devices/0/memory/levels/0/Bps", "less than the minimum 0"},
+                      Broken{"zero_time", "/devices/0/gemm/0/time_s", 0.0, false,
+                             "/devices/0/gemm/0/time_s", "must be greater than 0"},
+                      Broken{"zero_samples", "/devices/0/conv/0/samples", 0, false,
+                             "/devices/0/conv/0/samples", "less than the minimum 1"},
+                      Broken{"string_in_library_versions", "/devices/0/libraries/onednn", 2.6,
+                             false, "/devices/0/libraries/onednn", "expected string, got number"},
+                      Broken{"bad_device_kind", "/devices/1/kind", "cuda", false, "/devices/1/kind",
+                             "is not one of"},
+                      Broken{"transfer_that_is_no_fit", "/devices/1/transfers/h2d_pinned_x", 55e9,
+                             false, "/devices/1/transfers/h2d_pinned_x",
+                             "expected object, got number"},
+                      Broken{"boolean_as_string", "/complete", "true", false, "/complete",
+                             "expected boolean, got string"},
+                      Broken{"other_major_version", "/schema_version", "2.0", false,
+                             "/schema_version", "does not match the pattern"},
+                      Broken{"version_as_number", "/schema_version", 1.0, false, "/schema_version",
+                             "expected string, got number"},
+                      Broken{"local_time", "/created_utc", "2026-11-30T10:00:00+01:00", false,
+                             "/created_utc", "does not match the pattern"},
+                      Broken{"devices_not_array", "/devices", json::object(), false, "/devices",
+                             "expected array, got object"}),
     [](const ::testing::TestParamInfo<Broken>& info) { return std::string(info.param.name); });
 
 // A misspelt key fails too: the correct key is required, so its absence is reported where it
@@ -147,13 +151,15 @@ TEST(ProfileSchema, MisspeltKeyFails) {
   json& point = doc["devices"][0]["gemm"][0];
   point["flops_per_sec"] = point["flops_per_s"];
   point.erase("flops_per_s");
-  EXPECT_TRUE(has_error(validate_profile_json(doc), "/devices/0/gemm/0/flops_per_s", "required property is missing"));
+  EXPECT_TRUE(has_error(validate_profile_json(doc), "/devices/0/gemm/0/flops_per_s",
+                        "required property is missing"));
 
   doc = valid_example();
   json& machine = doc["machine"];
   machine["price_per_hour"] = machine["price_per_hour_usd"];
   machine.erase("price_per_hour_usd");
-  EXPECT_TRUE(has_error(validate_profile_json(doc), "/machine/price_per_hour_usd", "required property is missing"));
+  EXPECT_TRUE(has_error(validate_profile_json(doc), "/machine/price_per_hour_usd",
+                        "required property is missing"));
 }
 
 TEST(ProfileSchema, LaterMinorWithExtraFieldsStaysValid) {
@@ -173,7 +179,8 @@ Profile full_profile() {
   p.tool = {"truepeak", "0.1.0", "0123456789ab", {"truepeak", "calibrate", "--quick"}};
   p.created_utc = "2026-11-30T12:34:56Z";
   p.complete = true;
-  p.machine = {"box", "box.local", "Debian GNU/Linux 12", "Example CPU @ 2.0GHz", 2, 25769803776, 0.42};
+  p.machine = {"box",       "box.local", "Debian GNU/Linux 12", "Example CPU @ 2.0GHz", 2,
+               25769803776, 0.42};
 
   Device cpu;
   cpu.id = "cpu";
@@ -182,7 +189,8 @@ Profile full_profile() {
   cpu.libraries = {{"onednn", "2.6.3"}};
   cpu.properties = {{"isa", "avx512_core"}, {"threads", 2}, {"l2_bytes", 2097152}};
   cpu.memory_bytes = 25769803776;
-  cpu.datasheet = {{{"f32", 2.56e11}, {"bf16", 5.12e11}}, {{"f32", 2.56e11}}, 2.5e10, "derived from ISA"};
+  cpu.datasheet = {
+      {{"f32", 2.56e11}, {"bf16", 5.12e11}}, {{"f32", 2.56e11}}, 2.5e10, "derived from ISA"};
   cpu.peaks = {{{"f32", 2.1e11}, {"bf16", 3.0e11}, {"int8", 6.0e11}}, {{"f32", 2.3e11}}, 1.3e10};
   GemmPoint g;
   g.shape = GemmShape{DType::bf16, 64, 4096, 4096, 2};
@@ -206,7 +214,8 @@ Profile full_profile() {
   cpu.memory_levels.push_back({"DRAM", std::nullopt, 1.2e10});
   cpu.overhead_op_s = 3.0e-6;
   cpu.overhead_graph_op_s = std::nullopt;
-  cpu.conditions = {{"threads", 2}, {"sentinel_cv", 0.02}, {"remeasured", json::array({"f32_b1m64n64k64"})}};
+  cpu.conditions = {
+      {"threads", 2}, {"sentinel_cv", 0.02}, {"remeasured", json::array({"f32_b1m64n64k64"})}};
   cpu.skipped.push_back({"conv bf16", "no bf16 instructions on this ISA"});
   p.devices.push_back(cpu);
 
@@ -265,7 +274,8 @@ TEST(ProfileSchema, WrittenProfileValidatesAndRoundTrips) {
 }
 
 TEST(ProfileSchema, FileWrittenByWriteProfileValidates) {
-  const fs::path dir = fs::temp_directory_path() / ("truepeak_schema_test_" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("truepeak_schema_test_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   const fs::path path = dir / "profile.json";
   write_profile(path.string(), full_profile());

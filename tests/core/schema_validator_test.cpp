@@ -1,9 +1,9 @@
 // The JSON Schema validator on small schemas: for each keyword, a document that passes and one
 // that fails with a message naming the path.
+#include <gtest/gtest.h>
+
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "core/error.hpp"
 #include "core/schema_check.hpp"
@@ -23,8 +23,8 @@ Errors check(const char* doc, const char* schema) {
   if (errors.size() == 1 && errors[0].find(part) != std::string::npos) {
     return ::testing::AssertionSuccess();
   }
-  auto result = ::testing::AssertionFailure() << errors.size() << " messages, expected one containing \""
-                                              << part << "\":";
+  auto result = ::testing::AssertionFailure()
+                << errors.size() << " messages, expected one containing \"" << part << "\":";
   for (const std::string& message : errors) {
     result << "\n  " << message;
   }
@@ -38,7 +38,8 @@ TEST(SchemaValidator, TypeNamesEveryJsonType) {
   EXPECT_EQ(check("{}", R"({"type": "object"})"), Errors{});
   EXPECT_EQ(check("[]", R"({"type": "array"})"), Errors{});
   EXPECT_EQ(check("1.5", R"({"type": "number"})"), Errors{});
-  EXPECT_EQ(check(R"("1.5")", R"({"type": "number"})"), Errors{"(root): expected number, got string"});
+  EXPECT_EQ(check(R"("1.5")", R"({"type": "number"})"),
+            Errors{"(root): expected number, got string"});
   EXPECT_EQ(check("true", R"({"type": "number"})"), Errors{"(root): expected number, got boolean"});
   EXPECT_EQ(check("null", R"({"type": "object"})"), Errors{"(root): expected object, got null"});
 }
@@ -61,11 +62,13 @@ TEST(SchemaValidator, TypeArrayAcceptsAnyListedType) {
 
 TEST(SchemaValidator, EnumAndConst) {
   EXPECT_EQ(check(R"("bf16")", R"({"enum": ["f32", "bf16"]})"), Errors{});
-  EXPECT_EQ(check(R"("fp32")", R"({"enum": ["f32", "bf16"]})"), Errors{R"((root): "fp32" is not one of ["f32","bf16"])"});
+  EXPECT_EQ(check(R"("fp32")", R"({"enum": ["f32", "bf16"]})"),
+            Errors{R"((root): "fp32" is not one of ["f32","bf16"])"});
   // Numbers compare by value: 1 and 1.0 are the same JSON number.
   EXPECT_EQ(check("1.0", R"({"enum": [1, 2]})"), Errors{});
   EXPECT_EQ(check(R"({"a": [1]})", R"({"const": {"a": [1]}})"), Errors{});
-  EXPECT_EQ(check(R"({"a": [2]})", R"({"const": {"a": [1]}})"), Errors{R"((root): expected {"a":[1]}, got {"a":[2]})"});
+  EXPECT_EQ(check(R"({"a": [2]})", R"({"const": {"a": [1]}})"),
+            Errors{R"((root): expected {"a":[1]}, got {"a":[2]})"});
 }
 
 TEST(SchemaValidator, NumericBounds) {
@@ -88,13 +91,15 @@ TEST(SchemaValidator, StringLengthAndPattern) {
   // Lengths count code points, not bytes: "µs" is two characters in three bytes.
   EXPECT_EQ(check("\"\xC2\xB5s\"", R"({"maxLength": 2})"), Errors{});
   EXPECT_EQ(check(R"("1.3")", R"({"pattern": "^1\\.[0-9]+$"})"), Errors{});
-  EXPECT_EQ(check(R"("2.0")", R"({"pattern": "^1\\.[0-9]+$"})"), Errors{R"((root): "2.0" does not match the pattern ^1\.[0-9]+$)"});
+  EXPECT_EQ(check(R"("2.0")", R"({"pattern": "^1\\.[0-9]+$"})"),
+            Errors{R"((root): "2.0" does not match the pattern ^1\.[0-9]+$)"});
   // Patterns are not anchored unless they say so.
   EXPECT_EQ(check(R"("xx-abc-yy")", R"({"pattern": "abc"})"), Errors{});
 }
 
 TEST(SchemaValidator, ArrayItemsAndSize) {
-  const char* schema = R"({"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 3})";
+  const char* schema =
+      R"({"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 3})";
   EXPECT_EQ(check("[1, 2]", schema), Errors{});
   EXPECT_EQ(check("[1, \"2\", 3]", schema), Errors{"/1: expected integer, got string"});
   EXPECT_EQ(check("[]", schema), Errors{"(root): 0 items, expected at least 1"});
@@ -114,7 +119,8 @@ TEST(SchemaValidator, PropertiesAndRequired) {
 TEST(SchemaValidator, AdditionalPropertiesFalseRejectsUnknownKeys) {
   const char* schema = R"({"properties": {"a": {}}, "additionalProperties": false})";
   EXPECT_EQ(check(R"({"a": 1})", schema), Errors{});
-  EXPECT_EQ(check(R"({"a": 1, "aa": 2})", schema), Errors{"/aa: unknown property (not allowed here)"});
+  EXPECT_EQ(check(R"({"a": 1, "aa": 2})", schema),
+            Errors{"/aa: unknown property (not allowed here)"});
 }
 
 TEST(SchemaValidator, AdditionalPropertiesSchemaChecksMapValues) {
@@ -128,25 +134,29 @@ TEST(SchemaValidator, PatternPropertiesDecideWhichKeysAreKnown) {
                            "additionalProperties": false})";
   EXPECT_EQ(check(R"({"f32": 1e11, "bf16": 2e11})", schema), Errors{});
   EXPECT_TRUE(one_error_with(check(R"({"f32": -1})", schema), "/f32: -1 is less than"));
-  EXPECT_EQ(check(R"({"fp32": 1e11})", schema), Errors{"/fp32: unknown property (not allowed here)"});
+  EXPECT_EQ(check(R"({"fp32": 1e11})", schema),
+            Errors{"/fp32: unknown property (not allowed here)"});
 }
 
 TEST(SchemaValidator, PropertyNames) {
   const char* schema = R"({"propertyNames": {"pattern": "^[a-z_]+$"}})";
   EXPECT_EQ(check(R"({"time_s": 1})", schema), Errors{});
-  EXPECT_TRUE(one_error_with(check(R"({"time s": 1})", schema), "/time s: \"time s\" does not match"));
+  EXPECT_TRUE(
+      one_error_with(check(R"({"time s": 1})", schema), "/time s: \"time s\" does not match"));
 }
 
 TEST(SchemaValidator, PathsAreJsonPointersWithEscapes) {
   const char* schema = R"({"additionalProperties": {"items": {"type": "number"}}})";
-  EXPECT_EQ(check(R"({"a/b~c": [0, "x"]})", schema), Errors{"/a~1b~0c/1: expected number, got string"});
+  EXPECT_EQ(check(R"({"a/b~c": [0, "x"]})", schema),
+            Errors{"/a~1b~0c/1: expected number, got string"});
 }
 
 TEST(SchemaValidator, RefResolvesInsideTheSchema) {
   const char* schema = R"({"$defs": {"rate": {"type": "number", "minimum": 0}},
                            "properties": {"Bps": {"$ref": "#/$defs/rate"}}})";
   EXPECT_EQ(check(R"({"Bps": 1e9})", schema), Errors{});
-  EXPECT_TRUE(one_error_with(check(R"({"Bps": -1})", schema), "/Bps: -1 is less than the minimum 0"));
+  EXPECT_TRUE(
+      one_error_with(check(R"({"Bps": -1})", schema), "/Bps: -1 is less than the minimum 0"));
   EXPECT_THROW(check("{}", R"({"$ref": "#/$defs/missing"})"), Error);
   EXPECT_THROW(check("{}", R"({"$ref": "other.json#/x"})"), Error);
   EXPECT_THROW(check("{}", R"({"$ref": "#"})"), Error);  // a cycle that never ends
@@ -157,7 +167,12 @@ TEST(SchemaValidator, RecursiveRefOverNestedData) {
                            "properties": {"v": {"type": "integer"}, "next": {"$ref": "#/$defs/node"}}}},
                            "$ref": "#/$defs/node"})";
   EXPECT_EQ(check(R"({"v": 1, "next": {"v": 2, "next": {"v": 3}}})", schema), Errors{});
-  EXPECT_EQ(check(R"({"v": 1, "next": {"v": 2, "next": {}}})", schema), Errors{"/next/next/v: required property is missing"});
+  EXPECT_EQ(check(R"({"v": 1, "next": {"v": 2, "next": {}}})", schema),
+            Errors{"/next/next/v: required property is missing"});
+  // Depth in the document is not a cycle: 200 nested nodes validate.
+  json deep = {{"v", 0}};
+  for (int i = 1; i < 200; ++i) deep = {{"v", i}, {"next", deep}};
+  EXPECT_EQ(validate_json(deep, json::parse(schema)), Errors{});
 }
 
 TEST(SchemaValidator, AnyOf) {
@@ -174,7 +189,8 @@ TEST(SchemaValidator, OneOfNeedsExactlyOne) {
   const char* schema = R"({"oneOf": [{"type": "integer"}, {"type": "number", "minimum": 10}]})";
   EXPECT_EQ(check("3", schema), Errors{});
   EXPECT_EQ(check("10.5", schema), Errors{});
-  EXPECT_EQ(check("12", schema), Errors{"(root): matches 2 of the oneOf alternatives, expected exactly one"});
+  EXPECT_EQ(check("12", schema),
+            Errors{"(root): matches 2 of the oneOf alternatives, expected exactly one"});
   EXPECT_TRUE(one_error_with(check("2.5", schema), "matches none of the oneOf"));
 }
 
@@ -188,7 +204,8 @@ TEST(SchemaValidator, AllOfAndNot) {
 TEST(SchemaValidator, BooleanSchemas) {
   EXPECT_EQ(check("1", "true"), Errors{});
   EXPECT_EQ(check("1", "false"), Errors{"(root): no value is allowed here"});
-  EXPECT_EQ(check(R"({"a": 1})", R"({"properties": {"a": false}})"), Errors{"/a: no value is allowed here"});
+  EXPECT_EQ(check(R"({"a": 1})", R"({"properties": {"a": false}})"),
+            Errors{"/a: no value is allowed here"});
 }
 
 TEST(SchemaValidator, ReportsEveryViolation) {
@@ -204,7 +221,8 @@ TEST(SchemaValidator, RefusesWhatItDoesNotImplement) {
   EXPECT_THROW(check("1", R"({"type": "float"})"), Error);
   EXPECT_THROW(check(R"("x")", R"({"pattern": "("})"), Error);
   // Annotations are fine.
-  EXPECT_EQ(check("1", R"({"title": "t", "description": "d", "$comment": "c", "default": 0})"), Errors{});
+  EXPECT_EQ(check("1", R"({"title": "t", "description": "d", "$comment": "c", "default": 0})"),
+            Errors{});
 }
 
 }  // namespace
