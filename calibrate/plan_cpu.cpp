@@ -175,7 +175,7 @@ Plan cpu_plan(const DeviceDescription& device, Suite suite) {
   plan.fma_dtypes = {DType::f32};
 
   if (quick) {
-    plan.gemm_rule = rule(3, 0.5, 6, 1, 0.01);
+    plan.gemm_rule = rule(3, 0.3, 6, 1, 0.01);
     plan.conv_rule = rule(3, 0.2, 6, 1, 0.01);
     plan.stream_rule = rule(5, 0.25, 8, 1, 0.005);
     plan.fma_rule = rule(10, 0.4, 15, 2, 0.01);
