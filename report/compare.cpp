@@ -67,6 +67,9 @@ std::string format_cell(const CompareRow& row, std::size_t column) {
   return out;
 }
 
+// "12345", "922.1", "0.512": plain digits, no exponent, about four significant figures.
+std::string format_rate(double v) { return v >= 1000 ? fmt::format("{:.0f}", v) : fmt::format("{:.4g}", v); }
+
 json optional_json(std::optional<double> v) { return v ? json(*v) : json(nullptr); }
 
 TextTable figures_table(const Comparison& c) {
@@ -84,6 +87,7 @@ TextTable figures_table(const Comparison& c) {
 TextTable devices_table(const Comparison& c) {
   TextTable t;
   t.header = {"device", "kind", "name", "price"};
+  t.left_columns = {0, 1, 2};
   for (const auto& col : c.columns) {
     t.rows.push_back({col.label, col.device_kind, col.device_name,
                       col.price_per_hour_usd ? fmt::format("${:.2f}/h", *col.price_per_hour_usd) : "-"});
@@ -94,12 +98,13 @@ TextTable devices_table(const Comparison& c) {
 TextTable cost_table(const Comparison& c) {
   TextTable t;
   t.header = {"device", "latency", "inferences/s", "USD per 1M", "datasheet-roofline latency", ""};
+  t.left_columns = {0, 5};
   for (const auto& r : c.cost->rows) {
     if (!r.error.empty()) {
       t.rows.push_back({c.columns[r.column].label, "-", "-", "-", "-", "cannot estimate: " + r.error});
       continue;
     }
-    t.rows.push_back({c.columns[r.column].label, format_time_s(r.latency_s), fmt::format("{:.4g}", r.inferences_per_s),
+    t.rows.push_back({c.columns[r.column].label, format_time_s(r.latency_s), format_rate(r.inferences_per_s),
                       r.usd_per_million ? fmt::format("{:.4g}", *r.usd_per_million) : "- (no price)",
                       r.naive_latency_s ? format_time_s(*r.naive_latency_s) : "-",
                       r.cheapest ? "<- cheapest" : (r.fits ? "" : "does not fit in memory")});

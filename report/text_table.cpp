@@ -1,6 +1,7 @@
 #include "report/text_table.hpp"
 
 #include <algorithm>
+#include <set>
 
 namespace truepeak::report {
 namespace {
@@ -41,12 +42,13 @@ std::string TextTable::to_text() const {
   };
   measure(header);
   for (const auto& r : rows) measure(r);
+  const std::set<std::size_t> left(left_columns.begin(), left_columns.end());
   auto line = [&](const std::vector<std::string>& row) {
     std::string out;
     for (std::size_t i = 0; i < columns; ++i) {
       const std::string cell = i < row.size() ? row[i] : "";
       if (i > 0) out += "  ";
-      out += pad(cell, widths[i], i == 0);
+      out += pad(cell, widths[i], left.count(i) > 0);
     }
     while (!out.empty() && out.back() == ' ') out.pop_back();
     return out + "\n";
