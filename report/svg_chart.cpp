@@ -125,7 +125,16 @@ std::vector<double> axis_ticks(Scale scale, double lo, double hi) {
     const int a = static_cast<int>(std::ceil(std::log10(lo) - 1e-9));
     const int b = static_cast<int>(std::floor(std::log10(hi) + 1e-9));
     const int step = std::max(1, (b - a + 9) / 10);  // at most ~10 labels
-    for (int e = a; e <= b; e += step) ticks.push_back(std::pow(10.0, e));
+    // A range of two decades or less also gets 2x and 5x labels, so that it has more than two.
+    const bool fine = std::log10(hi / lo) <= 2.0 + 1e-9;
+    for (int e = fine ? a - 1 : a; e <= b; e += step) {
+      const double decade = std::pow(10.0, e);
+      for (double m : {1.0, 2.0, 5.0}) {
+        if (m != 1.0 && !fine) continue;
+        const double v = m * decade;
+        if (v >= lo * (1 - 1e-9) && v <= hi * (1 + 1e-9)) ticks.push_back(v);
+      }
+    }
   } else if (scale == Scale::log2) {
     const int a = static_cast<int>(std::ceil(std::log2(lo) - 1e-9));
     const int b = static_cast<int>(std::floor(std::log2(hi) + 1e-9));

@@ -24,7 +24,8 @@ std::size_t count(const std::string& text, const std::string& what) {
 
 TEST(SvgChart, Ticks) {
   EXPECT_EQ(axis_ticks(Scale::log10, 1, 1000), (std::vector<double>{1, 10, 100, 1000}));
-  EXPECT_EQ(axis_ticks(Scale::log10, 2, 900), (std::vector<double>{10, 100}));
+  EXPECT_EQ(axis_ticks(Scale::log10, 2, 9000), (std::vector<double>{10, 100, 1000}));
+  EXPECT_EQ(axis_ticks(Scale::log10, 10, 1000), (std::vector<double>{10, 20, 50, 100, 200, 500, 1000}));
   const auto wide = axis_ticks(Scale::log10, 1e-3, 1e30);  // at most ~10 labels
   EXPECT_LE(wide.size(), 12u);
   const auto bytes = axis_ticks(Scale::log2, 16 * 1024, 1 << 30);
