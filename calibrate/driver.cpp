@@ -315,6 +315,13 @@ class DeviceRun {
 
 }  // namespace
 
+bool calibrate_device(Backend& backend, const Plan& plan, const CalibrateOptions& options, Device& device,
+                      int position, int device_count) {
+  DeviceRun run(backend, plan, options, device, position, device_count);
+  run.run();
+  return !run.interrupted();
+}
+
 Profile run_calibration(const CalibrateOptions& options) {
   Profile profile;
   profile.tool.version = TRUEPEAK_VERSION;
@@ -344,9 +351,8 @@ Profile run_calibration(const CalibrateOptions& options) {
     device.datasheet = desc.kind == "gpu" ? gpu_datasheet(desc) : cpu_datasheet(desc);
     const Plan plan = desc.kind == "gpu" ? gpu_plan(desc, options.suite) : cpu_plan(desc, options.suite);
     if (options.progress) options.progress(fmt::format("[{}] calibrating {} ({})", desc.id, desc.name, desc.kind));
-    DeviceRun run(*backend, plan, options, device, position, int(options.device_ids.size()));
-    run.run();
-    interrupted = interrupted || run.interrupted();
+    interrupted = !calibrate_device(*backend, plan, options, device, position, int(options.device_ids.size())) ||
+                  interrupted;
     profile.devices.push_back(std::move(device));
   }
   profile.complete = !interrupted;

@@ -30,4 +30,9 @@ struct CalibrateOptions {
 
 Profile run_calibration(const CalibrateOptions& options);
 
+// Measures one device with the given backend and plan into `device` (whose id, name, datasheet,
+// ... the caller fills). Returns false when the stop flag ended it early.
+bool calibrate_device(Backend& backend, const Plan& plan, const CalibrateOptions& options, Device& device,
+                      int position = 1, int device_count = 1);
+
 }  // namespace truepeak

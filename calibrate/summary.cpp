@@ -99,7 +99,10 @@ std::string profile_summary(const Profile& profile) {
     out += fmt::format("machine: {}, {} cores, {}\n", profile.machine.cpu_model, profile.machine.cpu_cores,
                        profile.machine.memory_bytes ? format_bytes(double(*profile.machine.memory_bytes)) : "memory unknown");
   }
-  for (const auto& d : profile.devices) out += "\n" + device_summary(d);
+  for (const auto& d : profile.devices) {
+    out += '\n';
+    out += device_summary(d);
+  }
   return out;
 }
 

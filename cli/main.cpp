@@ -1,6 +1,7 @@
 // truepeak: measured hardware profiles and estimates for deep-learning work.
 #include <exception>
 #include <iostream>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
@@ -31,6 +32,20 @@ int main(int argc, char** argv) {
   truepeak::cli::add_compare_command(app, context);
   truepeak::cli::add_export_command(app, context);
   truepeak::cli::add_report_command(app, context);
+
+  // CLI11 reports an unknown first word as a missing subcommand; name it instead.
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string names;
+    bool known = false;
+    for (const auto* sub : app.get_subcommands({})) {
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+      known = known || sub->get_name() == argv[1];
+    }
+    if (!known) {
+      std::cerr << "truepeak: unknown command '" << argv[1] << "' (commands: " << names << ")\n";
+      return 2;
+    }
+  }
 
   try {
     app.parse(argc, argv);

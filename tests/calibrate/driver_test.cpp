@@ -1,0 +1,146 @@
+// The driver on a fake backend: what it records, skips and marks incomplete.
+#include <atomic>
+
+#include <gtest/gtest.h>
+
+#include "calibrate/driver.hpp"
+#include "core/error.hpp"
+
+namespace truepeak {
+namespace {
+
+// A kernel with a fixed time and work; optionally wrong output or a hook run per sample.
+class FakeKernel : public Kernel {
+ public:
+  FakeKernel(std::string name, double time_s, double flops, double bytes, bool wrong = false,
+             std::function<void()> on_run = {})
+      : name_(std::move(name)), time_s_(time_s), flops_(flops), bytes_(bytes), wrong_(wrong), on_run_(std::move(on_run)) {}
+  std::string name() const override { return name_; }
+  double flops() const override { return flops_; }
+  double bytes() const override { return bytes_; }
+  void check() override {
+    if (wrong_) throw CheckFailed("element 3: 1.0 != 2.0");
+  }
+  double run_s() override {
+    if (on_run_) on_run_();
+    return time_s_;
+  }
+  std::string impl() const override { return "fake_impl"; }
+  std::string layout() const override { return "nhwc"; }
+
+ private:
+  std::string name_;
+  double time_s_, flops_, bytes_;
+  bool wrong_;
+  std::function<void()> on_run_;
+};
+
+class FakeBackend : public Backend {
+ public:
+  FakeBackend() {
+    desc_.id = "fake";
+    desc_.kind = "cpu";
+    desc_.name = "fake device";
+    desc_.levels = {{"L1", 1 << 16}, {"DRAM", std::int64_t(1) << 34}};
+  }
+  const DeviceDescription& describe() const override { return desc_; }
+  std::unique_ptr<Kernel> gemm(const GemmShape& s) override {
+    if (s.dtype == DType::int8) throw Unsupported("no int8 here");
+    ++gemm_calls;
+    // 1 TFLOP/s for f32, wrong output for bf16.
+    return std::make_unique<FakeKernel>(s.str(), s.flops() / 1e12, s.flops(), s.bytes(), s.dtype == DType::bf16, on_run);
+  }
+  std::unique_ptr<Kernel> conv(const ConvShape& s, ConvLayout) override {
+    return std::make_unique<FakeKernel>(s.str(), s.flops() / 5e11, s.flops(), s.bytes());
+  }
+  std::unique_ptr<Kernel> stream(StreamOp op, std::int64_t bytes) override {
+    const double rate = bytes <= (1 << 15) ? 400e9 : 20e9;
+    return std::make_unique<FakeKernel>(std::string(to_string(op)), double(bytes) / rate, 0, double(bytes));
+  }
+  std::unique_ptr<Kernel> fma(DType) override { return std::make_unique<FakeKernel>("fma", 1e-3, 2e9, 0); }
+  std::unique_ptr<Kernel> tiny_op() override { return std::make_unique<FakeKernel>("tiny", 3e-6, 1, 8); }
+  std::unique_ptr<Kernel> sentinel() override { return std::make_unique<FakeKernel>("sentinel", 1e-4, 1e6, 0); }
+  std::function<void()> on_run;
+  int gemm_calls = 0;
+
+ private:
+  DeviceDescription desc_;
+};
+
+Plan small_plan() {
+  Plan p;
+  p.gemm = {{DType::f32, 64, 64, 64, 1}, {DType::f32, 128, 128, 128, 1}, {DType::bf16, 64, 64, 64, 1},
+            {DType::int8, 64, 64, 64, 1}, {DType::int8, 128, 128, 128, 1}};
+  p.conv = {{ConvShape::parse("f32_mb1ic16ih8oc16kh3ph1"), ConvLayout::nhwc}};
+  p.stream_ops = {StreamOp::triad};
+  p.stream_bytes = {1 << 14, std::int64_t(1) << 36};
+  p.fma_dtypes = {DType::f32};
+  p.transfer_bytes = {4096, 1 << 20};
+  StopRule quick;
+  quick.min_samples = 3;
+  quick.warmup_runs = 1;
+  quick.warmup_s = 0;
+  p.gemm_rule = p.conv_rule = p.stream_rule = p.fma_rule = p.overhead_rule = p.transfer_rule = p.sentinel_rule = quick;
+  return p;
+}
+
+TEST(Driver, RecordsPointsPeaksAndLevels) {
+  FakeBackend backend;
+  Device device;
+  CalibrateOptions options;
+  ASSERT_TRUE(calibrate_device(backend, small_plan(), options, device));
+  ASSERT_EQ(device.gemm.size(), 2u);  // the two f32 shapes
+  EXPECT_NEAR(device.gemm[1].flops_per_s, 1e12, 1);
+  EXPECT_EQ(device.gemm[1].impl, "fake_impl");
+  EXPECT_EQ(device.gemm[1].timing.samples, 3);
+  EXPECT_NEAR(device.peaks.flops_per_s.at("f32"), 1e12, 1);
+  EXPECT_FALSE(device.peaks.flops_per_s.count("bf16"));
+  ASSERT_EQ(device.conv.size(), 1u);
+  EXPECT_EQ(device.conv[0].layout, "nhwc");
+  EXPECT_NEAR(device.peaks.vector_flops_per_s.at("f32"), 2e12, 1);
+  EXPECT_NEAR(*device.overhead_op_s, 3e-6, 1e-12);
+  ASSERT_EQ(device.memory_levels.size(), 2u);
+  EXPECT_NEAR(device.memory_levels[0].Bps, 400e9, 1);
+  EXPECT_NEAR(*device.peaks.memory_Bps, 20e9, 1);
+  EXPECT_TRUE(device.transfers.empty());  // the fake backend has no transfers
+}
+
+TEST(Driver, WrongOutputAndUnsupportedDtypeAreSkippedWithReasons) {
+  FakeBackend backend;
+  Device device;
+  ASSERT_TRUE(calibrate_device(backend, small_plan(), {}, device));
+  bool saw_check = false, saw_int8 = false, saw_transfer = false;
+  for (const auto& s : device.skipped) {
+    if (s.reason.find("output check failed") != std::string::npos) saw_check = true;
+    if (s.reason == "no int8 here") {
+      saw_int8 = true;
+      EXPECT_EQ(s.what, "gemm int8 (2 problems)");
+    }
+    if (s.what.rfind("transfer", 0) == 0) saw_transfer = true;
+  }
+  EXPECT_TRUE(saw_check);
+  EXPECT_TRUE(saw_int8);
+  EXPECT_TRUE(saw_transfer);
+}
+
+TEST(Driver, StopFlagEndsEarlyAndKeepsWhatWasMeasured) {
+  FakeBackend backend;
+  std::atomic<bool> stop{false};
+  int runs = 0;
+  // Raise the flag part-way through the GEMM section, as Ctrl-C would.
+  backend.on_run = [&] {
+    if (++runs == 6) stop = true;
+  };
+  Device device;
+  CalibrateOptions options;
+  options.stop = &stop;
+  EXPECT_FALSE(calibrate_device(backend, small_plan(), options, device));
+  EXPECT_FALSE(device.peaks.vector_flops_per_s.empty());  // measured before the stop
+  EXPECT_LE(device.gemm.size(), 2u);
+  EXPECT_TRUE(device.conv.empty());
+  EXPECT_TRUE(device.memory_sweep.empty());
+  EXPECT_EQ(device.conditions["interrupted"], true);
+}
+
+}  // namespace
+}  // namespace truepeak
