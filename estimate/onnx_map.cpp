@@ -321,7 +321,10 @@ class Mapper {
       }
       // The fused op is emitted where its result is produced: after everything it reads.
       const int last = producer_.at(region.output);
-      for (int m : members) done_[m] = true;
+      for (int m : members) {
+        done_[m] = true;
+        representative_[m] = last;
+      }
       done_[last] = false;
       regions_[last] = std::move(region);
       count_fusion(fmt::format("{} rebuilt from {} nodes", kind->fn.empty() ? "softmax" : kind->fn, members.size()));
@@ -348,8 +351,7 @@ class Mapper {
     if (options_.fuse_activations && op.kind == OpKind::elementwise && op.inputs.size() == 1 &&
         op.weights.empty() && epilogue_activations().count(op.fn)) {
       const auto it = op_writing_.find(op.inputs[0].name);
-      const auto uses = consumers_.find(op.inputs[0].name);
-      if (it != op_writing_.end() && uses != consumers_.end() && uses->second.size() == 1) {
+      if (it != op_writing_.end() && effective_uses(op.inputs[0].name) == 1) {
         Op& gemm = result_.model.forward.ops[it->second];
         if ((gemm.kind == OpKind::conv2d || gemm.kind == OpKind::linear || gemm.kind == OpKind::matmul) &&
             gemm.output.shape == op.output.shape) {
@@ -363,6 +365,18 @@ class Mapper {
     }
     op_writing_[op.output.name] = result_.model.forward.ops.size();
     result_.model.forward.ops.push_back(std::move(op));
+  }
+
+  // Readers of a tensor, counting a rebuilt region once.
+  std::size_t effective_uses(const std::string& t) const {
+    const auto it = consumers_.find(t);
+    if (it == consumers_.end()) return 0;
+    std::set<int> readers;
+    for (int c : it->second) {
+      const auto rep = representative_.find(c);
+      readers.insert(rep == representative_.end() ? c : rep->second);
+    }
+    return readers.size();
   }
 
   static const std::set<std::string>& epilogue_activations() {
@@ -673,6 +687,7 @@ class Mapper {
   std::map<int, std::string> bias_;          // node -> bias folded into it
   std::map<std::string, std::string> transposed_source_;
   std::map<int, Region> regions_;            // last node of a region -> the region
+  std::map<int, int> representative_;        // region member -> the region's last node
   std::map<std::string, std::size_t> op_writing_;  // tensor -> index of the op that writes it
   std::set<std::string> unshaped_;
   int folded_ = 0;

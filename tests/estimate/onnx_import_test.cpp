@@ -144,6 +144,18 @@ TEST(OnnxImport, TransformerRebuildsFrameworkOpsAndCountsUnknownNodes) {
   EXPECT_EQ(find_op(graph, "mix").fn, "unknown:Einsum");
 }
 
+TEST(OnnxImport, GeluEpilogueFoldsIntoTheLinearWhenAsked) {
+  OnnxOptions options;
+  options.batch = 1;
+  options.seq = 3;
+  options.fuse_activations = true;
+  const auto result = load_onnx(fixture("tiny_transformer.onnx"), options);
+  const auto& graph = result.model.forward;
+  EXPECT_EQ(count_kind(graph, OpKind::elementwise, "gelu"), 0);
+  EXPECT_EQ(find_op(graph, "fc1").output.name, "g4");
+  EXPECT_EQ(result.fusions.at("gelu epilogue into linear"), 1);
+}
+
 TEST(OnnxImport, DynamicDimensionsNeedValues) {
   OnnxOptions options;
   options.batch = 1;
