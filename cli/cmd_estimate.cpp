@@ -31,6 +31,7 @@ struct EstimateArgs {
   std::string format = "table";
   bool sweep = false;
   double max_latency_ms = 0;
+  std::string conv_layout;
 };
 
 Profile load_profile(const std::string& path, std::string& shown_path) {
@@ -123,6 +124,9 @@ void run_estimate(const EstimateArgs& args) {
   options.optimizer = *optimizer;
   if (args.seq > 0) options.seq = args.seq;
   if (args.context > 0) options.context = args.context;
+  if (!args.conv_layout.empty() && args.conv_layout != "nchw" && args.conv_layout != "nhwc" && args.conv_layout != "blocked")
+    throw InputError(fmt::format("--conv-layout {}: expected nchw, nhwc or blocked", args.conv_layout));
+  options.conv_layout = args.conv_layout;
   const auto format = parse_format(args.format);
   for (auto b : args.batches)
     if (b < 1) throw InputError(fmt::format("--batch {}: batch sizes must be at least 1", b));
@@ -191,6 +195,9 @@ void add_estimate_command(CLI::App& app, const Context&) {
   cmd->add_option("--seq", args->seq, "Sequence length S (prompt length for decoders; default from the model)");
   cmd->add_option("--context", args->context, "Context length T of the decode step (default: --seq)");
   cmd->add_option("--device", args->device, "Device of the profile: cpu, cuda:0, ... (default: the first)");
+  cmd->add_option("--conv-layout", args->conv_layout,
+                  "Use only convolution points of this layout (nchw, nhwc, blocked) as the target runtime does "
+                  "(default: the fastest layout measured at each shape)");
   cmd->add_option("--format", args->format, "Output: table, json or md")->capture_default_str();
   cmd->add_flag("--sweep-batch", args->sweep,
                 "Sweep batch sizes (the --batch list, default 1..128): throughput, latency and memory per batch, "

@@ -55,6 +55,9 @@ struct Options {
   std::optional<std::int64_t> memory_bytes;
   double headroom = 0.2;
   bool per_op_rows = true;  // false: totals only (sweeps)
+  // Convolution points of this layout only ("nchw", "nhwc", "blocked"); empty: the fastest
+  // layout measured at each shape.
+  std::string conv_layout;
 };
 
 // One row of the per-op table. A training step has forward, dgrad, wgrad and optimizer rows.

@@ -3,7 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
-#include <map>
+#include <string_view>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -128,11 +129,11 @@ std::optional<OpKind> parse_op_kind(std::string_view text) {
 }
 
 double count_params(const Graph& graph, const Bindings& bindings) {
-  std::map<std::string, double> seen;
-  for (const auto& op : graph.ops)
-    for (const auto& w : op.weights) seen.emplace(w.name, static_cast<double>(num_elements(w.shape, bindings)));
+  std::unordered_set<std::string_view> seen;
   double total = 0;
-  for (const auto& [name, n] : seen) total += n;
+  for (const auto& op : graph.ops)
+    for (const auto& w : op.weights)
+      if (seen.insert(w.name).second) total += static_cast<double>(num_elements(w.shape, bindings));
   return total;
 }
 

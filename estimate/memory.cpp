@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <string_view>
+#include <unordered_map>
 
 #include "estimate/cost.hpp"
 
@@ -54,31 +56,45 @@ bool saves_output(const Op& op) { return op.kind == OpKind::softmax || op.kind =
 }  // namespace
 
 double peak_live_bytes(const Graph& graph, const Bindings& b, double e) {
-  const auto roots = storage_roots(graph);
-  std::map<std::string, double> size;
-  for (const auto& t : graph.inputs) size[t.name] = static_cast<double>(num_elements(t.shape, b));
-  for (const auto& op : graph.ops)
-    if (!is_view(op)) size[op.output.name] = static_cast<double>(num_elements(op.output.shape, b));
-  // Last reader of each storage; outputs nobody reads live to the end.
+  // Storage slots by index (names are looked up once): views share their source's slot.
+  std::unordered_map<std::string_view, std::size_t> slot;
+  std::vector<double> size;
   const std::size_t end = graph.ops.size();
-  std::map<std::string, std::size_t> last_use;
-  for (const auto& [name, s] : size) last_use[name] = end;
-  std::set<std::string> read;
-  for (std::size_t i = 0; i < graph.ops.size(); ++i)
-    for (const auto& t : graph.ops[i].inputs) {
-      const auto& r = root_of(roots, t.name);
-      if (read.insert(r).second) last_use[r] = i;
-      else last_use[r] = std::max(last_use[r], i);
+  std::vector<std::size_t> last;  // last op reading each slot; `end` when none does
+  auto new_slot = [&](std::string_view name, double elements) {
+    slot[name] = size.size();
+    size.push_back(elements);
+    last.push_back(end);
+    return size.size() - 1;
+  };
+  for (const auto& t : graph.inputs) new_slot(t.name, static_cast<double>(num_elements(t.shape, b)));
+  std::vector<std::ptrdiff_t> written(end, -1);  // slot each op allocates (-1 for views)
+  std::vector<bool> read(size.size(), false);
+  for (std::size_t i = 0; i < end; ++i) {
+    const Op& op = graph.ops[i];
+    for (const auto& t : op.inputs) {
+      auto it = slot.find(t.name);
+      const std::size_t k = it != slot.end() ? it->second : new_slot(t.name, 0);
+      if (read.size() < size.size()) read.resize(size.size(), false);
+      last[k] = read[k] ? std::max(last[k], i) : i;
+      read[k] = true;
     }
-  std::vector<std::vector<std::string>> frees(end + 1);
-  for (const auto& [name, i] : last_use) frees[i].push_back(name);
+    if (is_view(op) && !op.inputs.empty()) {
+      slot[op.output.name] = slot[op.inputs[0].name];
+    } else {
+      written[i] = static_cast<std::ptrdiff_t>(new_slot(op.output.name, static_cast<double>(num_elements(op.output.shape, b))));
+      read.resize(size.size(), false);
+    }
+  }
+  std::vector<std::vector<std::size_t>> frees(end + 1);
+  for (std::size_t k = 0; k < size.size(); ++k) frees[last[k]].push_back(k);
   double live = 0;
-  for (const auto& t : graph.inputs) live += size[t.name];
+  for (const auto& t : graph.inputs) live += size[slot[t.name]];
   double peak = live;
-  for (std::size_t i = 0; i < graph.ops.size(); ++i) {
-    if (!is_view(graph.ops[i])) live += size[graph.ops[i].output.name];
+  for (std::size_t i = 0; i < end; ++i) {
+    if (written[i] >= 0) live += size[static_cast<std::size_t>(written[i])];
     peak = std::max(peak, live);
-    for (const auto& name : frees[i]) live -= size[name];
+    for (const auto k : frees[i]) live -= size[k];
   }
   return peak * e;
 }

@@ -62,7 +62,7 @@ double RateModel::interpolate(const std::vector<Point>& points, std::array<doubl
   return std::exp(acc / wsum);
 }
 
-RateModel::RateModel(const Device& device, DType dtype) {
+RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_layout) {
   const std::string dt(to_string(dtype));
   for (const auto& g : device.gemm)
     if (g.shape.dtype == dtype && g.flops_per_s > 0 && g.shape.batch > 1) batched_gemm_points_ = true;
@@ -78,6 +78,7 @@ RateModel::RateModel(const Device& device, DType dtype) {
   for (const auto& c : device.conv) {
     const auto& s = c.shape;
     if (s.dtype != dtype || !(c.flops_per_s > 0)) continue;
+    if (!conv_layout.empty() && c.layout != conv_layout) continue;
     const bool depthwise = s.groups == s.c && s.groups == s.k;
     const double m = static_cast<double>(s.n * s.out_h() * s.out_w());
     const double n = static_cast<double>(s.k / s.groups);
@@ -86,6 +87,16 @@ RateModel::RateModel(const Device& device, DType dtype) {
         {coords(static_cast<double>(s.groups), m, n, k), std::log(c.flops_per_s)});
     best_point = std::max(best_point, c.flops_per_s);
   }
+  // One value per measured shape: several layouts (or repeats) of one shape keep the fastest.
+  auto dedupe = [](std::vector<Point>& points) {
+    std::sort(points.begin(), points.end(), [](const Point& a, const Point& b) {
+      return a.x != b.x ? a.x < b.x : a.log_rate > b.log_rate;
+    });
+    points.erase(std::unique(points.begin(), points.end(), [](const Point& a, const Point& b) { return a.x == b.x; }),
+                 points.end());
+  };
+  dedupe(gemm_points_);
+  for (auto& c : conv_points_) dedupe(c);
   best_flops_per_s_ = std::max(best_point, lookup(device.peaks.flops_per_s, dtype).value_or(0));
   if (!(best_flops_per_s_ > 0))
     throw InputError(fmt::format("profile device '{}' has no measured GEMM/conv points and no peak for {}: "
@@ -109,6 +120,9 @@ RateModel::RateModel(const Device& device, DType dtype) {
   }
   if (levels_.empty())
     throw InputError(fmt::format("profile device '{}' has no measured memory bandwidth (memory.levels or peaks.memory_Bps)", device.id));
+  // A level that holds the working set serves it at least as fast as the larger levels behind it
+  // would: a cache measured slower than main memory (timer-bound tiny sizes) never slows an op.
+  for (std::size_t i = levels_.size() - 1; i-- > 0;) levels_[i].second = std::max(levels_[i].second, levels_[i + 1].second);
   dram_Bps_ = levels_.back().second;
   overhead_s_ = device.overhead_op_s.value_or(0);
 

@@ -22,7 +22,9 @@ struct GemmCoords {
 class RateModel {
  public:
   // Throws InputError when the device has nothing for the dtype (no points, no peaks).
-  RateModel(const Device& device, DType dtype);
+  // `conv_layout`: use only convolution points of that layout ("nchw", "nhwc", "blocked");
+  // empty: at each measured shape the fastest layout measured.
+  RateModel(const Device& device, DType dtype, const std::string& conv_layout = "");
 
   // Interpolated in log-shape space; never above the best measured rate of the dtype.
   double gemm_flops_per_s(const GemmCoords& shape) const;
