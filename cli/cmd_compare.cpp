@@ -1,9 +1,10 @@
-// truepeak compare P1 P2 ... [--model M --batch N --dtype D] [--price LABEL=USD ...] [--format table|md|json]
+// truepeak compare P1 P2 ... [--model M --batch N --dtype D] [--price LABEL=USD ...] [--format
+// table|md|json]
+#include <fmt/format.h>
+
 #include <iostream>
 #include <map>
 #include <memory>
-
-#include <fmt/format.h>
 
 #include "cli/commands.hpp"
 #include "core/dtype.hpp"
@@ -60,14 +61,16 @@ void run_compare(const CompareArgs& args) {
 
   if (!args.model.empty()) {
     const auto dtype = parse_dtype(args.dtype);
-    if (!dtype) throw InputError(fmt::format("--dtype '{}': unknown data type (f32, tf32, bf16, f16, fp8, int8)", args.dtype));
+    if (!dtype)
+      throw InputError(fmt::format(
+          "--dtype '{}': unknown data type (f32, tf32, bf16, f16, fp8, int8)", args.dtype));
     if (args.batch < 1) throw InputError(fmt::format("--batch {}: must be at least 1", args.batch));
     const auto model = estimate::load_model(args.model);
     estimate::Options options;
     options.dtype = *dtype;
     options.batch = args.batch;
-    report::add_cost(comparison, profiles, args.model, static_cast<int>(args.batch), std::string(to_string(*dtype)),
-                     estimator_predictor(model, options));
+    report::add_cost(comparison, profiles, args.model, static_cast<int>(args.batch),
+                     std::string(to_string(*dtype)), estimator_predictor(model, options));
   }
 
   if (args.format == "json") {
@@ -83,13 +86,18 @@ void run_compare(const CompareArgs& args) {
 
 void add_compare_command(CLI::App& app, const Context& /*context*/) {
   auto args = std::make_shared<CompareArgs>();
-  auto* cmd = app.add_subcommand("compare", "Compare machines side by side on measured figures and, with --model, on cost");
-  cmd->add_option("profiles", args->profiles, "Profile JSON files; ratios are to the first one's first device")
+  auto* cmd = app.add_subcommand(
+      "compare", "Compare machines side by side on measured figures and, with --model, on cost");
+  cmd->add_option("profiles", args->profiles,
+                  "Profile JSON files; ratios are to the first one's first device")
       ->required();
-  cmd->add_option("--model", args->model, "Model (zoo name or file): predict latency, throughput and cost per device");
+  cmd->add_option("--model", args->model,
+                  "Model (zoo name or file): predict latency, throughput and cost per device");
   cmd->add_option("--batch", args->batch, "Batch size for --model")->capture_default_str();
-  cmd->add_option("--dtype", args->dtype, "Data type for --model (f32, bf16, f16, int8, ...)")->capture_default_str();
-  cmd->add_option("--price", args->prices, "LABEL=USD: price per hour of the machine with that label (repeatable)");
+  cmd->add_option("--dtype", args->dtype, "Data type for --model (f32, bf16, f16, int8, ...)")
+      ->capture_default_str();
+  cmd->add_option("--price", args->prices,
+                  "LABEL=USD: price per hour of the machine with that label (repeatable)");
   cmd->add_option("--format", args->format, "table, md or json")->capture_default_str();
   cmd->callback([args] { run_compare(*args); });
 }

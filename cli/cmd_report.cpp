@@ -26,7 +26,8 @@ void run_report(const ReportArgs& args) {
 
 void add_report_command(CLI::App& app, const Context& /*context*/) {
   auto args = std::make_shared<ReportArgs>();
-  auto* cmd = app.add_subcommand("report", "Write one self-contained HTML report (tables and SVG plots) of profiles");
+  auto* cmd = app.add_subcommand(
+      "report", "Write one self-contained HTML report (tables and SVG plots) of profiles");
   cmd->add_option("profiles", args->profiles, "Profile JSON files")->required();
   cmd->add_option("-o,--out", args->out, "Output HTML file")->required();
   cmd->callback([args] { run_report(*args); });

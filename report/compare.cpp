@@ -1,10 +1,10 @@
 #include "report/compare.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "core/dtype.hpp"
 #include "core/error.hpp"
@@ -44,7 +44,8 @@ std::vector<std::string> union_of(const std::vector<DeviceView>& views, Key key)
 }
 
 void add_row(std::vector<CompareRow>& rows, CompareRow row) {
-  const bool any = std::any_of(row.cells.begin(), row.cells.end(), [](const auto& c) { return c.value.has_value(); });
+  const bool any = std::any_of(row.cells.begin(), row.cells.end(),
+                               [](const auto& c) { return c.value.has_value(); });
   if (any) rows.push_back(std::move(row));
 }
 
@@ -68,7 +69,9 @@ std::string format_cell(const CompareRow& row, std::size_t column) {
 }
 
 // "12345", "922.1", "0.512": plain digits, no exponent, about four significant figures.
-std::string format_rate(double v) { return v >= 1000 ? fmt::format("{:.0f}", v) : fmt::format("{:.4g}", v); }
+std::string format_rate(double v) {
+  return v >= 1000 ? fmt::format("{:.0f}", v) : fmt::format("{:.4g}", v);
+}
 
 json optional_json(std::optional<double> v) { return v ? json(*v) : json(nullptr); }
 
@@ -89,8 +92,9 @@ TextTable devices_table(const Comparison& c) {
   t.header = {"device", "kind", "name", "price"};
   t.left_columns = {0, 1, 2};
   for (const auto& col : c.columns) {
-    t.rows.push_back({col.label, col.device_kind, col.device_name,
-                      col.price_per_hour_usd ? fmt::format("${:.2f}/h", *col.price_per_hour_usd) : "-"});
+    t.rows.push_back(
+        {col.label, col.device_kind, col.device_name,
+         col.price_per_hour_usd ? fmt::format("${:.2f}/h", *col.price_per_hour_usd) : "-"});
   }
   return t;
 }
@@ -101,43 +105,50 @@ TextTable cost_table(const Comparison& c) {
   t.left_columns = {0, 5};
   for (const auto& r : c.cost->rows) {
     if (!r.error.empty()) {
-      t.rows.push_back({c.columns[r.column].label, "-", "-", "-", "-", "cannot estimate: " + r.error});
+      t.rows.push_back(
+          {c.columns[r.column].label, "-", "-", "-", "-", "cannot estimate: " + r.error});
       continue;
     }
-    t.rows.push_back({c.columns[r.column].label, format_time_s(r.latency_s), format_rate(r.inferences_per_s),
-                      r.usd_per_million ? fmt::format("{:.4g}", *r.usd_per_million) : "- (no price)",
-                      r.naive_latency_s ? format_time_s(*r.naive_latency_s) : "-",
-                      r.cheapest ? "<- cheapest" : (r.fits ? "" : "does not fit in memory")});
+    t.rows.push_back(
+        {c.columns[r.column].label, format_time_s(r.latency_s), format_rate(r.inferences_per_s),
+         r.usd_per_million ? fmt::format("{:.4g}", *r.usd_per_million) : "- (no price)",
+         r.naive_latency_s ? format_time_s(*r.naive_latency_s) : "-",
+         r.cheapest ? "<- cheapest" : (r.fits ? "" : "does not fit in memory")});
   }
   return t;
 }
 
 std::string legend() {
-  return "Ratios: Nx = this device / the first column; (P% ds) = measured / datasheet of the same device.\n";
+  return "Ratios: Nx = this device / the first column; (P% ds) = measured / datasheet of the same "
+         "device.\n";
 }
 
 std::string cost_heading(const CostTable& cost) {
-  return fmt::format("Model {} (batch {}, {}), sorted by cost per million inferences:\n", cost.model, cost.batch,
-                     cost.dtype);
+  return fmt::format("Model {} (batch {}, {}), sorted by cost per million inferences:\n",
+                     cost.model, cost.batch, cost.dtype);
 }
 
 }  // namespace
 
-Comparison compare_profiles(const std::vector<Profile>& profiles, const std::map<std::string, double>& prices) {
+Comparison compare_profiles(const std::vector<Profile>& profiles,
+                            const std::map<std::string, double>& prices) {
   for (const auto& [label, usd] : prices) {
-    const bool known = std::any_of(profiles.begin(), profiles.end(), [&](const auto& p) { return p.machine.label == label; });
+    const bool known = std::any_of(profiles.begin(), profiles.end(),
+                                   [&](const auto& p) { return p.machine.label == label; });
     if (!known) {
       std::vector<std::string> labels;
       for (const auto& p : profiles) labels.push_back(p.machine.label);
-      throw InputError(fmt::format("--price {}={}: no profile has the machine label '{}' (labels: {})", label, usd,
-                                   label, fmt::join(labels, ", ")));
+      throw InputError(
+          fmt::format("--price {}={}: no profile has the machine label '{}' (labels: {})", label,
+                      usd, label, fmt::join(labels, ", ")));
     }
   }
   Comparison c;
   const auto views = all_devices(profiles);
   for (const auto& v : views) {
-    CompareColumn col{v.label, v.profile->machine.label, v.device->id, v.device->kind, v.device->name,
-                      v.profile->machine.price_per_hour_usd};
+    CompareColumn col{v.label,        v.profile->machine.label,
+                      v.device->id,   v.device->kind,
+                      v.device->name, v.profile->machine.price_per_hour_usd};
     if (auto it = prices.find(col.machine); it != prices.end()) col.price_per_hour_usd = it->second;
     c.columns.push_back(std::move(col));
   }
@@ -149,7 +160,8 @@ Comparison compare_profiles(const std::vector<Profile>& profiles, const std::map
   };
 
   auto dtypes = union_of(views, [](const Device& d) { return gemm_dtypes(d); });
-  std::stable_sort(dtypes.begin(), dtypes.end(), [](const auto& a, const auto& b) { return dtype_rank(a) < dtype_rank(b); });
+  std::stable_sort(dtypes.begin(), dtypes.end(),
+                   [](const auto& a, const auto& b) { return dtype_rank(a) < dtype_rank(b); });
   for (const auto& dt : dtypes) {
     row_of("gemm", dt, "flops_per_s", [&](const Device& d) {
       return CompareCell{best_gemm_flops_per_s(d, dt), datasheet_flops_per_s(d, dt)};
@@ -165,23 +177,28 @@ Comparison compare_profiles(const std::vector<Profile>& profiles, const std::map
   for (const auto& dt : vector_dtypes) {
     row_of("vector", dt, "flops_per_s", [&](const Device& d) {
       CompareCell cell;
-      if (auto it = d.peaks.vector_flops_per_s.find(dt); it != d.peaks.vector_flops_per_s.end()) cell.value = it->second;
-      if (auto it = d.datasheet.vector_flops_per_s.find(dt); it != d.datasheet.vector_flops_per_s.end()) {
+      if (auto it = d.peaks.vector_flops_per_s.find(dt); it != d.peaks.vector_flops_per_s.end())
+        cell.value = it->second;
+      if (auto it = d.datasheet.vector_flops_per_s.find(dt);
+          it != d.datasheet.vector_flops_per_s.end()) {
         cell.datasheet = it->second;
       }
       return cell;
     });
   }
   // DRAM on one box and HBM on another share this row: it is the figure a large model streams at.
-  row_of("memory", "main (DRAM/HBM)", "Bps",
-         [](const Device& d) { return CompareCell{main_memory_Bps(d), d.datasheet.memory_Bps}; });
+  row_of("memory", "main (DRAM/HBM)", "Bps", [](const Device& d) {
+    return CompareCell{main_memory_Bps(d), d.datasheet.memory_Bps};
+  });
   const auto levels = ordered_level_names(union_of(views, [](const Device& d) {
     std::vector<std::string> names;
     for (const auto& l : d.memory_levels) names.push_back(l.name);
     return names;
   }));
   for (const auto& level : levels) {
-    row_of("memory", level, "Bps", [&](const Device& d) { return CompareCell{level_Bps(d, level), std::nullopt}; });
+    row_of("memory", level, "Bps", [&](const Device& d) {
+      return CompareCell{level_Bps(d, level), std::nullopt};
+    });
   }
   const auto transfers = union_of(views, [](const Device& d) {
     std::vector<std::string> names;
@@ -202,14 +219,21 @@ Comparison compare_profiles(const std::vector<Profile>& profiles, const std::map
       return CompareCell{f ? f->latency_s : std::nullopt, std::nullopt};
     });
   }
-  row_of("transfer", "bidirectional", "Bps", [](const Device& d) { return CompareCell{d.bidirectional_Bps, std::nullopt}; });
-  row_of("overhead", "op", "s", [](const Device& d) { return CompareCell{d.overhead_op_s, std::nullopt}; });
-  row_of("overhead", "graph op", "s", [](const Device& d) { return CompareCell{d.overhead_graph_op_s, std::nullopt}; });
+  row_of("transfer", "bidirectional", "Bps", [](const Device& d) {
+    return CompareCell{d.bidirectional_Bps, std::nullopt};
+  });
+  row_of("overhead", "op", "s", [](const Device& d) {
+    return CompareCell{d.overhead_op_s, std::nullopt};
+  });
+  row_of("overhead", "graph op", "s", [](const Device& d) {
+    return CompareCell{d.overhead_graph_op_s, std::nullopt};
+  });
   return c;
 }
 
-void add_cost(Comparison& comparison, const std::vector<Profile>& profiles, const std::string& model, int batch,
-              const std::string& dtype, const Predictor& predict) {
+void add_cost(Comparison& comparison, const std::vector<Profile>& profiles,
+              const std::string& model, int batch, const std::string& dtype,
+              const Predictor& predict) {
   CostTable cost{model, batch, dtype, {}};
   const auto views = all_devices(profiles);
   for (std::size_t i = 0; i < views.size(); ++i) {
@@ -230,12 +254,16 @@ void add_cost(Comparison& comparison, const std::vector<Profile>& profiles, cons
     }
     cost.rows.push_back(row);
   }
-  auto usable = [](const CostRow& r) { return r.error.empty() && r.fits && r.usd_per_million.has_value(); };
+  auto usable = [](const CostRow& r) {
+    return r.error.empty() && r.fits && r.usd_per_million.has_value();
+  };
   std::stable_sort(cost.rows.begin(), cost.rows.end(), [&](const CostRow& a, const CostRow& b) {
     if (a.error.empty() != b.error.empty()) return a.error.empty();
     if (usable(a) != usable(b)) return usable(a);
-    if (a.usd_per_million.has_value() != b.usd_per_million.has_value()) return a.usd_per_million.has_value();
-    if (a.usd_per_million && *a.usd_per_million != *b.usd_per_million) return *a.usd_per_million < *b.usd_per_million;
+    if (a.usd_per_million.has_value() != b.usd_per_million.has_value())
+      return a.usd_per_million.has_value();
+    if (a.usd_per_million && *a.usd_per_million != *b.usd_per_million)
+      return *a.usd_per_million < *b.usd_per_million;
     return a.latency_s < b.latency_s;
   });
   if (!cost.rows.empty() && usable(cost.rows.front())) cost.rows.front().cheapest = true;
@@ -274,8 +302,11 @@ std::string comparison_to_markdown(const Comparison& c) {
 json comparison_to_json(const Comparison& c) {
   json columns = json::array();
   for (const auto& col : c.columns) {
-    columns.push_back({{"label", col.label}, {"machine", col.machine}, {"device", col.device_id},
-                       {"kind", col.device_kind}, {"name", col.device_name},
+    columns.push_back({{"label", col.label},
+                       {"machine", col.machine},
+                       {"device", col.device_id},
+                       {"kind", col.device_kind},
+                       {"name", col.device_name},
                        {"price_per_hour_usd", optional_json(col.price_per_hour_usd)}});
   }
   json rows = json::array();
@@ -287,7 +318,8 @@ json comparison_to_json(const Comparison& c) {
                         {"ratio_to_first", optional_json(row.ratio_to_first(i))},
                         {"measured_over_datasheet", optional_json(row.of_datasheet(i))}});
     }
-    rows.push_back({{"group", row.group}, {"name", row.name}, {"unit", row.unit}, {"values", values}});
+    rows.push_back(
+        {{"group", row.group}, {"name", row.name}, {"unit", row.unit}, {"values", values}});
   }
   json cost = nullptr;
   if (c.cost) {
@@ -305,7 +337,10 @@ json comparison_to_json(const Comparison& c) {
                            {"datasheet_roofline_latency_s", optional_json(r.naive_latency_s)},
                            {"cheapest", r.cheapest}});
     }
-    cost = {{"model", c.cost->model}, {"batch", c.cost->batch}, {"dtype", c.cost->dtype}, {"rows", cost_rows}};
+    cost = {{"model", c.cost->model},
+            {"batch", c.cost->batch},
+            {"dtype", c.cost->dtype},
+            {"rows", cost_rows}};
   }
   return {{"columns", columns}, {"rows", rows}, {"cost", cost}};
 }
@@ -313,7 +348,8 @@ json comparison_to_json(const Comparison& c) {
 std::pair<std::string, double> parse_price(const std::string& text) {
   const auto eq = text.rfind('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) {
-    throw InputError(fmt::format("--price '{}': expected LABEL=USD_PER_HOUR, e.g. my-box=2.5", text));
+    throw InputError(
+        fmt::format("--price '{}': expected LABEL=USD_PER_HOUR, e.g. my-box=2.5", text));
   }
   const auto value_text = text.substr(eq + 1);
   std::size_t pos = 0;
@@ -324,7 +360,8 @@ std::pair<std::string, double> parse_price(const std::string& text) {
     pos = 0;
   }
   if (pos != value_text.size() || !std::isfinite(usd) || usd < 0) {
-    throw InputError(fmt::format("--price '{}': '{}' is not a price in USD per hour (a number >= 0)", text, value_text));
+    throw InputError(fmt::format(
+        "--price '{}': '{}' is not a price in USD per hour (a number >= 0)", text, value_text));
   }
   return {text.substr(0, eq), usd};
 }

@@ -5,11 +5,10 @@
 
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/profile.hpp"
 #include "report/summary.hpp"
@@ -31,9 +30,9 @@ struct CompareCell {
 };
 
 struct CompareRow {
-  std::string group;  // "gemm", "vector", "memory", "transfer", "overhead"
-  std::string name;   // "bf16", "L2", "h2d_pinned", ...
-  std::string unit;   // "flops_per_s", "Bps", "s"
+  std::string group;               // "gemm", "vector", "memory", "transfer", "overhead"
+  std::string name;                // "bf16", "L2", "h2d_pinned", ...
+  std::string unit;                // "flops_per_s", "Bps", "s"
   std::vector<CompareCell> cells;  // one per column
 
   std::optional<double> ratio_to_first(std::size_t column) const;
@@ -67,21 +66,25 @@ struct Comparison {
 
 // `prices` maps a machine label to USD per hour and overrides the profile's price. A label that
 // names no profile is an InputError.
-Comparison compare_profiles(const std::vector<Profile>& profiles, const std::map<std::string, double>& prices);
+Comparison compare_profiles(const std::vector<Profile>& profiles,
+                            const std::map<std::string, double>& prices);
 
 // What compare needs from the estimator: one batch's latency on a device, measured and naive.
 struct Prediction {
   double latency_s = 0;
   std::optional<double> naive_latency_s;
   bool fits = true;
-  std::string error;  // non-empty: this device cannot run the estimate (e.g. no figure for the dtype)
+  std::string
+      error;  // non-empty: this device cannot run the estimate (e.g. no figure for the dtype)
 };
 using Predictor = std::function<Prediction(const Profile&, const Device&)>;
 
 // Fills comparison.cost: one row per column, cost = price/3600 * latency / batch * 1e6. Sorted by
-// cost; rows without a price, that do not fit, or with an error go last; the cheapest that fits is marked.
-void add_cost(Comparison& comparison, const std::vector<Profile>& profiles, const std::string& model, int batch,
-              const std::string& dtype, const Predictor& predict);
+// cost; rows without a price, that do not fit, or with an error go last; the cheapest that fits is
+// marked.
+void add_cost(Comparison& comparison, const std::vector<Profile>& profiles,
+              const std::string& model, int batch, const std::string& dtype,
+              const Predictor& predict);
 
 std::string comparison_to_text(const Comparison& comparison);
 std::string comparison_to_markdown(const Comparison& comparison);

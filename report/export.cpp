@@ -12,11 +12,12 @@ ExportFormat parse_export_format(const std::string& name) {
   if (name == "calculon") return ExportFormat::calculon;
   if (name == "csv") return ExportFormat::csv;
   if (name == "prometheus") return ExportFormat::prometheus;
-  throw InputError(fmt::format("--to '{}': unknown export format (use llm-analysis, calculon, csv or prometheus)", name));
+  throw InputError(fmt::format(
+      "--to '{}': unknown export format (use llm-analysis, calculon, csv or prometheus)", name));
 }
 
-ExportResult export_profile(const Profile& profile, ExportFormat format, const std::string& device_id,
-                            const std::string& where) {
+ExportResult export_profile(const Profile& profile, ExportFormat format,
+                            const std::string& device_id, const std::string& where) {
   switch (format) {
     case ExportFormat::llm_analysis:
       return export_llm_analysis(profile, pick_device(profile, device_id, where));
@@ -30,7 +31,8 @@ ExportResult export_profile(const Profile& profile, ExportFormat format, const s
       } else {
         devices.push_back(&pick_device(profile, device_id, where));
       }
-      return format == ExportFormat::csv ? export_csv(profile, devices) : export_prometheus(profile, devices);
+      return format == ExportFormat::csv ? export_csv(profile, devices)
+                                         : export_prometheus(profile, devices);
     }
   }
   throw Error("unreachable export format");

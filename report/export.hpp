@@ -34,7 +34,7 @@ ExportResult export_prometheus(const Profile& profile, const std::vector<const D
 // Dispatch: the single-device formats take `device_id` (empty: the first GPU, else the first
 // device); csv and prometheus take all devices unless one is named. `where` names the profile
 // in errors.
-ExportResult export_profile(const Profile& profile, ExportFormat format, const std::string& device_id,
-                            const std::string& where);
+ExportResult export_profile(const Profile& profile, ExportFormat format,
+                            const std::string& device_id, const std::string& where);
 
 }  // namespace truepeak::report

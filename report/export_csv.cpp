@@ -1,6 +1,7 @@
 // One row per measured point, one column set for every kind of point, so pandas reads it as one
 // frame: cells that do not apply to a kind are empty. `bytes` is the minimal traffic of a GEMM or
-// convolution (for arithmetic intensity), the working set of a memory point, the size of a transfer.
+// convolution (for arithmetic intensity), the working set of a memory point, the size of a
+// transfer.
 #include <fmt/format.h>
 
 #include "core/dtype.hpp"
@@ -9,9 +10,10 @@
 namespace truepeak::report {
 namespace {
 
-const char* kColumns[] = {"machine", "device", "device_kind", "what", "name", "dtype", "layout", "impl",
-                          "batch",   "m",      "n",           "k",    "bytes", "flops", "time_s", "median_s",
-                          "cv",      "samples", "flops_per_s", "Bps", "median_Bps"};
+const char* kColumns[] = {"machine",     "device", "device_kind", "what",     "name", "dtype",
+                          "layout",      "impl",   "batch",       "m",        "n",    "k",
+                          "bytes",       "flops",  "time_s",      "median_s", "cv",   "samples",
+                          "flops_per_s", "Bps",    "median_Bps"};
 constexpr std::size_t kColumnCount = sizeof(kColumns) / sizeof(kColumns[0]);
 
 std::string quote(const std::string& s) {
@@ -56,8 +58,11 @@ ExportResult export_csv(const Profile& profile, const std::vector<const Device*>
   for (const auto* d : devices) {
     auto base = [&](const char* what, const std::string& name) {
       Row r;
-      r.cells = {{"machine", profile.machine.label}, {"device", d->id}, {"device_kind", d->kind},
-                 {"what", what}, {"name", name}};
+      r.cells = {{"machine", profile.machine.label},
+                 {"device", d->id},
+                 {"device_kind", d->kind},
+                 {"what", what},
+                 {"name", name}};
       return r;
     };
     for (const auto& p : d->gemm) {

@@ -38,18 +38,23 @@ ExportResult export_llm_analysis(const Profile& profile, const Device& device) {
     }
   }
   if (dtype.empty()) {
-    throw InputError(fmt::format("{}: no f16, bf16 or f32 GEMM was measured: llm-analysis needs peak_fp16_TFLOPS",
-                                 device.id));
+    throw InputError(fmt::format(
+        "{}: no f16, bf16 or f32 GEMM was measured: llm-analysis needs peak_fp16_TFLOPS",
+        device.id));
   }
-  const auto flops = split(best_gemm_flops_per_s(device, dtype), datasheet_flops_per_s(device, dtype));
+  const auto flops =
+      split(best_gemm_flops_per_s(device, dtype), datasheet_flops_per_s(device, dtype));
   const auto memory = split(main_memory_Bps(device), device.datasheet.memory_Bps);
-  const auto int8 = split(best_gemm_flops_per_s(device, "int8"), datasheet_flops_per_s(device, "int8"));
+  const auto int8 =
+      split(best_gemm_flops_per_s(device, "int8"), datasheet_flops_per_s(device, "int8"));
 
   ordered_json doc;
   doc["name"] = slug(profile.machine.label + "-" + device.id);
-  doc["mem_per_GPU_in_GB"] =
-      device.memory_bytes ? ordered_json(static_cast<double>(*device.memory_bytes) / 1e9) : ordered_json(nullptr);
-  doc["hbm_bandwidth_in_GB_per_sec"] = memory.peak ? ordered_json(*memory.peak / 1e9) : ordered_json(nullptr);
+  doc["mem_per_GPU_in_GB"] = device.memory_bytes
+                                 ? ordered_json(static_cast<double>(*device.memory_bytes) / 1e9)
+                                 : ordered_json(nullptr);
+  doc["hbm_bandwidth_in_GB_per_sec"] =
+      memory.peak ? ordered_json(*memory.peak / 1e9) : ordered_json(nullptr);
   // Interconnects between devices are not measured by truepeak.
   doc["intra_node_bandwidth_in_GB_per_sec"] = nullptr;
   doc["intra_node_min_message_latency"] = nullptr;
@@ -61,23 +66,33 @@ ExportResult export_llm_analysis(const Profile& profile, const Device& device) {
   result.text = doc.dump(4) + "\n";
 
   auto& notes = result.notes;
-  notes.push_back(fmt::format("llm-analysis efficiencies measured on {} ({}):", device.id, device.name));
+  notes.push_back(
+      fmt::format("llm-analysis efficiencies measured on {} ({}):", device.id, device.name));
   if (flops.efficiency) {
-    notes.push_back(fmt::format("  --flops_efficiency {:.3f}   ({} GEMM: best measured {:.4g} TFLOP/s / {} peak {:.4g} TFLOP/s)",
-                                *flops.efficiency, dtype, *best_gemm_flops_per_s(device, dtype) / 1e12,
-                                flops.peak_is_measured ? "measured" : "datasheet", *flops.peak / 1e12));
+    notes.push_back(
+        fmt::format("  --flops_efficiency {:.3f}   ({} GEMM: best measured {:.4g} TFLOP/s / {} "
+                    "peak {:.4g} TFLOP/s)",
+                    *flops.efficiency, dtype, *best_gemm_flops_per_s(device, dtype) / 1e12,
+                    flops.peak_is_measured ? "measured" : "datasheet", *flops.peak / 1e12));
   }
   if (memory.efficiency) {
-    notes.push_back(fmt::format("  --hbm_memory_efficiency {:.3f}   ({}: measured {:.4g} GB/s / {} {:.4g} GB/s)",
-                                *memory.efficiency, main_memory_level(device), *main_memory_Bps(device) / 1e9,
-                                memory.peak_is_measured ? "measured" : "datasheet", *memory.peak / 1e9));
+    notes.push_back(fmt::format(
+        "  --hbm_memory_efficiency {:.3f}   ({}: measured {:.4g} GB/s / {} {:.4g} GB/s)",
+        *memory.efficiency, main_memory_level(device), *main_memory_Bps(device) / 1e9,
+        memory.peak_is_measured ? "measured" : "datasheet", *memory.peak / 1e9));
   } else {
-    notes.push_back("  hbm_memory_efficiency: no main-memory bandwidth measured; hbm_bandwidth_in_GB_per_sec is null");
+    notes.push_back(
+        "  hbm_memory_efficiency: no main-memory bandwidth measured; hbm_bandwidth_in_GB_per_sec "
+        "is null");
   }
-  if (dtype == "f32") notes.push_back("  note: no 16-bit GEMM measured; peak_fp16_TFLOPS holds the f32 GEMM figure");
-  if (flops.peak_is_measured) notes.push_back("  note: no datasheet peak; peak_fp16_TFLOPS is the measured figure");
+  if (dtype == "f32")
+    notes.push_back("  note: no 16-bit GEMM measured; peak_fp16_TFLOPS holds the f32 GEMM figure");
+  if (flops.peak_is_measured)
+    notes.push_back("  note: no datasheet peak; peak_fp16_TFLOPS is the measured figure");
   if (flops.efficiency && *flops.efficiency > 1) {
-    notes.push_back("  note: measured above the datasheet figure (turbo or a base-clock datasheet); efficiency > 1");
+    notes.push_back(
+        "  note: measured above the datasheet figure (turbo or a base-clock datasheet); efficiency "
+        "> 1");
   }
   notes.push_back("  not measured (null): intra/inter-node bandwidth and latency, peak_i4_TFLOPS" +
                   std::string(int8.peak ? "" : ", peak_i8_TFLOPS"));

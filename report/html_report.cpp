@@ -1,9 +1,9 @@
 #include "report/html_report.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <fmt/format.h>
 
 #include "core/dtype.hpp"
 #include "core/units.hpp"
@@ -40,7 +40,9 @@ std::string format_value(const std::string& unit, double v) {
 
 std::string summary_table(const Comparison& c) {
   std::string out = "<table><tr><th>figure</th>";
-  for (const auto& col : c.columns) out += "<th>" + esc(col.label) + "<br><span class=\"ratio\">" + esc(col.device_name) + "</span></th>";
+  for (const auto& col : c.columns)
+    out += "<th>" + esc(col.label) + "<br><span class=\"ratio\">" + esc(col.device_name) +
+           "</span></th>";
   out += "</tr>\n";
   for (const auto& row : c.rows) {
     out += "<tr><td>" + esc(row.group + " " + row.name) + "</td>";
@@ -70,7 +72,9 @@ std::string summary_table(const Comparison& c) {
 std::string machine_section(const Profile& p, const std::string& source) {
   const auto& m = p.machine;
   std::string out = fmt::format("<h2>Machine {}</h2>\n<table>\n", esc(m.label));
-  auto row = [&](const std::string& k, const std::string& v) { out += "<tr><td>" + esc(k) + "</td><td>" + esc(v) + "</td></tr>\n"; };
+  auto row = [&](const std::string& k, const std::string& v) {
+    out += "<tr><td>" + esc(k) + "</td><td>" + esc(v) + "</td></tr>\n";
+  };
   row("profile", source);
   row("created (UTC)", p.created_utc);
   row("complete", p.complete ? "yes" : "no (interrupted: some figures missing)");
@@ -80,11 +84,15 @@ std::string machine_section(const Profile& p, const std::string& source) {
   row("cpu", fmt::format("{} ({} cores)", m.cpu_model, m.cpu_cores));
   row("memory", m.memory_bytes ? format_bytes(static_cast<double>(*m.memory_bytes)) : "-");
   row("price", m.price_per_hour_usd ? fmt::format("${:.2f}/h", *m.price_per_hour_usd) : "-");
-  out += "</table>\n<table><tr><th>device</th><th>kind</th><th>name</th><th>memory</th><th>libraries</th><th>datasheet source</th><th>conditions</th></tr>\n";
+  out +=
+      "</table>\n<table><tr><th>device</th><th>kind</th><th>name</th><th>memory</th><th>libraries</"
+      "th><th>datasheet source</th><th>conditions</th></tr>\n";
   for (const auto& d : p.devices) {
-    out += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n", esc(d.id),
-                       esc(d.kind), esc(d.name), d.memory_bytes ? format_bytes(static_cast<double>(*d.memory_bytes)) : "-",
-                       esc(d.libraries.dump()), esc(d.datasheet.source), esc(d.conditions.dump()));
+    out += fmt::format(
+        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+        esc(d.id), esc(d.kind), esc(d.name),
+        d.memory_bytes ? format_bytes(static_cast<double>(*d.memory_bytes)) : "-",
+        esc(d.libraries.dump()), esc(d.datasheet.source), esc(d.conditions.dump()));
   }
   out += "</table>\n";
   bool any_skipped = false;
@@ -92,14 +100,17 @@ std::string machine_section(const Profile& p, const std::string& source) {
   if (any_skipped) {
     out += "<p class=\"note\">Skipped:</p><ul class=\"note\">\n";
     for (const auto& d : p.devices) {
-      for (const auto& s : d.skipped) out += "<li>" + esc(d.id + ": " + s.what + " — " + s.reason) + "</li>\n";
+      for (const auto& s : d.skipped)
+        out += "<li>" + esc(d.id + ": " + s.what + " — " + s.reason) + "</li>\n";
     }
     out += "</ul>\n";
   }
   return out;
 }
 
-std::string chart_div(const Chart& c) { return "<div class=\"chart\">" + render_svg(c) + "</div>\n"; }
+std::string chart_div(const Chart& c) {
+  return "<div class=\"chart\">" + render_svg(c) + "</div>\n";
+}
 
 }  // namespace
 
@@ -107,7 +118,11 @@ Chart roofline_chart(const DeviceView& view) {
   const Device& d = *view.device;
   Chart chart;
   chart.title = "Roofline: " + view.label;
-  chart.x = {"arithmetic intensity (FLOP / byte)", Scale::log10, [](double v) { return fmt::format("{:g}", v); }, {}, {}};
+  chart.x = {"arithmetic intensity (FLOP / byte)",
+             Scale::log10,
+             [](double v) { return fmt::format("{:g}", v); },
+             {},
+             {}};
   chart.y = {"FLOP/s", Scale::log10, si_label, {}, {}};
 
   const auto dtypes = gemm_dtypes(d);
@@ -143,19 +158,23 @@ Chart roofline_chart(const DeviceView& view) {
     const auto& dt = dtypes[i];
     const int color = static_cast<int>(i);
     if (auto peak = best_gemm_flops_per_s(d, dt); peak && bw) {
-      chart.series.push_back({dt + " measured ceiling", ceiling(*peak, *bw), true, false, Marker::none, color});
+      chart.series.push_back(
+          {dt + " measured ceiling", ceiling(*peak, *bw), true, false, Marker::none, color});
     }
     if (auto peak = datasheet_flops_per_s(d, dt); peak && ds_bw) {
-      chart.series.push_back({dt + " datasheet ceiling", ceiling(*peak, *ds_bw), true, true, Marker::none, color});
+      chart.series.push_back(
+          {dt + " datasheet ceiling", ceiling(*peak, *ds_bw), true, true, Marker::none, color});
     }
     Series gemm{dt + " GEMM", {}, false, false, Marker::circle, color};
     for (const auto& p : d.gemm) {
-      if (to_string(p.shape.dtype) == dt) gemm.points.push_back({gemm_intensity(p.shape), p.flops_per_s});
+      if (to_string(p.shape.dtype) == dt)
+        gemm.points.push_back({gemm_intensity(p.shape), p.flops_per_s});
     }
     if (!gemm.points.empty()) chart.series.push_back(std::move(gemm));
     Series conv{dt + " conv", {}, false, false, Marker::triangle, color};
     for (const auto& p : d.conv) {
-      if (to_string(p.shape.dtype) == dt) conv.points.push_back({conv_intensity(p.shape), p.flops_per_s});
+      if (to_string(p.shape.dtype) == dt)
+        conv.points.push_back({conv_intensity(p.shape), p.flops_per_s});
     }
     if (!conv.points.empty()) chart.series.push_back(std::move(conv));
   }
@@ -180,7 +199,8 @@ Chart gemm_efficiency_chart(const std::vector<DeviceView>& views) {
       }
       Series s{prefix(views, v) + dt + suffix, {}, true, false, Marker::circle, color++};
       for (const auto& p : v.device->gemm) {
-        if (to_string(p.shape.dtype) == dt && reference) s.points.push_back({p.shape.flops(), p.flops_per_s / *reference});
+        if (to_string(p.shape.dtype) == dt && reference)
+          s.points.push_back({p.shape.flops(), p.flops_per_s / *reference});
       }
       if (!s.points.empty()) chart.series.push_back(std::move(s));
     }
@@ -204,7 +224,8 @@ Chart bandwidth_chart(const std::vector<DeviceView>& views) {
     std::vector<std::string> kernels;
     double lo = 1e300, hi = 0;
     for (const auto& p : v.device->memory_sweep) {
-      if (std::find(kernels.begin(), kernels.end(), p.kernel) == kernels.end()) kernels.push_back(p.kernel);
+      if (std::find(kernels.begin(), kernels.end(), p.kernel) == kernels.end())
+        kernels.push_back(p.kernel);
       lo = std::min(lo, static_cast<double>(p.bytes));
       hi = std::max(hi, static_cast<double>(p.bytes));
     }
@@ -217,9 +238,13 @@ Chart bandwidth_chart(const std::vector<DeviceView>& views) {
       chart.series.push_back(std::move(s));
     }
     if (v.device->datasheet.memory_Bps && hi > 0) {
-      chart.series.push_back({prefix(views, v) + "datasheet " + main_memory_level(*v.device),
-                              {{lo, *v.device->datasheet.memory_Bps}, {hi, *v.device->datasheet.memory_Bps}},
-                              true, true, Marker::none, first_color});
+      chart.series.push_back(
+          {prefix(views, v) + "datasheet " + main_memory_level(*v.device),
+           {{lo, *v.device->datasheet.memory_Bps}, {hi, *v.device->datasheet.memory_Bps}},
+           true,
+           true,
+           Marker::none,
+           first_color});
     }
   }
   return chart;
@@ -254,29 +279,41 @@ std::optional<Chart> transfer_chart(const std::vector<DeviceView>& views) {
   return chart;
 }
 
-std::string render_report_html(const std::vector<Profile>& profiles, const std::vector<std::string>& sources) {
+std::string render_report_html(const std::vector<Profile>& profiles,
+                               const std::vector<std::string>& sources) {
   std::vector<std::string> labels;
   for (const auto& p : profiles) labels.push_back(p.machine.label);
-  std::string html = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>truepeak report: " +
-                     esc(fmt::format("{}", fmt::join(labels, ", "))) + "</title>\n<style>" + kCss + "</style></head><body>\n";
+  std::string html =
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>truepeak "
+      "report: " +
+      esc(fmt::format("{}", fmt::join(labels, ", "))) + "</title>\n<style>" + kCss +
+      "</style></head><body>\n";
   html += "<h1>truepeak report: " + esc(fmt::format("{}", fmt::join(labels, ", "))) + "</h1>\n";
-  html += fmt::format("<p class=\"note\">Measured figures are the fastest sample of each point (medians are in the "
-                      "profile). GB = 1e9 bytes; FLOPs = 2 x multiply-adds; bandwidth counts bytes read + written. "
-                      "Written by truepeak {}.</p>\n",
-                      esc(TRUEPEAK_VERSION));
+  html += fmt::format(
+      "<p class=\"note\">Measured figures are the fastest sample of each point (medians are in the "
+      "profile). GB = 1e9 bytes; FLOPs = 2 x multiply-adds; bandwidth counts bytes read + written. "
+      "Written by truepeak {}.</p>\n",
+      esc(TRUEPEAK_VERSION));
 
   const auto views = all_devices(profiles);
   const auto comparison = compare_profiles(profiles, {});
   html += "<h2>Summary</h2>\n" + summary_table(comparison);
-  html += "<p class=\"note\">\"x first\": ratio to the first column. \"% of datasheet\": measured over the datasheet "
-          "or derived figure of the same device (see each device's datasheet source).</p>\n";
+  html +=
+      "<p class=\"note\">\"x first\": ratio to the first column. \"% of datasheet\": measured over "
+      "the datasheet "
+      "or derived figure of the same device (see each device's datasheet source).</p>\n";
 
-  html += "<h2>Roofline</h2>\n<p class=\"note\">Solid: ceilings from measured peaks and main-memory bandwidth; dashed: "
-          "datasheet. Points: measured GEMM (circles) and convolution (triangles) problems at their arithmetic "
-          "intensity (FLOPs over minimal bytes moved).</p>\n<div class=\"charts\">\n";
+  html +=
+      "<h2>Roofline</h2>\n<p class=\"note\">Solid: ceilings from measured peaks and main-memory "
+      "bandwidth; dashed: "
+      "datasheet. Points: measured GEMM (circles) and convolution (triangles) problems at their "
+      "arithmetic "
+      "intensity (FLOPs over minimal bytes moved).</p>\n<div class=\"charts\">\n";
   for (const auto& v : views) html += chart_div(roofline_chart(v));
-  html += "</div>\n<h2>GEMM efficiency</h2>\n<div class=\"charts\">\n" + chart_div(gemm_efficiency_chart(views)) + "</div>\n";
-  html += "<h2>Memory bandwidth</h2>\n<div class=\"charts\">\n" + chart_div(bandwidth_chart(views)) + "</div>\n";
+  html += "</div>\n<h2>GEMM efficiency</h2>\n<div class=\"charts\">\n" +
+          chart_div(gemm_efficiency_chart(views)) + "</div>\n";
+  html += "<h2>Memory bandwidth</h2>\n<div class=\"charts\">\n" +
+          chart_div(bandwidth_chart(views)) + "</div>\n";
   if (auto t = transfer_chart(views)) {
     html += "<h2>Host-device transfers</h2>\n<div class=\"charts\">\n" + chart_div(*t) + "</div>\n";
   }

@@ -26,6 +26,7 @@ Chart bandwidth_chart(const std::vector<DeviceView>& views);
 std::optional<Chart> transfer_chart(const std::vector<DeviceView>& views);
 
 // `sources` names each profile (its path) in the page.
-std::string render_report_html(const std::vector<Profile>& profiles, const std::vector<std::string>& sources);
+std::string render_report_html(const std::vector<Profile>& profiles,
+                               const std::vector<std::string>& sources);
 
 }  // namespace truepeak::report

@@ -1,9 +1,9 @@
 #include "report/summary.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "core/dtype.hpp"
 #include "core/error.hpp"
@@ -19,7 +19,8 @@ std::vector<DeviceView> all_devices(const std::vector<Profile>& profiles) {
 }
 
 const Device& pick_device(const Profile& profile, const std::string& id, const std::string& where) {
-  if (profile.devices.empty()) throw InputError(fmt::format("{}: the profile has no devices", where));
+  if (profile.devices.empty())
+    throw InputError(fmt::format("{}: the profile has no devices", where));
   if (id.empty()) {
     for (const auto& d : profile.devices) {
       if (d.kind == "gpu") return d;
@@ -29,7 +30,8 @@ const Device& pick_device(const Profile& profile, const std::string& id, const s
   if (const auto* d = profile.find_device(id)) return *d;
   std::vector<std::string> ids;
   for (const auto& d : profile.devices) ids.push_back(d.id);
-  throw InputError(fmt::format("{}: no device '{}' in this profile (it has: {})", where, id, fmt::join(ids, ", ")));
+  throw InputError(fmt::format("{}: no device '{}' in this profile (it has: {})", where, id,
+                               fmt::join(ids, ", ")));
 }
 
 namespace {
@@ -44,12 +46,14 @@ std::vector<std::string> gemm_dtypes(const Device& device) {
   for (const auto& [name, value] : device.peaks.flops_per_s) names.insert(name);
   for (const auto& p : device.gemm) names.insert(std::string(to_string(p.shape.dtype)));
   std::vector<std::string> out(names.begin(), names.end());
-  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return dtype_rank(a) < dtype_rank(b); });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const auto& a, const auto& b) { return dtype_rank(a) < dtype_rank(b); });
   return out;
 }
 
 std::optional<double> best_gemm_flops_per_s(const Device& device, const std::string& dtype) {
-  if (auto it = device.peaks.flops_per_s.find(dtype); it != device.peaks.flops_per_s.end()) return it->second;
+  if (auto it = device.peaks.flops_per_s.find(dtype); it != device.peaks.flops_per_s.end())
+    return it->second;
   std::optional<double> best;
   for (const auto& p : device.gemm) {
     if (to_string(p.shape.dtype) == dtype && (!best || p.flops_per_s > *best)) best = p.flops_per_s;
@@ -58,7 +62,8 @@ std::optional<double> best_gemm_flops_per_s(const Device& device, const std::str
 }
 
 std::optional<double> datasheet_flops_per_s(const Device& device, const std::string& dtype) {
-  if (auto it = device.datasheet.flops_per_s.find(dtype); it != device.datasheet.flops_per_s.end()) {
+  if (auto it = device.datasheet.flops_per_s.find(dtype);
+      it != device.datasheet.flops_per_s.end()) {
     return it->second;
   }
   return std::nullopt;
@@ -107,8 +112,8 @@ std::optional<double> ratio(std::optional<double> a, std::optional<double> b) {
 std::string slug(const std::string& text) {
   std::string out;
   for (char ch : text) {
-    const bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
-                    ch == '-';
+    const bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                    (ch >= '0' && ch <= '9') || ch == '_' || ch == '-';
     out.push_back(ok ? ch : '-');
   }
   return out;

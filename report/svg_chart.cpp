@@ -1,10 +1,10 @@
 #include "report/svg_chart.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
-
-#include <fmt/format.h>
 
 namespace truepeak::report {
 namespace {
@@ -53,23 +53,29 @@ std::pair<double, double> nice_range(Scale scale, Range r, const Axis& axis) {
   return {lo, hi};
 }
 
-std::string format_tick(const Axis& axis, double v) { return axis.format ? axis.format(v) : fmt::format("{:g}", v); }
+std::string format_tick(const Axis& axis, double v) {
+  return axis.format ? axis.format(v) : fmt::format("{:g}", v);
+}
 
 std::string marker_svg(Marker m, double x, double y, const char* color) {
   switch (m) {
     case Marker::none:
       return {};
     case Marker::circle:
-      return fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3.5\" fill=\"{}\" stroke=\"#fff\" stroke-width=\"0.8\"/>",
-                         x, y, color);
+      return fmt::format(
+          "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3.5\" fill=\"{}\" stroke=\"#fff\" "
+          "stroke-width=\"0.8\"/>",
+          x, y, color);
     case Marker::square:
-      return fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"7\" height=\"7\" fill=\"{}\" stroke=\"#fff\" "
-                         "stroke-width=\"0.8\"/>",
-                         x - 3.5, y - 3.5, color);
+      return fmt::format(
+          "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"7\" height=\"7\" fill=\"{}\" stroke=\"#fff\" "
+          "stroke-width=\"0.8\"/>",
+          x - 3.5, y - 3.5, color);
     case Marker::triangle:
-      return fmt::format("<path d=\"M{:.1f},{:.1f} L{:.1f},{:.1f} L{:.1f},{:.1f} Z\" fill=\"{}\" stroke=\"#fff\" "
-                         "stroke-width=\"0.8\"/>",
-                         x, y - 4.5, x - 4.2, y + 3, x + 4.2, y + 3, color);
+      return fmt::format(
+          "<path d=\"M{:.1f},{:.1f} L{:.1f},{:.1f} L{:.1f},{:.1f} Z\" fill=\"{}\" stroke=\"#fff\" "
+          "stroke-width=\"0.8\"/>",
+          x, y - 4.5, x - 4.2, y + 3, x + 4.2, y + 3, color);
   }
   return {};
 }
@@ -80,12 +86,23 @@ std::string xml_escape(const std::string& text) {
   std::string out;
   for (char ch : text) {
     switch (ch) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += ch;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += ch;
     }
   }
   return out;
@@ -95,8 +112,8 @@ std::string si_label(double v) {
   static constexpr struct {
     double scale;
     const char* prefix;
-  } kPrefixes[] = {{1e15, "P"}, {1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}, {1, ""}, {1e-3, "m"}, {1e-6, "µ"},
-                   {1e-9, "n"}};
+  } kPrefixes[] = {{1e15, "P"}, {1e12, "T"}, {1e9, "G"},  {1e6, "M"}, {1e3, "k"},
+                   {1, ""},     {1e-3, "m"}, {1e-6, "µ"}, {1e-9, "n"}};
   if (v == 0) return "0";
   for (const auto& p : kPrefixes) {
     if (std::fabs(v) >= p.scale * 0.9999) return fmt::format("{:g}{}", v / p.scale, p.prefix);
@@ -108,7 +125,9 @@ std::string bytes_label(double v) {
   static constexpr struct {
     double scale;
     const char* unit;
-  } kUnits[] = {{1024.0 * 1024 * 1024 * 1024, "TiB"}, {1024.0 * 1024 * 1024, "GiB"}, {1024.0 * 1024, "MiB"},
+  } kUnits[] = {{1024.0 * 1024 * 1024 * 1024, "TiB"},
+                {1024.0 * 1024 * 1024, "GiB"},
+                {1024.0 * 1024, "MiB"},
                 {1024.0, "KiB"}};
   for (const auto& u : kUnits) {
     if (std::fabs(v) >= u.scale * 0.9999) return fmt::format("{:g} {}", v / u.scale, u.unit);
@@ -167,8 +186,8 @@ std::string render_svg(const Chart& chart) {
   std::vector<Series> series = chart.series;
   for (auto& s : series) {
     std::erase_if(s.points, [&](const auto& p) {
-      return !std::isfinite(p.first) || !std::isfinite(p.second) || (is_log(chart.x.scale) && p.first <= 0) ||
-             (is_log(chart.y.scale) && p.second <= 0);
+      return !std::isfinite(p.first) || !std::isfinite(p.second) ||
+             (is_log(chart.x.scale) && p.first <= 0) || (is_log(chart.y.scale) && p.second <= 0);
     });
     if (s.line) std::sort(s.points.begin(), s.points.end());
     for (const auto& [x, y] : s.points) {
@@ -181,25 +200,33 @@ std::string render_svg(const Chart& chart) {
   const double tx0 = transform(chart.x.scale, x0), tx1 = transform(chart.x.scale, x1);
   const double ty0 = transform(chart.y.scale, y0), ty1 = transform(chart.y.scale, y1);
   auto px = [&](double x) { return left + (transform(chart.x.scale, x) - tx0) / (tx1 - tx0) * pw; };
-  auto py = [&](double y) { return top + ph - (transform(chart.y.scale, y) - ty0) / (ty1 - ty0) * ph; };
+  auto py = [&](double y) {
+    return top + ph - (transform(chart.y.scale, y) - ty0) / (ty1 - ty0) * ph;
+  };
 
   std::string svg = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} "
+      "{1}\" "
       "font-family=\"sans-serif\" font-size=\"12\">\n",
       chart.width, chart.height);
   // One id per chart so several charts can share a page.
-  const auto clip_id = fmt::format("clip{:x}", std::hash<std::string>{}(chart.title + std::to_string(chart.series.size())));
-  svg += fmt::format("<defs><clipPath id=\"{}\"><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/></clipPath></defs>\n",
-                     clip_id, left, top, pw, ph);
-  svg += fmt::format("<rect x=\"0\" y=\"0\" width=\"{}\" height=\"{}\" fill=\"#ffffff\"/>\n", chart.width, chart.height);
-  svg += fmt::format("<text x=\"{}\" y=\"22\" font-size=\"15\" font-weight=\"bold\">{}</text>\n", left,
-                     xml_escape(chart.title));
+  const auto clip_id = fmt::format(
+      "clip{:x}", std::hash<std::string>{}(chart.title + std::to_string(chart.series.size())));
+  svg += fmt::format(
+      "<defs><clipPath id=\"{}\"><rect x=\"{}\" y=\"{}\" width=\"{}\" "
+      "height=\"{}\"/></clipPath></defs>\n",
+      clip_id, left, top, pw, ph);
+  svg += fmt::format("<rect x=\"0\" y=\"0\" width=\"{}\" height=\"{}\" fill=\"#ffffff\"/>\n",
+                     chart.width, chart.height);
+  svg += fmt::format("<text x=\"{}\" y=\"22\" font-size=\"15\" font-weight=\"bold\">{}</text>\n",
+                     left, xml_escape(chart.title));
 
   // Minor grid on log axes: 2..9 x each power of ten (log10) between the labelled ticks.
   auto minor_ticks = [](Scale s, double lo, double hi) {
     std::vector<double> out;
     if (s != Scale::log10) return out;
-    for (int e = static_cast<int>(std::floor(std::log10(lo))); e <= static_cast<int>(std::ceil(std::log10(hi))); ++e) {
+    for (int e = static_cast<int>(std::floor(std::log10(lo)));
+         e <= static_cast<int>(std::ceil(std::log10(hi))); ++e) {
       for (int m = 2; m <= 9; ++m) {
         const double v = m * std::pow(10.0, e);
         if (v > lo && v < hi) out.push_back(v);
@@ -208,30 +235,45 @@ std::string render_svg(const Chart& chart) {
     return out;
   };
   for (double v : minor_ticks(chart.x.scale, x0, x1)) {
-    svg += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#f0f0f0\"/>\n", px(v), top, top + ph);
+    svg += fmt::format(
+        "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#f0f0f0\"/>\n", px(v),
+        top, top + ph);
   }
   for (double v : minor_ticks(chart.y.scale, y0, y1)) {
-    svg += fmt::format("<line x1=\"{1}\" y1=\"{0:.1f}\" x2=\"{2}\" y2=\"{0:.1f}\" stroke=\"#f0f0f0\"/>\n", py(v), left, left + pw);
+    svg += fmt::format(
+        "<line x1=\"{1}\" y1=\"{0:.1f}\" x2=\"{2}\" y2=\"{0:.1f}\" stroke=\"#f0f0f0\"/>\n", py(v),
+        left, left + pw);
   }
   for (double v : axis_ticks(chart.x.scale, x0, x1)) {
     const double x = px(v);
-    svg += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#d8d8d8\"/>\n", x, top, top + ph);
-    svg += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#333\"/>\n", x, top + ph, top + ph + 5);
-    svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", x, top + ph + 18,
-                       xml_escape(format_tick(chart.x, v)));
+    svg += fmt::format(
+        "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#d8d8d8\"/>\n", x, top,
+        top + ph);
+    svg +=
+        fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#333\"/>\n",
+                    x, top + ph, top + ph + 5);
+    svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", x,
+                       top + ph + 18, xml_escape(format_tick(chart.x, v)));
   }
   for (double v : axis_ticks(chart.y.scale, y0, y1)) {
     const double y = py(v);
-    svg += fmt::format("<line x1=\"{1}\" y1=\"{0:.1f}\" x2=\"{2}\" y2=\"{0:.1f}\" stroke=\"#d8d8d8\"/>\n", y, left, left + pw);
-    svg += fmt::format("<line x1=\"{1}\" y1=\"{0:.1f}\" x2=\"{2}\" y2=\"{0:.1f}\" stroke=\"#333\"/>\n", y, left - 5, left);
-    svg += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n", left - 8, y + 4,
-                       xml_escape(format_tick(chart.y, v)));
+    svg += fmt::format(
+        "<line x1=\"{1}\" y1=\"{0:.1f}\" x2=\"{2}\" y2=\"{0:.1f}\" stroke=\"#d8d8d8\"/>\n", y, left,
+        left + pw);
+    svg +=
+        fmt::format("<line x1=\"{1}\" y1=\"{0:.1f}\" x2=\"{2}\" y2=\"{0:.1f}\" stroke=\"#333\"/>\n",
+                    y, left - 5, left);
+    svg += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n", left - 8,
+                       y + 4, xml_escape(format_tick(chart.y, v)));
   }
-  svg += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333\"/>\n", left, top, pw, ph);
-  svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", left + pw / 2, chart.height - 12,
-                     xml_escape(chart.x.title));
-  svg += fmt::format("<text transform=\"translate(18,{:.1f}) rotate(-90)\" text-anchor=\"middle\">{}</text>\n",
-                     top + ph / 2, xml_escape(chart.y.title));
+  svg += fmt::format(
+      "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333\"/>\n", left,
+      top, pw, ph);
+  svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
+                     left + pw / 2, chart.height - 12, xml_escape(chart.x.title));
+  svg += fmt::format(
+      "<text transform=\"translate(18,{:.1f}) rotate(-90)\" text-anchor=\"middle\">{}</text>\n",
+      top + ph / 2, xml_escape(chart.y.title));
 
   svg += fmt::format("<g clip-path=\"url(#{})\">\n", clip_id);
   for (std::size_t i = 0; i < series.size(); ++i) {
@@ -239,9 +281,10 @@ std::string render_svg(const Chart& chart) {
     const char* color = kPalette[(s.color >= 0 ? s.color : static_cast<int>(i)) % kPaletteSize];
     if (s.line && s.points.size() >= 2) {
       std::string d;
-      for (const auto& [x, y] : s.points) d += fmt::format("{}{:.1f},{:.1f}", d.empty() ? "M" : " L", px(x), py(y));
-      svg += fmt::format("<path d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"{}/>\n", d, color,
-                         s.dashed ? " stroke-dasharray=\"6,4\"" : "");
+      for (const auto& [x, y] : s.points)
+        d += fmt::format("{}{:.1f},{:.1f}", d.empty() ? "M" : " L", px(x), py(y));
+      svg += fmt::format("<path d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"{}/>\n", d,
+                         color, s.dashed ? " stroke-dasharray=\"6,4\"" : "");
     }
     for (const auto& [x, y] : s.points) svg += marker_svg(s.marker, px(x), py(y), color);
     svg += "\n";
@@ -256,12 +299,15 @@ std::string render_svg(const Chart& chart) {
     const char* color = kPalette[(s.color >= 0 ? s.color : static_cast<int>(i)) % kPaletteSize];
     const double lx = left + pw + 14;
     if (s.line) {
-      svg += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"{}\" stroke-width=\"2\"{}/>", lx,
-                         ly, lx + 24, ly, color, s.dashed ? " stroke-dasharray=\"6,4\"" : "");
+      svg += fmt::format(
+          "<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"{}\" "
+          "stroke-width=\"2\"{}/>",
+          lx, ly, lx + 24, ly, color, s.dashed ? " stroke-dasharray=\"6,4\"" : "");
     }
     svg += marker_svg(s.marker, lx + 12, ly, color);
     std::string name = s.name.size() > 30 ? s.name.substr(0, 29) + "…" : s.name;
-    svg += fmt::format("<text x=\"{}\" y=\"{:.1f}\">{}</text>\n", lx + 30, ly + 4, xml_escape(name));
+    svg +=
+        fmt::format("<text x=\"{}\" y=\"{:.1f}\">{}</text>\n", lx + 30, ly + 4, xml_escape(name));
     ly += 17;
     if (ly > chart.height - 10) break;
   }

@@ -23,7 +23,8 @@ enum class Marker { none, circle, square, triangle };
 
 struct Series {
   std::string name;
-  std::vector<std::pair<double, double>> points;  // (x, y); non-positive values are dropped on log axes
+  std::vector<std::pair<double, double>>
+      points;  // (x, y); non-positive values are dropped on log axes
   bool line = true;
   bool dashed = false;
   Marker marker = Marker::circle;

@@ -38,7 +38,8 @@ std::string TextTable::to_text() const {
   for (const auto& r : rows) columns = std::max(columns, r.size());
   std::vector<std::size_t> widths(columns, 0);
   auto measure = [&](const std::vector<std::string>& row) {
-    for (std::size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], display_width(row[i]));
+    for (std::size_t i = 0; i < row.size(); ++i)
+      widths[i] = std::max(widths[i], display_width(row[i]));
   };
   measure(header);
   for (const auto& r : rows) measure(r);

@@ -1,11 +1,10 @@
 // compare / export / report through the real executable: exit codes, one-line errors, files.
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
-
-#include <gtest/gtest.h>
 
 #include "report_test_util.hpp"
 
@@ -16,7 +15,9 @@ namespace fs = std::filesystem;
 using test::data_path;
 
 // The tests executable lives in <build>/tests, the truepeak executable in <build>.
-fs::path truepeak_exe() { return fs::read_symlink("/proc/self/exe").parent_path().parent_path() / "truepeak"; }
+fs::path truepeak_exe() {
+  return fs::read_symlink("/proc/self/exe").parent_path().parent_path() / "truepeak";
+}
 
 struct Result {
   int status = -1;
@@ -57,9 +58,10 @@ class CliCommands : public ::testing::Test {
 };
 
 TEST_F(CliCommands, BadInputIsOneLineAndExitTwo) {
-  for (const auto& args : {"export --to excel " + cpu_, "export --to csv " + (dir_ / "missing.json").string(),
-                           "export --to prometheus --device tpu " + gpu_, "compare --format xml " + cpu_,
-                           "compare --price nobody=1 " + cpu_, "report " + cpu_ + " -o /nonexistent-dir/r.html"}) {
+  for (const auto& args :
+       {"export --to excel " + cpu_, "export --to csv " + (dir_ / "missing.json").string(),
+        "export --to prometheus --device tpu " + gpu_, "compare --format xml " + cpu_,
+        "compare --price nobody=1 " + cpu_, "report " + cpu_ + " -o /nonexistent-dir/r.html"}) {
     const auto r = run(args);
     EXPECT_EQ(r.status, 2) << args << "\n" << r.output;
     EXPECT_EQ(lines(r.output), 1u) << args << "\n" << r.output;

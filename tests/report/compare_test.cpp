@@ -1,7 +1,8 @@
+#include "report/compare.hpp"
+
 #include <gtest/gtest.h>
 
 #include "core/error.hpp"
-#include "report/compare.hpp"
 #include "report_test_util.hpp"
 
 namespace truepeak::report {
@@ -88,7 +89,8 @@ TEST(Compare, PriceOverridesAndErrors) {
 TEST(Compare, CostIsSortedAndTheCheapestMarked) {
   std::vector<Profile> profiles = {cpu_fixture(), gpu_fixture()};
   auto c = compare_profiles(profiles, {});
-  // Latency by device id, so the expected cost is known: 0.40 $/h x 10 ms / 8 vs 4.50 $/h x 1 ms / 8.
+  // Latency by device id, so the expected cost is known: 0.40 $/h x 10 ms / 8 vs 4.50 $/h x 1 ms
+  // / 8.
   add_cost(c, profiles, "toy", 8, "f32", [](const Profile& p, const Device& d) {
     Prediction out;
     if (p.machine.label == "fixture-gpu-box" && d.id == "cpu") {

@@ -2,17 +2,18 @@
 // data/llm_analysis_gpu_config_example.json (llm-analysis llm_analysis/gpu_configs/*.json),
 // data/calculon_system_example.json (Calculon systems/*.json), data/prometheus_example.prom
 // (Prometheus text exposition format 0.0.4).
+#include "report/export.hpp"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <map>
 #include <regex>
 #include <set>
 #include <sstream>
 
-#include <fmt/format.h>
-#include <gtest/gtest.h>
-
 #include "core/error.hpp"
-#include "report/export.hpp"
 #include "report_test_util.hpp"
 
 namespace truepeak::report {
@@ -67,9 +68,12 @@ TEST(ExportLlmAnalysis, FieldsMatchTheTargetFormat) {
   const auto& gpu = *p.find_device("cuda:0");
   EXPECT_EQ(out["name"], "fixture-gpu-box-cuda-0");
   EXPECT_DOUBLE_EQ(out["mem_per_GPU_in_GB"].get<double>(), 80.0);
-  EXPECT_DOUBLE_EQ(out["peak_fp16_TFLOPS"].get<double>(), gpu.datasheet.flops_per_s.at("f16") / 1e12);
-  EXPECT_DOUBLE_EQ(out["peak_i8_TFLOPS"].get<double>(), gpu.datasheet.flops_per_s.at("int8") / 1e12);
-  EXPECT_DOUBLE_EQ(out["hbm_bandwidth_in_GB_per_sec"].get<double>(), *gpu.datasheet.memory_Bps / 1e9);
+  EXPECT_DOUBLE_EQ(out["peak_fp16_TFLOPS"].get<double>(),
+                   gpu.datasheet.flops_per_s.at("f16") / 1e12);
+  EXPECT_DOUBLE_EQ(out["peak_i8_TFLOPS"].get<double>(),
+                   gpu.datasheet.flops_per_s.at("int8") / 1e12);
+  EXPECT_DOUBLE_EQ(out["hbm_bandwidth_in_GB_per_sec"].get<double>(),
+                   *gpu.datasheet.memory_Bps / 1e9);
   // Not measured: null, never a made-up figure.
   EXPECT_TRUE(out["intra_node_bandwidth_in_GB_per_sec"].is_null());
   EXPECT_TRUE(out["intra_node_min_message_latency"].is_null());
@@ -79,8 +83,10 @@ TEST(ExportLlmAnalysis, FieldsMatchTheTargetFormat) {
   const auto notes = joined(r.notes);
   const double flops_eff = gpu.peaks.flops_per_s.at("f16") / gpu.datasheet.flops_per_s.at("f16");
   const double mem_eff = *gpu.peaks.memory_Bps / *gpu.datasheet.memory_Bps;
-  EXPECT_NE(notes.find(fmt::format("--flops_efficiency {:.3f}", flops_eff)), std::string::npos) << notes;
-  EXPECT_NE(notes.find(fmt::format("--hbm_memory_efficiency {:.3f}", mem_eff)), std::string::npos) << notes;
+  EXPECT_NE(notes.find(fmt::format("--flops_efficiency {:.3f}", flops_eff)), std::string::npos)
+      << notes;
+  EXPECT_NE(notes.find(fmt::format("--hbm_memory_efficiency {:.3f}", mem_eff)), std::string::npos)
+      << notes;
 }
 
 TEST(ExportLlmAnalysis, CpuWithoutF16UsesBf16AndLeavesInt8Null) {
@@ -131,13 +137,15 @@ TEST(ExportCalculon, StructureMatchesTheTargetFormat) {
     ASSERT_FALSE(out[engine].empty()) << engine;
     for (const auto& [dtype, entry] : out[engine].items()) {
       EXPECT_TRUE(calculon_types.count(dtype)) << dtype;
-      for (const auto& [field, v] : example[engine]["float16"].items()) EXPECT_TRUE(entry.contains(field)) << field;
+      for (const auto& [field, v] : example[engine]["float16"].items())
+        EXPECT_TRUE(entry.contains(field)) << field;
       EXPECT_TRUE(entry["tflops"].is_number());
       expect_valid_table(entry["gflops_efficiency"], std::string(engine) + " " + dtype);
     }
   }
   for (const char* mem : {"mem1", "mem2"}) {
-    for (const auto& [field, v] : example[mem].items()) EXPECT_TRUE(out[mem].contains(field)) << mem << " " << field;
+    for (const auto& [field, v] : example[mem].items())
+      EXPECT_TRUE(out[mem].contains(field)) << mem << " " << field;
     expect_valid_table(out[mem]["MB_efficiency"], mem);
   }
   EXPECT_TRUE(out["processing_mode"] == "roofline" || out["processing_mode"] == "no_overlap");
@@ -276,7 +284,8 @@ Exposition parse_exposition(const std::string& text) {
         enter(name);
         if (kind == "TYPE") {
           rest = rest.substr(rest.find_first_not_of(' '));
-          static const std::set<std::string> types = {"counter", "gauge", "histogram", "summary", "untyped"};
+          static const std::set<std::string> types = {"counter", "gauge", "histogram", "summary",
+                                                      "untyped"};
           if (!types.count(rest)) e.errors.push_back("bad type: " + line);
           if (e.type.count(name)) e.errors.push_back("second TYPE: " + line);
           e.type[name] = rest;
@@ -373,19 +382,23 @@ TEST(ExportPrometheus, MetricsLabelsHelpAndType) {
   // The bf16 matrix peak of the GPU, with device, dtype and kind labels, as the profile has it.
   const double expected = p.find_device("cuda:0")->peaks.flops_per_s.at("bf16");
   const std::string line_start =
-      "truepeak_peak_flops_per_second{machine=\"fixture-gpu-box\",device=\"cuda:0\",device_kind=\"gpu\",dtype=\"bf16\","
+      "truepeak_peak_flops_per_second{machine=\"fixture-gpu-box\",device=\"cuda:0\",device_kind="
+      "\"gpu\",dtype=\"bf16\","
       "kind=\"matrix\"} ";
   const auto at = text.find(line_start);
   ASSERT_NE(at, std::string::npos) << text;
-  const auto value = text.substr(at + line_start.size(), text.find('\n', at) - at - line_start.size());
+  const auto value =
+      text.substr(at + line_start.size(), text.find('\n', at) - at - line_start.size());
   EXPECT_DOUBLE_EQ(std::stod(value), expected);
   // Not measured on the CPU: no graph-op overhead sample for it (never a zero standing in).
-  EXPECT_EQ(text.find("truepeak_op_overhead_seconds{machine=\"fixture-gpu-box\",device=\"cpu\",device_kind=\"cpu\","
+  EXPECT_EQ(text.find("truepeak_op_overhead_seconds{machine=\"fixture-gpu-box\",device=\"cpu\","
+                      "device_kind=\"cpu\","
                       "kind=\"graph_op\"}"),
             std::string::npos);
-  EXPECT_NE(text.find("truepeak_transfer_latency_seconds{machine=\"fixture-gpu-box\",device=\"cuda:0\","
-                      "device_kind=\"gpu\",kind=\"h2d_pinned\"} 8e-06"),
-            std::string::npos);
+  EXPECT_NE(
+      text.find("truepeak_transfer_latency_seconds{machine=\"fixture-gpu-box\",device=\"cuda:0\","
+                "device_kind=\"gpu\",kind=\"h2d_pinned\"} 8e-06"),
+      std::string::npos);
 }
 
 TEST(ExportPrometheus, LabelValuesAreEscaped) {

@@ -1,10 +1,10 @@
+#include <gtest/gtest.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <regex>
 #include <sstream>
-
-#include <gtest/gtest.h>
 
 #include "report/html_report.hpp"
 #include "report/svg_chart.hpp"
@@ -25,7 +25,8 @@ std::size_t count(const std::string& text, const std::string& what) {
 TEST(SvgChart, Ticks) {
   EXPECT_EQ(axis_ticks(Scale::log10, 1, 1000), (std::vector<double>{1, 10, 100, 1000}));
   EXPECT_EQ(axis_ticks(Scale::log10, 2, 9000), (std::vector<double>{10, 100, 1000}));
-  EXPECT_EQ(axis_ticks(Scale::log10, 10, 1000), (std::vector<double>{10, 20, 50, 100, 200, 500, 1000}));
+  EXPECT_EQ(axis_ticks(Scale::log10, 10, 1000),
+            (std::vector<double>{10, 20, 50, 100, 200, 500, 1000}));
   const auto wide = axis_ticks(Scale::log10, 1e-3, 1e30);  // at most ~10 labels
   EXPECT_LE(wide.size(), 12u);
   const auto bytes = axis_ticks(Scale::log2, 16 * 1024, 1 << 30);
@@ -47,15 +48,17 @@ TEST(SvgChart, DrawsSeriesLegendAndEscapesText) {
   c.y = {"y", Scale::linear, {}, {}, {}};
   c.series.push_back({"line <1>", {{1, 1}, {10, 2}, {100, 3}}, true, false, Marker::circle, -1});
   c.series.push_back({"dashed", {{1, 2}, {100, 2}}, true, true, Marker::none, -1});
-  c.series.push_back({"dropped", {{-1, 2}, {0, 2}}, false, false, Marker::square, -1});  // not on a log axis
+  c.series.push_back(
+      {"dropped", {{-1, 2}, {0, 2}}, false, false, Marker::square, -1});  // not on a log axis
   const auto svg = render_svg(c);
   EXPECT_EQ(svg.rfind("<svg", 0), 0u);
   EXPECT_NE(svg.find("a &lt;title&gt; &amp; more"), std::string::npos);
   EXPECT_NE(svg.find("line &lt;1&gt;"), std::string::npos);
   EXPECT_EQ(svg.find("<title>"), std::string::npos);
-  EXPECT_EQ(count(svg, "<circle"), 3u + 1u);  // three points and the legend sample
+  EXPECT_EQ(count(svg, "<circle"), 3u + 1u);      // three points and the legend sample
   EXPECT_EQ(count(svg, "stroke-dasharray"), 2u);  // the dashed series and its legend sample
-  EXPECT_EQ(count(svg, "<rect x=\""), 3u);  // clip, background, frame: no square for the dropped points
+  EXPECT_EQ(count(svg, "<rect x=\""),
+            3u);  // clip, background, frame: no square for the dropped points
   EXPECT_EQ(svg.find("nan"), std::string::npos);
 }
 
@@ -108,7 +111,8 @@ TEST(ReportCharts, EfficiencyBandwidthTransfers) {
   EXPECT_DOUBLE_EQ(eff.series.front().points.front().second, g.flops_per_s / 1.2e12);
   const auto bw = bandwidth_chart(views);
   bool has_datasheet = false;
-  for (const auto& s : bw.series) has_datasheet = has_datasheet || s.name == "fixture-gpu-box/cuda:0 datasheet HBM";
+  for (const auto& s : bw.series)
+    has_datasheet = has_datasheet || s.name == "fixture-gpu-box/cuda:0 datasheet HBM";
   EXPECT_TRUE(has_datasheet);
   const auto tr = transfer_chart(views);
   ASSERT_TRUE(tr);
@@ -125,7 +129,8 @@ TEST(Report, HtmlIsSelfContained) {
   EXPECT_EQ(count(html, "<svg"), 6u);
   EXPECT_EQ(count(html, "</svg>"), 6u);
   // Nothing is fetched: no URL other than the SVG namespace name.
-  const std::string without_ns = std::regex_replace(html, std::regex("xmlns=\"http://www.w3.org/2000/svg\""), "");
+  const std::string without_ns =
+      std::regex_replace(html, std::regex("xmlns=\"http://www.w3.org/2000/svg\""), "");
   EXPECT_EQ(without_ns.find("http:"), std::string::npos);
   EXPECT_EQ(without_ns.find("https:"), std::string::npos);
   EXPECT_EQ(html.find("<script"), std::string::npos);
@@ -147,22 +152,26 @@ std::string run(const std::string& command) {
 
 // Renders the report in headless Chromium and checks the screenshot shows tables and plots.
 TEST(Report, ChromiumScreenshotIsNotBlank) {
-  if (run("command -v chromium").empty()) GTEST_SKIP() << "chromium is not installed (Debian package: chromium)";
+  if (run("command -v chromium").empty())
+    GTEST_SKIP() << "chromium is not installed (Debian package: chromium)";
   namespace fs = std::filesystem;
-  const auto dir = fs::temp_directory_path() / fs::path("truepeak_report_test_" + std::to_string(::getpid()));
+  const auto dir =
+      fs::temp_directory_path() / fs::path("truepeak_report_test_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   const auto html_path = dir / "report.html";
   const auto png_path = dir / "shot.png";
   const std::vector<Profile> profiles = {cpu_fixture(), gpu_fixture()};
   write_file_atomic(html_path.string(), render_report_html(profiles, {"cpu.json", "gpu.json"}));
   // --no-sandbox: test runners often run as root, where Chromium's sandbox refuses to start.
-  const auto cmd = "chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1280,2400 "
-                   "--screenshot=" + png_path.string() + " file://" + html_path.string() + " >/dev/null 2>&1";
+  const auto cmd =
+      "chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1280,2400 "
+      "--screenshot=" +
+      png_path.string() + " file://" + html_path.string() + " >/dev/null 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   ASSERT_TRUE(fs::exists(png_path));
   EXPECT_GT(fs::file_size(png_path), 20000u);
-  const auto stats = run("/usr/bin/python3 " + std::string(TRUEPEAK_SOURCE_DIR) + "/tests/report/png_stats.py " +
-                         png_path.string());
+  const auto stats = run("/usr/bin/python3 " + std::string(TRUEPEAK_SOURCE_DIR) +
+                         "/tests/report/png_stats.py " + png_path.string());
   std::istringstream in(stats);
   int width = 0, height = 0, colours = 0;
   double non_white = 0;

@@ -2,10 +2,9 @@
 #pragma once
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "core/profile.hpp"
 
@@ -25,6 +24,8 @@ inline std::string read_text(const std::string& path) {
   return s.str();
 }
 
-inline nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(read_text(path)); }
+inline nlohmann::json read_json(const std::string& path) {
+  return nlohmann::json::parse(read_text(path));
+}
 
 }  // namespace truepeak::report::test
