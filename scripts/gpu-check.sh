@@ -30,6 +30,7 @@ build=$root/build-gpu
 start_s=$(date +%s)
 budget_s=${TRUEPEAK_GPU_CHECK_BUDGET_S:-290}
 status_lines=()
+failed=0  # exit status: 1 when a step failed
 
 log() { echo "gpu-check [$(( $(date +%s) - start_s ))s] $*" | tee -a "$out/gpu-check.log" >&2; }
 note() { status_lines+=("$1"); log "$1"; }
@@ -145,10 +146,12 @@ if [ $built = 1 ]; then
     note "build: ok"
   else
     built=0
+    failed=1
     note "build: FAILED (see build.log)"
     grep -E "error|FAILED" "$out/build.log" | head -20 >&2
   fi
 else
+  failed=1
   note "configure: FAILED (see configure.log)"
 fi
 if [ $built = 0 ]; then
@@ -169,6 +172,7 @@ if [ -x "$build/tests/truepeak_cuda_tests" ]; then
       >"$out/cuda-tests.log" 2>&1; then
     note "GPU tests: $(grep -E '^\[  PASSED  \]' "$out/cuda-tests.log" | head -1)"
   else
+    failed=1
     note "GPU tests: FAILED (see cuda-tests.log)"
     grep -E "^\[  FAILED  \]|Failure|error" "$out/cuda-tests.log" | head -20 >&2
   fi
@@ -183,11 +187,13 @@ log "calibrate --device cuda:0 --quick (at most $(left 170 60) s)"
 timeout -s INT -k 15 "$(left 170 60)" "$build/truepeak" calibrate --device cuda:0 --quick --label "$label" \
   --out "$profile" >"$out/calibrate.out" 2>"$out/calibrate.log"
 rc=$?
+[ $rc = 0 ] || failed=1
 note "calibrate: exit $rc$([ $rc = 124 ] && echo ' (time limit: the profile is partial)')"
 if [ -f "$profile" ]; then
   "$build/truepeak" show "$profile" >"$out/show.txt" 2>&1 || note "show: exit $?"
   cat "$out/show.txt"
 else
+  failed=1
   note "calibrate wrote no profile"
 fi
 
@@ -271,3 +277,4 @@ fi
 printf '%s\n' "${status_lines[@]}" >"$out/summary.txt"
 log "done in $(( $(date +%s) - start_s )) s; summary:"
 cat "$out/summary.txt" >&2
+exit $failed
