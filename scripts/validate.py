@@ -253,6 +253,7 @@ def estimate(args, case, onnx_path):
         return {"error": (out.stderr.strip().splitlines() or [f"exit {out.returncode}"])[-1], "command": cmd}
     doc = json.loads(out.stdout)
     return {"latency_s": find_key(doc, "latency_s"), "naive_s": find_key(doc, "naive_latency_s"),
+            "breakdown_ms": predicted_breakdown(doc),
             "warnings": [l for l in out.stderr.splitlines() if l.strip()], "command": cmd}
 
 
@@ -281,6 +282,65 @@ def measure(cases, args):
                     case.times_s.append(time.perf_counter() - start)
             print(f"  round {r + 1}/{args.rounds}: " + ", ".join(
                 f"{c.key} {min(c.times_s) * 1e3:.1f}" for c in cases), file=sys.stderr, flush=True)
+
+
+# ---- per-kind breakdown ---------------------------------------------------------------------
+
+# PyTorch op (self time) -> the estimator's op family. Copies are PyTorch's own layout moves.
+TORCH_KINDS = [
+    ("gemm", ("convolution", "conv2d", "addmm", "aten::mm", "bmm", "matmul", "linear", "baddbmm")),
+    ("norm", ("layer_norm", "batch_norm", "group_norm")),
+    ("softmax", ("softmax",)),
+    ("pool", ("pool",)),
+    ("embedding", ("embedding", "index_select")),
+    ("copy", ("copy_", "clone", "contiguous", "aten::cat", "to_dense", "to_mkldnn", "_to_copy", "expand")),
+    ("elementwise", ("relu", "add", "mul", "div", "sub", "gelu", "hardtanh", "sigmoid", "tanh", "erf", "clamp")),
+]
+
+
+def torch_kind(name):
+    # A frozen TorchScript graph's oneDNN convolutions (prim::mkldnn_convolution) record no event
+    # of their own: their time is the self time of the graph's "forward".
+    if name == "forward":
+        return "gemm"
+    for kind, keys in TORCH_KINDS:
+        if any(k in name for k in keys):
+            return kind
+    return "other"
+
+
+def estimate_kind(kind):
+    base = kind.split(":")[0]
+    return {"conv2d": "gemm", "linear": "gemm", "matmul": "gemm", "attention": "gemm", "transpose": "copy",
+            "concat": "copy", "reshape": "free"}.get(base, base)
+
+
+def measured_breakdown(case, repeats=3):
+    """Self time per op family from the fastest of a few profiled runs, in ms."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+    best = None
+    with torch.no_grad():
+        for _ in range(repeats):
+            with profile(activities=[ProfilerActivity.CPU]) as prof:
+                case.runner()
+            kinds = {}
+            for event in prof.key_averages():
+                k = torch_kind(event.key)
+                kinds[k] = kinds.get(k, 0.0) + event.self_cpu_time_total / 1e3
+            if best is None or sum(kinds.values()) < sum(best.values()):
+                best = kinds
+    return best
+
+
+def predicted_breakdown(doc):
+    kinds = {}
+    for op in find_key(doc, "ops") or []:
+        if op.get("phase") not in (None, "forward", "prefill"):
+            continue
+        k = estimate_kind(op.get("kind", "other"))
+        kinds[k] = kinds.get(k, 0.0) + op.get("time_s", 0.0) * 1e3
+    return kinds
 
 
 # ---- report ---------------------------------------------------------------------------------
@@ -315,6 +375,17 @@ def write_report(rows, summary, meta, out_base):
               f"(naive roofline: {fmt(summary['naive_median_abs_error_pct'], '.1f')}%); worst: "
               f"{fmt(summary['worst_abs_error_pct'], '.1f')}% (naive: {fmt(summary['naive_worst_abs_error_pct'], '.1f')}%); "
               f"rows closer than naive: {summary['rows_better_than_naive']}/{summary['rows']}."]
+    with_breakdown = [r for r in rows if r.get("measured_breakdown_ms")]
+    if with_breakdown:
+        lines += ["", "Time per op family, ms: measured (PyTorch profiler self time, fastest of 3 profiled runs; "
+                  "profiling adds overhead) / predicted.", ""]
+        kinds = sorted({k for r in with_breakdown for k in list(r["measured_breakdown_ms"]) +
+                        list(r.get("predicted_breakdown_ms") or {})} - {"free"})
+        lines += ["| model | batch | " + " | ".join(kinds) + " |", "|---|---:|" + "---:|" * len(kinds)]
+        for r in with_breakdown:
+            m, p = r["measured_breakdown_ms"], r.get("predicted_breakdown_ms") or {}
+            lines.append(f"| {r['model']} | {r['batch']} | " + " | ".join(
+                f"{m.get(k, 0):.1f} / {p.get(k, 0):.1f}" for k in kinds) + " |")
     errors = [r for r in rows if r.get("estimate_error")]
     for r in errors:
         lines.append(f"- {r['model']} b{r['batch']}: estimate failed: {r['estimate_error']}")
@@ -325,7 +396,9 @@ def write_report(rows, summary, meta, out_base):
 
 
 def library_text(info):
-    if not info or "error" in info:
+    if not info:
+        return "not probed"
+    if "error" in info:
         return "probe failed"
     prims = {}
     for key, count in info["primitives"].items():
@@ -352,6 +425,8 @@ def main():
     parser.add_argument("--out", default=os.path.join(ROOT, "results", "validation"),
                         help="output path without extension: writes OUT.md and OUT.json")
     parser.add_argument("--onnx-dir", default=None, help="keep the exported ONNX files here")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="also profile each case and compare time per op family with the estimate's")
     parser.add_argument("--reuse-onnx", action="store_true", help="use ONNX files already in --onnx-dir")
     parser.add_argument("--no-probe", action="store_true", help="skip the ONEDNN_VERBOSE probe runs")
     parser.add_argument("--probe", help=argparse.SUPPRESS)
@@ -392,6 +467,10 @@ def main():
               + (f" ({e['error']})" if "error" in e else ""), file=sys.stderr, flush=True)
 
     measure(cases, args)
+    breakdowns = {}
+    if args.breakdown:
+        for case in cases:
+            breakdowns[case.key] = measured_breakdown(case)
 
     rows = []
     for case in cases:
@@ -408,6 +487,7 @@ def main():
             "naive_ms": naive * 1e3 if naive else None, "naive_error_pct": error_pct(naive, measured),
             "library": library_text(libraries.get(case.model)), "onednn": libraries.get(case.model),
             "estimate_error": e.get("error"), "estimate_warnings": e.get("warnings", []),
+            "predicted_breakdown_ms": e.get("breakdown_ms"), "measured_breakdown_ms": breakdowns.get(case.key),
         })
     errs = [abs(r["error_pct"]) for r in rows if r["error_pct"] is not None]
     naive_errs = [abs(r["naive_error_pct"]) for r in rows if r["naive_error_pct"] is not None]
