@@ -101,6 +101,13 @@ class ModelSource {
 #endif
     return *model_;
   }
+  bool is_onnx() const { return onnx_; }
+  // An estimate of a graph bound to `batch` samples, labelled with its batch.
+  estimate::Estimate relabel(estimate::Estimate est, std::int64_t batch) const {
+    if (onnx_) est.throughput_per_s *= static_cast<double>(batch);
+    est.batch = batch;
+    return est;
+  }
   // ONNX graphs are concrete: the batch is already in their shapes.
   std::int64_t graph_batch(std::int64_t batch) const { return onnx_ ? 1 : batch; }
 
@@ -146,8 +153,19 @@ void run_estimate(const EstimateArgs& args) {
     std::optional<double> limit;
     if (args.max_latency_ms > 0) limit = args.max_latency_ms / 1e3;
     estimate::Sweep sweep;
-    const auto& model = source.get(1);
-    sweep = estimate::sweep_batch(model, device, options, batches, limit);
+    if (source.is_onnx()) {
+      // The graph is bound to one batch when read: read it per batch size.
+      estimate::Options o = options;
+      o.per_op_rows = false;
+      sweep.max_latency_s = limit;
+      for (const auto b : batches) {
+        o.batch = 1;
+        sweep.rows.push_back(source.relabel(estimate::estimate(source.get(b), device, o), b));
+      }
+      sweep.best = estimate::best_of(sweep.rows, limit);
+    } else {
+      sweep = estimate::sweep_batch(source.get(1), device, options, batches, limit);
+    }
     std::cout << estimate::format_sweep(sweep, ctx, format);
     return;
   }
@@ -156,9 +174,9 @@ void run_estimate(const EstimateArgs& args) {
   for (std::size_t i = 0; i < batches.size(); ++i) {
     const auto& model = source.get(batches[i]);
     options.batch = source.graph_batch(batches[i]);
-    auto est = estimate::estimate(model, device, options);
-    est.batch = batches[i];
-    ctx.max_batch = estimate::max_batch(model, options, est.memory.device_bytes);
+    auto est = source.relabel(estimate::estimate(model, device, options), batches[i]);
+    // A graph bound to one batch cannot say which batch would fit.
+    ctx.max_batch = source.is_onnx() ? std::nullopt : estimate::max_batch(model, options, est.memory.device_bytes);
     if (format == estimate::Format::json) {
       all.push_back(estimate::estimate_to_json(est, ctx));
     } else {

@@ -251,14 +251,21 @@ Sweep sweep_batch(const Model& model, const Device& device, const Options& optio
   for (const auto n : batches) {
     o.batch = n;
     sweep.rows.push_back(estimate_with(model, device, rates, o));
-    const auto& r = sweep.rows.back();
+  }
+  sweep.best = best_of(sweep.rows, max_latency_s);
+  return sweep;
+}
+
+std::optional<std::size_t> best_of(const std::vector<Estimate>& rows, std::optional<double> max_latency_s) {
+  std::optional<std::size_t> best;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& r = rows[i];
     // Decoders are limited by the time per output token; the rest by the whole pass/step.
     const double latency = r.decode ? r.decode->time_s : r.latency_s;
     const bool ok = r.memory.fits && (!max_latency_s || latency <= *max_latency_s);
-    if (ok && (!sweep.best || r.throughput_per_s > sweep.rows[*sweep.best].throughput_per_s))
-      sweep.best = sweep.rows.size() - 1;
+    if (ok && (!best || r.throughput_per_s > rows[*best].throughput_per_s)) best = i;
   }
-  return sweep;
+  return best;
 }
 
 std::optional<double> device_memory_bytes(const Profile& profile, const Device& device) {

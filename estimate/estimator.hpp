@@ -148,6 +148,10 @@ struct Sweep {
 Sweep sweep_batch(const Model& model, const Device& device, const Options& options,
                   const std::vector<std::int64_t>& batches, std::optional<double> max_latency_s);
 
+// The row of highest throughput that fits in memory and within the latency limit (decoders: the
+// time per output token; others: the pass or step).
+std::optional<std::size_t> best_of(const std::vector<Estimate>& rows, std::optional<double> max_latency_s);
+
 // The device memory to fit against: the device's own, else the machine's (CPU).
 std::optional<double> device_memory_bytes(const Profile& profile, const Device& device);
 
