@@ -1,15 +1,15 @@
 // Datasheet peaks of GPUs: a table of NVIDIA's published dense figures (no structured sparsity)
 // for common parts, matched by device name; any other GPU gets an estimate from its SM count,
 // clock and the per-SM rates of its compute capability, labelled as such. Pure host code.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cctype>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "calibrate/datasheet.hpp"
 
@@ -20,10 +20,10 @@ constexpr double kT = 1e12;
 
 // Figures in TFLOP/s (TOP/s for int8) and GB/s; 0 where the part has no such unit.
 struct GpuPart {
-  const char* name;                    // for the source line
-  std::vector<const char*> tokens;     // every one must be a token of the device name
-  std::vector<const char*> excluded;   // none may be
-  double min_memory_gb;                // tells 40 GB and 80 GB parts apart when the name does not
+  const char* name;                   // for the source line
+  std::vector<const char*> tokens;    // every one must be a token of the device name
+  std::vector<const char*> excluded;  // none may be
+  double min_memory_gb;               // tells 40 GB and 80 GB parts apart when the name does not
   double f32, tf32, f16, bf16, fp8, int8;  // dense matrix peaks (f32 runs on the CUDA cores)
   double vec_f64, vec_f32, vec_f16;        // CUDA-core peaks
   double memory_GBps;
@@ -32,13 +32,104 @@ struct GpuPart {
 // Most specific first: the first match wins.
 const std::vector<GpuPart>& parts() {
   static const std::vector<GpuPart> table = {
-      {"NVIDIA H200 NVL", {"H200", "NVL"}, {}, 0, 60, 417.5, 835.5, 835.5, 1670.5, 1670.5, 30, 60, 0, 4800},
-      {"NVIDIA H200 SXM", {"H200"}, {}, 0, 66.9, 494.7, 989.4, 989.4, 1978.9, 1978.9, 33.5, 66.9, 133.8, 4800},
-      {"NVIDIA H100 NVL", {"H100", "NVL"}, {}, 0, 60, 417.5, 835.5, 835.5, 1670.5, 1670.5, 30, 60, 0, 3900},
-      {"NVIDIA H100 PCIe", {"H100", "PCIE"}, {}, 0, 51.2, 378, 756, 756, 1513, 1513, 25.6, 51.2, 102.4, 2000},
-      {"NVIDIA H100 SXM", {"H100"}, {}, 0, 66.9, 494.7, 989.4, 989.4, 1978.9, 1978.9, 33.5, 66.9, 133.8, 3350},
-      {"NVIDIA A100 80GB PCIe", {"A100", "PCIE"}, {}, 60, 19.5, 156, 312, 312, 0, 624, 9.7, 19.5, 78, 1935},
-      {"NVIDIA A100 40GB PCIe", {"A100", "PCIE"}, {}, 0, 19.5, 156, 312, 312, 0, 624, 9.7, 19.5, 78, 1555},
+      {"NVIDIA H200 NVL",
+       {"H200", "NVL"},
+       {},
+       0,
+       60,
+       417.5,
+       835.5,
+       835.5,
+       1670.5,
+       1670.5,
+       30,
+       60,
+       0,
+       4800},
+      {"NVIDIA H200 SXM",
+       {"H200"},
+       {},
+       0,
+       66.9,
+       494.7,
+       989.4,
+       989.4,
+       1978.9,
+       1978.9,
+       33.5,
+       66.9,
+       133.8,
+       4800},
+      {"NVIDIA H100 NVL",
+       {"H100", "NVL"},
+       {},
+       0,
+       60,
+       417.5,
+       835.5,
+       835.5,
+       1670.5,
+       1670.5,
+       30,
+       60,
+       0,
+       3900},
+      {"NVIDIA H100 PCIe",
+       {"H100", "PCIE"},
+       {},
+       0,
+       51.2,
+       378,
+       756,
+       756,
+       1513,
+       1513,
+       25.6,
+       51.2,
+       102.4,
+       2000},
+      {"NVIDIA H100 SXM",
+       {"H100"},
+       {},
+       0,
+       66.9,
+       494.7,
+       989.4,
+       989.4,
+       1978.9,
+       1978.9,
+       33.5,
+       66.9,
+       133.8,
+       3350},
+      {"NVIDIA A100 80GB PCIe",
+       {"A100", "PCIE"},
+       {},
+       60,
+       19.5,
+       156,
+       312,
+       312,
+       0,
+       624,
+       9.7,
+       19.5,
+       78,
+       1935},
+      {"NVIDIA A100 40GB PCIe",
+       {"A100", "PCIE"},
+       {},
+       0,
+       19.5,
+       156,
+       312,
+       312,
+       0,
+       624,
+       9.7,
+       19.5,
+       78,
+       1555},
       {"NVIDIA A100 80GB SXM", {"A100"}, {}, 60, 19.5, 156, 312, 312, 0, 624, 9.7, 19.5, 78, 2039},
       {"NVIDIA A100 40GB SXM", {"A100"}, {}, 0, 19.5, 156, 312, 312, 0, 624, 9.7, 19.5, 78, 1555},
       {"NVIDIA A10", {"A10"}, {}, 0, 31.2, 62.5, 125, 125, 0, 250, 0.98, 31.2, 31.2, 600},
@@ -46,7 +137,20 @@ const std::vector<GpuPart>& parts() {
       {"NVIDIA L40", {"L40"}, {}, 0, 90.5, 90.5, 181, 181, 362, 362, 1.41, 90.5, 90.5, 864},
       {"NVIDIA L4", {"L4"}, {}, 0, 30.3, 60, 121, 121, 242, 242, 0.47, 30.3, 30.3, 300},
       // GeForce: tensor figures with FP32 accumulation (what cuBLASLt runs here).
-      {"NVIDIA GeForce RTX 4090", {"RTX", "4090"}, {}, 0, 82.6, 82.6, 165.2, 165.2, 330.3, 660.6, 1.29, 82.6, 82.6, 1008},
+      {"NVIDIA GeForce RTX 4090",
+       {"RTX", "4090"},
+       {},
+       0,
+       82.6,
+       82.6,
+       165.2,
+       165.2,
+       330.3,
+       660.6,
+       1.29,
+       82.6,
+       82.6,
+       1008},
       {"NVIDIA V100S PCIe", {"V100S"}, {}, 0, 16.4, 0, 130, 0, 0, 0, 8.2, 16.4, 32.8, 1134},
       {"NVIDIA V100 PCIe", {"V100", "PCIE"}, {}, 0, 14, 0, 112, 0, 0, 0, 7, 14, 28, 900},
       {"NVIDIA V100 SXM2", {"V100"}, {}, 0, 15.7, 0, 125, 0, 0, 0, 7.8, 15.7, 31.4, 900},
@@ -102,7 +206,8 @@ int compute_capability(const DeviceDescription& device) {
   const std::string text = it->get<std::string>();
   const auto dot = text.find('.');
   try {
-    return std::stoi(text.substr(0, dot)) * 10 + (dot == std::string::npos ? 0 : std::stoi(text.substr(dot + 1)));
+    return std::stoi(text.substr(0, dot)) * 10 +
+           (dot == std::string::npos ? 0 : std::stoi(text.substr(dot + 1)));
   } catch (...) {
     return 0;
   }
@@ -150,8 +255,9 @@ Datasheet estimate(const DeviceDescription& device) {
       if (cc >= 89) d.flops_per_s["fp8"] = 2 * r.tensor_f16 * per_clock;
       if (cc >= 72) d.flops_per_s["int8"] = 2 * r.tensor_f16 * per_clock;
     }
-    notes.push_back(fmt::format("{:.0f} SMs x {:.0f} MHz x per-SM rates of compute capability {}.{}", *sms,
-                                *clock_mhz, cc / 10, cc % 10));
+    notes.push_back(
+        fmt::format("{:.0f} SMs x {:.0f} MHz x per-SM rates of compute capability {}.{}", *sms,
+                    *clock_mhz, cc / 10, cc % 10));
   }
   const auto bus_bits = number(device.properties, "memory_bus_width_bits");
   const auto memory_mhz = number(device.properties, "memory_clock_mhz");
@@ -160,9 +266,11 @@ Datasheet estimate(const DeviceDescription& device) {
     d.memory_Bps = 2 * *memory_mhz * 1e6 * *bus_bits / 8;
     notes.push_back(fmt::format("memory: 2 x {:.0f} MHz x {:.0f}-bit bus", *memory_mhz, *bus_bits));
   }
-  d.source = notes.empty() ? std::string("unknown GPU: no datasheet figures and too few facts to estimate them")
-                           : fmt::format("estimated from {} (not a known part: {})",
-                                         fmt::join(notes, "; "), device.name);
+  d.source =
+      notes.empty()
+          ? std::string("unknown GPU: no datasheet figures and too few facts to estimate them")
+          : fmt::format("estimated from {} (not a known part: {})", fmt::join(notes, "; "),
+                        device.name);
   return d;
 }
 
@@ -170,7 +278,8 @@ Datasheet estimate(const DeviceDescription& device) {
 
 Datasheet gpu_datasheet(const DeviceDescription& device) {
   const std::set<std::string> tokens = name_tokens(device.name);
-  const double memory_gb = device.memory_bytes ? static_cast<double>(*device.memory_bytes) / 1e9 : 0;
+  const double memory_gb =
+      device.memory_bytes ? static_cast<double>(*device.memory_bytes) / 1e9 : 0;
   for (const auto& part : parts()) {
     const bool all = std::all_of(part.tokens.begin(), part.tokens.end(),
                                  [&](const char* t) { return tokens.count(t) > 0; });

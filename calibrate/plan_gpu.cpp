@@ -57,27 +57,19 @@ ConvShape conv(DType dtype, std::int64_t n, std::int64_t c, std::int64_t hw, std
 // ResNet-50 and MobileNetV2 layers, as in the CPU plan, at batch `n`.
 std::vector<ConvShape> cnn_layers(DType dtype, std::int64_t n, bool quick) {
   if (quick) {
-    return {conv(dtype, n, 64, 56, 64, 3, 1, 1),        // ResNet stage 1 3x3
-            conv(dtype, n, 256, 14, 1024, 1, 1, 0),     // stage 3 1x1 expand
-            conv(dtype, n, 3, 224, 64, 7, 2, 3),        // stem 7x7/2
+    return {conv(dtype, n, 64, 56, 64, 3, 1, 1),          // ResNet stage 1 3x3
+            conv(dtype, n, 256, 14, 1024, 1, 1, 0),       // stage 3 1x1 expand
+            conv(dtype, n, 3, 224, 64, 7, 2, 3),          // stem 7x7/2
             conv(dtype, n, 144, 56, 144, 3, 1, 1, 144)};  // MobileNetV2 depthwise
   }
-  return {conv(dtype, n, 3, 224, 64, 7, 2, 3),
-          conv(dtype, n, 64, 56, 64, 3, 1, 1),
-          conv(dtype, n, 64, 56, 256, 1, 1, 0),
-          conv(dtype, n, 256, 56, 64, 1, 1, 0),
-          conv(dtype, n, 128, 56, 128, 3, 2, 1),
-          conv(dtype, n, 128, 28, 128, 3, 1, 1),
-          conv(dtype, n, 512, 28, 128, 1, 1, 0),
-          conv(dtype, n, 256, 14, 256, 3, 1, 1),
-          conv(dtype, n, 256, 14, 1024, 1, 1, 0),
-          conv(dtype, n, 512, 7, 512, 3, 1, 1),
-          conv(dtype, n, 512, 7, 2048, 1, 1, 0),
-          conv(dtype, n, 2048, 7, 512, 1, 1, 0),
-          conv(dtype, n, 32, 112, 32, 3, 1, 1, 32),
-          conv(dtype, n, 96, 112, 96, 3, 2, 1, 96),
-          conv(dtype, n, 144, 56, 144, 3, 1, 1, 144),
-          conv(dtype, n, 576, 14, 576, 3, 1, 1, 576)};
+  return {conv(dtype, n, 3, 224, 64, 7, 2, 3),        conv(dtype, n, 64, 56, 64, 3, 1, 1),
+          conv(dtype, n, 64, 56, 256, 1, 1, 0),       conv(dtype, n, 256, 56, 64, 1, 1, 0),
+          conv(dtype, n, 128, 56, 128, 3, 2, 1),      conv(dtype, n, 128, 28, 128, 3, 1, 1),
+          conv(dtype, n, 512, 28, 128, 1, 1, 0),      conv(dtype, n, 256, 14, 256, 3, 1, 1),
+          conv(dtype, n, 256, 14, 1024, 1, 1, 0),     conv(dtype, n, 512, 7, 512, 3, 1, 1),
+          conv(dtype, n, 512, 7, 2048, 1, 1, 0),      conv(dtype, n, 2048, 7, 512, 1, 1, 0),
+          conv(dtype, n, 32, 112, 32, 3, 1, 1, 32),   conv(dtype, n, 96, 112, 96, 3, 2, 1, 96),
+          conv(dtype, n, 144, 56, 144, 3, 1, 1, 144), conv(dtype, n, 576, 14, 576, 3, 1, 1, 576)};
 }
 
 // Per dtype: squares first (the dtype's peak and efficiency curve), then decode-like skinny M,
@@ -103,8 +95,8 @@ void add_gemms(std::vector<GemmShape>& out, DType dtype, bool quick) {
   }
   for (const std::int64_t size : {256, 512, 1024, 2048, 4096, 8192, 16384}) add(size, size, size);
   const bool wide_float = dtype == DType::f32 || dtype == DType::tf32;
-  for (const std::int64_t m : wide_float ? std::vector<std::int64_t>{1, 32}
-                                         : std::vector<std::int64_t>{1, 8, 32, 128}) {
+  for (const std::int64_t m :
+       wide_float ? std::vector<std::int64_t>{1, 32} : std::vector<std::int64_t>{1, 8, 32, 128}) {
     add(m, 4096, 4096);
     add(m, 8192, 8192);
     if (!wide_float) add(m, 14336, 4096);  // an LLM MLP up-projection
@@ -119,7 +111,8 @@ void add_gemms(std::vector<GemmShape>& out, DType dtype, bool quick) {
   add(2048, 2048, 128, 32);
 }
 
-StopRule rule(int min_samples, double budget_s, int stable_window, int warmup_runs, double warmup_s) {
+StopRule rule(int min_samples, double budget_s, int stable_window, int warmup_runs,
+              double warmup_s) {
   StopRule r;
   r.min_samples = min_samples;
   r.budget_s = budget_s;
@@ -151,7 +144,8 @@ Plan gpu_plan(const DeviceDescription& device, Suite suite) {
 
   // Convolutions: NHWC (the tensor-core layout frameworks use with channels_last) and NCHW.
   if (quick) {
-    for (const auto& shape : cnn_layers(DType::f16, 32, true)) plan.conv.push_back({shape, ConvLayout::nhwc});
+    for (const auto& shape : cnn_layers(DType::f16, 32, true))
+      plan.conv.push_back({shape, ConvLayout::nhwc});
     const ConvShape resnet_3x3 = conv(DType::f32, 32, 64, 56, 64, 3, 1, 1);
     ConvShape bf16_3x3 = resnet_3x3;
     bf16_3x3.dtype = DType::bf16;
@@ -168,9 +162,12 @@ Plan gpu_plan(const DeviceDescription& device, Suite suite) {
     // layout cuDNN is likelier to lack for the 16-bit types.
     for (const DType dtype : conv_dtypes) {
       for (const std::int64_t n : {1, 32})
-        for (const auto& shape : cnn_layers(dtype, n, false)) plan.conv.push_back({shape, ConvLayout::nhwc});
-      for (const auto& shape : cnn_layers(dtype, 128, true)) plan.conv.push_back({shape, ConvLayout::nhwc});
-      for (const auto& shape : cnn_layers(dtype, 32, false)) plan.conv.push_back({shape, ConvLayout::nchw});
+        for (const auto& shape : cnn_layers(dtype, n, false))
+          plan.conv.push_back({shape, ConvLayout::nhwc});
+      for (const auto& shape : cnn_layers(dtype, 128, true))
+        plan.conv.push_back({shape, ConvLayout::nhwc});
+      for (const auto& shape : cnn_layers(dtype, 32, false))
+        plan.conv.push_back({shape, ConvLayout::nchw});
     }
   }
 
@@ -179,25 +176,30 @@ Plan gpu_plan(const DeviceDescription& device, Suite suite) {
   const std::int64_t max_stream = std::min<std::int64_t>(quick ? 4 * kGiB : 8 * kGiB, memory / 4);
   std::vector<std::int64_t> sizes;
   if (quick) {
-    for (const std::int64_t divisor : {16, 4, 2}) sizes.push_back(round_to(l2 / divisor, 64 * kKiB));
+    for (const std::int64_t divisor : {16, 4, 2})
+      sizes.push_back(round_to(l2 / divisor, 64 * kKiB));
   } else {
-    for (std::int64_t bytes = round_to(l2 / 64, 64 * kKiB); bytes <= 2 * l2; bytes *= 2) sizes.push_back(bytes);
+    for (std::int64_t bytes = round_to(l2 / 64, 64 * kKiB); bytes <= 2 * l2; bytes *= 2)
+      sizes.push_back(bytes);
   }
   sizes.push_back(round_to(4 * l2 + l2 / 4, kMiB));  // the first size that is device memory only
   for (const std::int64_t bytes : {kGiB, 2 * kGiB, 4 * kGiB, 8 * kGiB})
-    if (bytes <= max_stream && bytes > sizes.back() && (!quick || bytes != 2 * kGiB)) sizes.push_back(bytes);
+    if (bytes <= max_stream && bytes > sizes.back() && (!quick || bytes != 2 * kGiB))
+      sizes.push_back(bytes);
   plan.stream_bytes = sizes;
   plan.stream_ops = quick ? std::vector<StreamOp>{StreamOp::copy, StreamOp::triad}
-                          : std::vector<StreamOp>{StreamOp::copy, StreamOp::scale, StreamOp::add, StreamOp::triad};
+                          : std::vector<StreamOp>{StreamOp::copy, StreamOp::scale, StreamOp::add,
+                                                  StreamOp::triad};
   plan.device_copy_bytes = {std::min<std::int64_t>(kGiB, memory / 8)};
 
   plan.fma_dtypes = {DType::f32, DType::f16, DType::f64};
 
   // Host<->device: 4 KiB (latency) to >= 1 GiB (bandwidth).
-  plan.transfer_bytes = quick ? std::vector<std::int64_t>{4 * kKiB, 64 * kKiB, kMiB, 16 * kMiB, 256 * kMiB, kGiB}
-                              : std::vector<std::int64_t>{4 * kKiB, 16 * kKiB, 64 * kKiB, 256 * kKiB, kMiB,
-                                                          4 * kMiB, 16 * kMiB, 64 * kMiB, 256 * kMiB, kGiB,
-                                                          2 * kGiB};
+  plan.transfer_bytes =
+      quick ? std::vector<std::int64_t>{4 * kKiB, 64 * kKiB, kMiB, 16 * kMiB, 256 * kMiB, kGiB}
+            : std::vector<std::int64_t>{4 * kKiB,   16 * kKiB, 64 * kKiB, 256 * kKiB,
+                                        kMiB,       4 * kMiB,  16 * kMiB, 64 * kMiB,
+                                        256 * kMiB, kGiB,      2 * kGiB};
   plan.bidirectional_bytes = 256 * kMiB;
 
   // Warm-ups of 0.1-0.2 s let the clocks ramp before the first timed sample.

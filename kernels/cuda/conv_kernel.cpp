@@ -4,13 +4,13 @@
 // f32 runs with CUDNN_FMA_MATH: true f32 arithmetic (cuDNN would otherwise use TF32 tensor cores,
 // which is a different dtype). f16 and bf16 accumulate in f32 on the tensor cores.
 // Cache state: inputs and outputs rotate through enough sets to cover twice the L2 size.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <optional>
 #include <random>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "core/error.hpp"
 #include "core/units.hpp"
@@ -80,9 +80,12 @@ struct ConvTypes {
 ConvTypes conv_types(DType dtype) {
   switch (dtype) {
     // Winograd and FFT algorithms round more than a direct sum: hence 1e-3 for f32.
-    case DType::f32: return {CUDNN_DATA_FLOAT, Elem::f32, 4, CUDNN_FMA_MATH, 1e-6, 1e-3};
-    case DType::f16: return {CUDNN_DATA_HALF, Elem::f16, 2, CUDNN_TENSOR_OP_MATH, 2e-3, 2e-3};
-    case DType::bf16: return {CUDNN_DATA_BFLOAT16, Elem::bf16, 2, CUDNN_TENSOR_OP_MATH, 8e-3, 4e-3};
+    case DType::f32:
+      return {CUDNN_DATA_FLOAT, Elem::f32, 4, CUDNN_FMA_MATH, 1e-6, 1e-3};
+    case DType::f16:
+      return {CUDNN_DATA_HALF, Elem::f16, 2, CUDNN_TENSOR_OP_MATH, 2e-3, 2e-3};
+    case DType::bf16:
+      return {CUDNN_DATA_BFLOAT16, Elem::bf16, 2, CUDNN_TENSOR_OP_MATH, 8e-3, 4e-3};
     default:
       throw Unsupported(fmt::format("cuDNN convolution is measured in f32, f16 and bf16, not {}",
                                     to_string(dtype)));
@@ -93,13 +96,17 @@ class ConvKernel final : public Kernel {
  public:
   ConvKernel(const DeviceFacts& device, std::shared_ptr<CudnnContext> cudnn, const ConvShape& shape,
              ConvLayout layout)
-      : device_(device.index), cudnn_(std::move(cudnn)), shape_(shape), types_(conv_types(shape.dtype)),
+      : device_(device.index),
+        cudnn_(std::move(cudnn)),
+        shape_(shape),
+        types_(conv_types(shape.dtype)),
         nhwc_(layout != ConvLayout::nchw) {
     if (shape.groups <= 0 || shape.c % shape.groups != 0 || shape.k % shape.groups != 0)
       throw InputError(fmt::format("conv {}: channels must divide into the groups", shape.str()));
     if (shape.dtype == DType::bf16 && device.cc() < 80)
-      throw Unsupported(fmt::format("bf16 convolution needs compute capability 8.0 or newer; {} has {}.{}",
-                                    device.name, device.cc_major, device.cc_minor));
+      throw Unsupported(
+          fmt::format("bf16 convolution needs compute capability 8.0 or newer; {} has {}.{}",
+                      device.name, device.cc_major, device.cc_minor));
     use_device(device_);
     stream_ = make_stream();
     timer_.emplace();
@@ -120,30 +127,33 @@ class ConvKernel final : public Kernel {
     TP_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x, format, types_.data, i32(shape.n), i32(shape.c),
                                               i32(shape.h), i32(shape.w)));
     TP_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w, types_.data, format, i32(shape.k),
-                                              i32(shape.c / shape.groups), i32(shape.r), i32(shape.s)));
-    TP_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv, i32(shape.pad), i32(shape.pad), i32(shape.stride),
-                                                   i32(shape.stride), i32(shape.dilation), i32(shape.dilation),
-                                                   CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+                                              i32(shape.c / shape.groups), i32(shape.r),
+                                              i32(shape.s)));
+    TP_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(
+        conv, i32(shape.pad), i32(shape.pad), i32(shape.stride), i32(shape.stride),
+        i32(shape.dilation), i32(shape.dilation), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
     TP_CUDNN_CHECK(cudnnSetConvolutionGroupCount(conv, i32(shape.groups)));
     TP_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, types_.math));
     int on = 0, oc = 0, oh = 0, ow = 0;
     TP_CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(conv, x, w, &on, &oc, &oh, &ow));
     if (oh != shape.out_h() || ow != shape.out_w() || oc != shape.k)
-      throw Error(fmt::format("conv {}: cuDNN's output is {}x{}x{}, the shape says {}x{}x{}", shape.str(),
-                              oc, oh, ow, shape.k, shape.out_h(), shape.out_w()));
+      throw Error(fmt::format("conv {}: cuDNN's output is {}x{}x{}, the shape says {}x{}x{}",
+                              shape.str(), oc, oh, ow, shape.k, shape.out_h(), shape.out_w()));
     TP_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y, format, types_.data, on, oc, oh, ow));
 
     x_elems_ = shape.n * shape.c * shape.h * shape.w;
     w_elems_ = shape.k * (shape.c / shape.groups) * shape.r * shape.s;
     y_elems_ = shape.n * shape.k * shape.out_h() * shape.out_w();
-    const std::int64_t set_bytes = round_up(x_elems_ * types_.bytes) + round_up(w_elems_ * types_.bytes) +
+    const std::int64_t set_bytes = round_up(x_elems_ * types_.bytes) +
+                                   round_up(w_elems_ * types_.bytes) +
                                    round_up(y_elems_ * types_.bytes);
     const std::int64_t usable = usable_device_bytes();
     // Workspace: what the chosen algorithm needs, within a quarter of the free memory.
     const std::int64_t workspace_limit = std::min<std::int64_t>(usable / 4, 4 * kGiB);
     choose_algorithm(workspace_limit);
 
-    std::int64_t sets = std::clamp<std::int64_t>((2 * device.l2_bytes + set_bytes - 1) / set_bytes, 1, kMaxSets);
+    std::int64_t sets =
+        std::clamp<std::int64_t>((2 * device.l2_bytes + set_bytes - 1) / set_bytes, 1, kMaxSets);
     sets = std::min<std::int64_t>(sets, (usable - workspace_bytes_) / set_bytes);
     if (sets < 1) require_device_bytes(set_bytes + workspace_bytes_, name());
     sets_ = static_cast<int>(sets);
@@ -162,17 +172,21 @@ class ConvKernel final : public Kernel {
     std::string failures;
     for (const auto& perf : candidates_) {
       // f32 stays f32 (FMA math, never TF32); the others take the math the heuristic chose.
-      TP_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, shape.dtype == DType::f32 ? CUDNN_FMA_MATH : perf.mathType));
+      TP_CUDNN_CHECK(cudnnSetConvolutionMathType(
+          conv, shape.dtype == DType::f32 ? CUDNN_FMA_MATH : perf.mathType));
       const cudnnStatus_t status = forward(perf.algo, 0);
       if (status == CUDNN_STATUS_SUCCESS) {
         algo_ = perf.algo;
         impl_ = fmt::format("cudnn algo={} math={} workspace={}", static_cast<int>(perf.algo),
-                            static_cast<int>(perf.mathType), format_bytes(static_cast<double>(perf.memory)));
+                            static_cast<int>(perf.mathType),
+                            format_bytes(static_cast<double>(perf.memory)));
         break;
       }
-      failures += fmt::format(" algo {}: {};", static_cast<int>(perf.algo), cudnnGetErrorString(status));
+      failures +=
+          fmt::format(" algo {}: {};", static_cast<int>(perf.algo), cudnnGetErrorString(status));
     }
-    if (!algo_) throw Unsupported(fmt::format("no cuDNN algorithm ran conv {}:{}", shape.str(), failures));
+    if (!algo_)
+      throw Unsupported(fmt::format("no cuDNN algorithm ran conv {}:{}", shape.str(), failures));
     TP_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
     timer_->start(stream_.get());
     TP_CUDNN_CHECK(forward(*algo_, 0));
@@ -184,7 +198,9 @@ class ConvKernel final : public Kernel {
   std::string name() const override { return "conv " + shape_.str() + (nhwc_ ? " nhwc" : " nchw"); }
   double flops() const override { return shape_.flops(); }
   double bytes() const override { return shape_.bytes(); }
-  std::string impl() const override { return fmt::format("{} sets={} inner={}", impl_, sets_, inner_); }
+  std::string impl() const override {
+    return fmt::format("{} sets={} inner={}", impl_, sets_, inner_);
+  }
   std::string layout() const override { return nhwc_ ? "nhwc" : "nchw"; }
 
   void check() override {
@@ -197,25 +213,32 @@ class ConvKernel final : public Kernel {
       for (std::int64_t extent : {shape_.n, shape_.k, oh, ow})
         samples.push_back(static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(extent)));
     const int count = static_cast<int>(samples.size() / 4);
-    DeviceBuffer samples_dev = make_device_buffer(static_cast<std::int64_t>(samples.size() * sizeof(std::int64_t)));
-    DeviceBuffer results_dev = make_device_buffer(count * static_cast<std::int64_t>(sizeof(GemmSampleResult)));
-    TP_CUDA_CHECK(cudaMemcpyAsync(samples_dev.get(), samples.data(), samples.size() * sizeof(std::int64_t),
-                                  cudaMemcpyHostToDevice, stream_.get()));
-    const ConvDims dims{shape_.n, shape_.c, shape_.h, shape_.w, shape_.k, shape_.r, shape_.s, oh, ow,
-                        shape_.stride, shape_.pad, shape_.dilation, shape_.groups, nhwc_};
-    conv_reference(types_.elem, x_.get(), w_.get(), y_.get(), dims, samples_dev.as<std::int64_t>(), count,
-                   results_dev.as<GemmSampleResult>(), stream_.get());
+    DeviceBuffer samples_dev =
+        make_device_buffer(static_cast<std::int64_t>(samples.size() * sizeof(std::int64_t)));
+    DeviceBuffer results_dev =
+        make_device_buffer(count * static_cast<std::int64_t>(sizeof(GemmSampleResult)));
+    TP_CUDA_CHECK(cudaMemcpyAsync(samples_dev.get(), samples.data(),
+                                  samples.size() * sizeof(std::int64_t), cudaMemcpyHostToDevice,
+                                  stream_.get()));
+    const ConvDims dims{
+        shape_.n, shape_.c, shape_.h,      shape_.w,   shape_.k,        shape_.r,      shape_.s,
+        oh,       ow,       shape_.stride, shape_.pad, shape_.dilation, shape_.groups, nhwc_};
+    conv_reference(types_.elem, x_.get(), w_.get(), y_.get(), dims, samples_dev.as<std::int64_t>(),
+                   count, results_dev.as<GemmSampleResult>(), stream_.get());
     std::vector<GemmSampleResult> results(count);
-    TP_CUDA_CHECK(cudaMemcpyAsync(results.data(), results_dev.get(), count * sizeof(GemmSampleResult),
-                                  cudaMemcpyDeviceToHost, stream_.get()));
+    TP_CUDA_CHECK(cudaMemcpyAsync(results.data(), results_dev.get(),
+                                  count * sizeof(GemmSampleResult), cudaMemcpyDeviceToHost,
+                                  stream_.get()));
     TP_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
     for (int s = 0; s < count; ++s) {
       const auto& r = results[s];
-      const double tol = types_.out_rel_tol * std::fabs(r.reference) + types_.sum_rel_tol * r.abs_sum + 1e-6;
+      const double tol =
+          types_.out_rel_tol * std::fabs(r.reference) + types_.sum_rel_tol * r.abs_sum + 1e-6;
       if (!(std::fabs(r.got - r.reference) <= tol))
-        throw CheckFailed(fmt::format("{}: y[n={}][k={}][{}][{}] = {} but the reference is {} (tolerance {:.3g}, {})",
-                                      name(), samples[4 * s], samples[4 * s + 1], samples[4 * s + 2],
-                                      samples[4 * s + 3], r.got, r.reference, tol, impl_));
+        throw CheckFailed(fmt::format(
+            "{}: y[n={}][k={}][{}][{}] = {} but the reference is {} (tolerance {:.3g}, {})", name(),
+            samples[4 * s], samples[4 * s + 1], samples[4 * s + 2], samples[4 * s + 3], r.got,
+            r.reference, tol, impl_));
     }
   }
 
@@ -236,19 +259,20 @@ class ConvKernel final : public Kernel {
   void choose_algorithm(std::int64_t workspace_limit) {
     std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
     int returned = 0;
-    TP_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(cudnn_->get(), x_desc_.get(), w_desc_.get(),
-                                                          conv_desc_.get(), y_desc_.get(),
-                                                          static_cast<int>(perf.size()), &returned, perf.data()));
+    TP_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
+        cudnn_->get(), x_desc_.get(), w_desc_.get(), conv_desc_.get(), y_desc_.get(),
+        static_cast<int>(perf.size()), &returned, perf.data()));
     for (int i = 0; i < returned; ++i) {
       if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
       if (static_cast<std::int64_t>(perf[i].memory) > workspace_limit) continue;
       candidates_.push_back(perf[i]);
-      workspace_bytes_ = std::max<std::int64_t>(workspace_bytes_, static_cast<std::int64_t>(perf[i].memory));
+      workspace_bytes_ =
+          std::max<std::int64_t>(workspace_bytes_, static_cast<std::int64_t>(perf[i].memory));
     }
     if (candidates_.empty())
-      throw Unsupported(fmt::format("cuDNN has no forward algorithm for conv {} in {} within {} of workspace",
-                                    shape_.str(), nhwc_ ? "NHWC" : "NCHW",
-                                    format_bytes(static_cast<double>(workspace_limit))));
+      throw Unsupported(fmt::format(
+          "cuDNN has no forward algorithm for conv {} in {} within {} of workspace", shape_.str(),
+          nhwc_ ? "NHWC" : "NCHW", format_bytes(static_cast<double>(workspace_limit))));
   }
 
   cudnnStatus_t forward(cudnnConvolutionFwdAlgo_t algo, int set) {
@@ -257,9 +281,9 @@ class ConvKernel final : public Kernel {
     auto* x = static_cast<char*>(x_.get()) + set * x_stride_;
     auto* w = static_cast<char*>(w_.get()) + set * w_stride_;
     auto* y = static_cast<char*>(y_.get()) + set * y_stride_;
-    return cudnnConvolutionForward(cudnn_->get(), &alpha, x_desc_.get(), x, w_desc_.get(), w,
-                                   conv_desc_.get(), algo, workspace_.get(),
-                                   static_cast<std::size_t>(workspace_bytes_), &beta, y_desc_.get(), y);
+    return cudnnConvolutionForward(
+        cudnn_->get(), &alpha, x_desc_.get(), x, w_desc_.get(), w, conv_desc_.get(), algo,
+        workspace_.get(), static_cast<std::size_t>(workspace_bytes_), &beta, y_desc_.get(), y);
   }
 
   int device_;
@@ -284,7 +308,8 @@ class ConvKernel final : public Kernel {
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_conv_kernel(const DeviceFacts& device, std::shared_ptr<CudnnContext> cudnn,
+std::unique_ptr<Kernel> make_conv_kernel(const DeviceFacts& device,
+                                         std::shared_ptr<CudnnContext> cudnn,
                                          const ConvShape& shape, ConvLayout layout) {
   return std::make_unique<ConvKernel>(device, std::move(cudnn), shape, layout);
 }

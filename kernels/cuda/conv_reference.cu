@@ -14,7 +14,7 @@ __global__ void conv_reference_kernel(const void* x, const void* w, const void* 
   if (s >= count) return;
   const std::int64_t nb = samples[4 * s], ko = samples[4 * s + 1];
   const std::int64_t oy = samples[4 * s + 2], ox = samples[4 * s + 3];
-  const std::int64_t cpg = d.c / d.groups;           // input channels per group
+  const std::int64_t cpg = d.c / d.groups;  // input channels per group
   const std::int64_t group = ko / (d.k / d.groups);
   double sum = 0, abs_sum = 0;
   for (std::int64_t ci = 0; ci < cpg; ++ci) {
@@ -41,9 +41,8 @@ __global__ void conv_reference_kernel(const void* x, const void* w, const void* 
 }
 
 template <Elem E>
-void launch(const void* x, const void* w, const void* y, ConvDims dims,
-            const std::int64_t* samples, int count, GemmSampleResult* results,
-            cudaStream_t stream) {
+void launch(const void* x, const void* w, const void* y, ConvDims dims, const std::int64_t* samples,
+            int count, GemmSampleResult* results, cudaStream_t stream) {
   constexpr int kThreads = 64;
   conv_reference_kernel<E><<<(count + kThreads - 1) / kThreads, kThreads, 0, stream>>>(
       x, w, y, dims, samples, count, results);
@@ -56,9 +55,12 @@ void conv_reference(Elem elem, const void* x, const void* w, const void* y, Conv
                     const std::int64_t* samples, int count, GemmSampleResult* results,
                     cudaStream_t stream) {
   switch (elem) {
-    case Elem::f32: return launch<Elem::f32>(x, w, y, dims, samples, count, results, stream);
-    case Elem::f16: return launch<Elem::f16>(x, w, y, dims, samples, count, results, stream);
-    case Elem::bf16: return launch<Elem::bf16>(x, w, y, dims, samples, count, results, stream);
+    case Elem::f32:
+      return launch<Elem::f32>(x, w, y, dims, samples, count, results, stream);
+    case Elem::f16:
+      return launch<Elem::f16>(x, w, y, dims, samples, count, results, stream);
+    case Elem::bf16:
+      return launch<Elem::bf16>(x, w, y, dims, samples, count, results, stream);
     default:
       throw_cuda_error(cudaErrorInvalidValue, "conv_reference: element type", __FILE__, __LINE__);
   }

@@ -31,8 +31,8 @@ class CudaBackend final : public Backend {
     return make_conv_kernel(facts_, cudnn_, shape, layout);
 #else
     (void)layout;
-    throw Unsupported(fmt::format("conv {}: truepeak was built without cuDNN (set CUDNN_ROOT and rebuild)",
-                                  shape.str()));
+    throw Unsupported(fmt::format(
+        "conv {}: truepeak was built without cuDNN (set CUDNN_ROOT and rebuild)", shape.str()));
 #endif
   }
 
@@ -69,10 +69,11 @@ std::optional<std::string> cuda_detail::cudnn_version() { return std::nullopt; }
 std::unique_ptr<Backend> make_cuda_backend(int device_index) {
   const CudaDeviceCount devices = cuda_device_count();
   if (devices.count == 0)
-    throw Unsupported(fmt::format("cuda:{}: no CUDA device is usable: {}", device_index, devices.reason));
+    throw Unsupported(
+        fmt::format("cuda:{}: no CUDA device is usable: {}", device_index, devices.reason));
   if (device_index < 0 || device_index >= devices.count)
-    throw Unsupported(fmt::format("cuda:{}: no such device ({} CUDA device{} visible)", device_index,
-                                  devices.count, devices.count == 1 ? "" : "s"));
+    throw Unsupported(fmt::format("cuda:{}: no such device ({} CUDA device{} visible)",
+                                  device_index, devices.count, devices.count == 1 ? "" : "s"));
   return std::make_unique<CudaBackend>(device_index);
 }
 

@@ -11,7 +11,8 @@ namespace truepeak {
 
 struct CudaDeviceCount {
   int count = 0;
-  std::string reason;  // why there are none (no driver, insufficient driver, no device), if count == 0
+  std::string
+      reason;  // why there are none (no driver, insufficient driver, no device), if count == 0
 };
 
 // Never throws: a machine without a driver or GPU reports 0 with the runtime's reason.

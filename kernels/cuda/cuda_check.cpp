@@ -1,8 +1,8 @@
 #include "kernels/cuda/cuda_check.hpp"
 
-#include <cstdio>
-
 #include <fmt/format.h>
+
+#include <cstdio>
 
 #include "core/error.hpp"
 

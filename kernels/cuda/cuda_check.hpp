@@ -8,7 +8,8 @@
 
 namespace truepeak::cuda_detail {
 
-[[noreturn]] void throw_cuda_error(cudaError_t status, const char* expr, const char* file, int line);
+[[noreturn]] void throw_cuda_error(cudaError_t status, const char* expr, const char* file,
+                                   int line);
 void report_cuda_error(cudaError_t status, const char* expr, const char* file, int line) noexcept;
 [[noreturn]] void throw_cublas_error(cublasStatus_t status, const char* expr, const char* file,
                                      int line);
@@ -17,11 +18,11 @@ void report_cublas_error(cublasStatus_t status, const char* expr, const char* fi
 
 }  // namespace truepeak::cuda_detail
 
-#define TP_CUDA_CHECK(expr)                                                              \
-  do {                                                                                   \
-    const cudaError_t tp_status_ = (expr);                                               \
-    if (tp_status_ != cudaSuccess)                                                       \
-      ::truepeak::cuda_detail::throw_cuda_error(tp_status_, #expr, __FILE__, __LINE__);  \
+#define TP_CUDA_CHECK(expr)                                                             \
+  do {                                                                                  \
+    const cudaError_t tp_status_ = (expr);                                              \
+    if (tp_status_ != cudaSuccess)                                                      \
+      ::truepeak::cuda_detail::throw_cuda_error(tp_status_, #expr, __FILE__, __LINE__); \
   } while (0)
 
 #define TP_CUDA_CHECK_NOTHROW(expr)                                                      \
@@ -34,11 +35,11 @@ void report_cublas_error(cublasStatus_t status, const char* expr, const char* fi
 // After every kernel launch: launch errors are only visible through cudaGetLastError.
 #define TP_CUDA_CHECK_LAUNCH() TP_CUDA_CHECK(cudaGetLastError())
 
-#define TP_CUBLAS_CHECK(expr)                                                              \
-  do {                                                                                     \
-    const cublasStatus_t tp_status_ = (expr);                                              \
-    if (tp_status_ != CUBLAS_STATUS_SUCCESS)                                               \
-      ::truepeak::cuda_detail::throw_cublas_error(tp_status_, #expr, __FILE__, __LINE__);  \
+#define TP_CUBLAS_CHECK(expr)                                                             \
+  do {                                                                                    \
+    const cublasStatus_t tp_status_ = (expr);                                             \
+    if (tp_status_ != CUBLAS_STATUS_SUCCESS)                                              \
+      ::truepeak::cuda_detail::throw_cublas_error(tp_status_, #expr, __FILE__, __LINE__); \
   } while (0)
 
 #define TP_CUBLAS_CHECK_NOTHROW(expr)                                                      \

@@ -61,13 +61,26 @@ std::optional<double> pcie_link_Bps(int generation, int width) {
   // Bytes per second per lane after encoding.
   double lane_Bps = 0;
   switch (generation) {
-    case 1: lane_Bps = 2.5e9 * 8 / 10 / 8; break;
-    case 2: lane_Bps = 5e9 * 8 / 10 / 8; break;
-    case 3: lane_Bps = 8e9 * 128 / 130 / 8; break;
-    case 4: lane_Bps = 16e9 * 128 / 130 / 8; break;
-    case 5: lane_Bps = 32e9 * 128 / 130 / 8; break;
-    case 6: lane_Bps = 64e9 * 242 / 256 / 8; break;
-    default: return std::nullopt;
+    case 1:
+      lane_Bps = 2.5e9 * 8 / 10 / 8;
+      break;
+    case 2:
+      lane_Bps = 5e9 * 8 / 10 / 8;
+      break;
+    case 3:
+      lane_Bps = 8e9 * 128 / 130 / 8;
+      break;
+    case 4:
+      lane_Bps = 16e9 * 128 / 130 / 8;
+      break;
+    case 5:
+      lane_Bps = 32e9 * 128 / 130 / 8;
+      break;
+    case 6:
+      lane_Bps = 64e9 * 242 / 256 / 8;
+      break;
+    default:
+      return std::nullopt;
   }
   if (width <= 0) return std::nullopt;
   return lane_Bps * width;
@@ -99,8 +112,10 @@ DeviceDescription describe_device(int index, DeviceFacts& facts) {
   const std::size_t cublas = cublasLtGetVersion();  // 130001 = 13.0.1
   d.libraries["cuda_runtime"] = version_text(runtime_version);
   d.libraries["cuda_driver_api"] = version_text(driver_api_version);
-  d.libraries["driver"] = nvml.driver_version ? nlohmann::json(*nvml.driver_version) : nlohmann::json(nullptr);
-  d.libraries["cublas"] = fmt::format("{}.{}.{}", cublas / 10000, (cublas % 10000) / 100, cublas % 100);
+  d.libraries["driver"] =
+      nvml.driver_version ? nlohmann::json(*nvml.driver_version) : nlohmann::json(nullptr);
+  d.libraries["cublas"] =
+      fmt::format("{}.{}.{}", cublas / 10000, (cublas % 10000) / 100, cublas % 100);
   const auto cudnn = cudnn_version();
   d.libraries["cudnn"] = cudnn ? nlohmann::json(*cudnn) : nlohmann::json(nullptr);
 

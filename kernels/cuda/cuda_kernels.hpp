@@ -25,8 +25,8 @@ DeviceDescription describe_device(int index, DeviceFacts& facts);
 // One cuBLASLt handle per backend, shared by its GEMM kernels.
 class LtContext;
 std::shared_ptr<LtContext> make_lt_context(int device);
-std::unique_ptr<Kernel> make_gemm_kernel(const DeviceFacts& device,
-                                         std::shared_ptr<LtContext> lt, const GemmShape& shape);
+std::unique_ptr<Kernel> make_gemm_kernel(const DeviceFacts& device, std::shared_ptr<LtContext> lt,
+                                         const GemmShape& shape);
 
 // One cuDNN handle per backend, shared by its convolution kernels (creating one loads cuDNN's
 // libraries and takes a while). Absent when the build has no cuDNN.

@@ -9,7 +9,9 @@
 namespace truepeak {
 
 namespace cuda_detail {
-void release_stream(cudaStream_t stream) noexcept { TP_CUDA_CHECK_NOTHROW(cudaStreamDestroy(stream)); }
+void release_stream(cudaStream_t stream) noexcept {
+  TP_CUDA_CHECK_NOTHROW(cudaStreamDestroy(stream));
+}
 void release_event(cudaEvent_t event) noexcept { TP_CUDA_CHECK_NOTHROW(cudaEventDestroy(event)); }
 void release_device_memory(void* ptr) noexcept { TP_CUDA_CHECK_NOTHROW(cudaFree(ptr)); }
 void release_pinned_memory(void* ptr) noexcept { TP_CUDA_CHECK_NOTHROW(cudaFreeHost(ptr)); }
@@ -73,7 +75,9 @@ PageableBuffer make_pageable_buffer(std::int64_t bytes) {
 
 void use_device(int device) { TP_CUDA_CHECK(cudaSetDevice(device)); }
 
-void EventTimer::start(cudaStream_t stream) { TP_CUDA_CHECK(cudaEventRecord(start_.get(), stream)); }
+void EventTimer::start(cudaStream_t stream) {
+  TP_CUDA_CHECK(cudaEventRecord(start_.get(), stream));
+}
 void EventTimer::stop(cudaStream_t stream) { TP_CUDA_CHECK(cudaEventRecord(stop_.get(), stream)); }
 
 double EventTimer::elapsed_s() const {

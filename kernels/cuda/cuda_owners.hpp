@@ -1,11 +1,11 @@
 // Move-only owners of CUDA runtime and cuBLASLt objects, and a timer on CUDA events.
 #pragma once
 
-#include <cstddef>
-#include <cstdint>
-
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
 
 #include "kernels/cuda/unique_handle.hpp"
 
@@ -46,7 +46,9 @@ class Memory {
   Memory(void* ptr, std::int64_t bytes) : ptr_(ptr), bytes_(bytes) {}
   void* get() const { return ptr_.get(); }
   template <typename T>
-  T* as() const { return static_cast<T*>(ptr_.get()); }
+  T* as() const {
+    return static_cast<T*>(ptr_.get());
+  }
   std::int64_t bytes() const { return bytes_; }
 
  private:
@@ -55,7 +57,7 @@ class Memory {
 };
 
 using DeviceBuffer = Memory<cuda_detail::release_device_memory>;
-using PinnedBuffer = Memory<cuda_detail::release_pinned_memory>;    // cudaHostAlloc
+using PinnedBuffer = Memory<cuda_detail::release_pinned_memory>;      // cudaHostAlloc
 using PageableBuffer = Memory<cuda_detail::release_pageable_memory>;  // ordinary host memory
 
 DeviceBuffer make_device_buffer(std::int64_t bytes);

@@ -13,11 +13,11 @@ void report_cudnn_error(cudnnStatus_t status, const char* expr, const char* file
 
 }  // namespace truepeak::cuda_detail
 
-#define TP_CUDNN_CHECK(expr)                                                              \
-  do {                                                                                    \
-    const cudnnStatus_t tp_status_ = (expr);                                              \
-    if (tp_status_ != CUDNN_STATUS_SUCCESS)                                               \
-      ::truepeak::cuda_detail::throw_cudnn_error(tp_status_, #expr, __FILE__, __LINE__);  \
+#define TP_CUDNN_CHECK(expr)                                                             \
+  do {                                                                                   \
+    const cudnnStatus_t tp_status_ = (expr);                                             \
+    if (tp_status_ != CUDNN_STATUS_SUCCESS)                                              \
+      ::truepeak::cuda_detail::throw_cudnn_error(tp_status_, #expr, __FILE__, __LINE__); \
   } while (0)
 
 #define TP_CUDNN_CHECK_NOTHROW(expr)                                                      \

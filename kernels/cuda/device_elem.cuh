@@ -1,11 +1,11 @@
 // Device helpers shared by the .cu files: element loads as double and the random hash.
 #pragma once
 
-#include <cstdint>
-
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
+
+#include <cstdint>
 
 #include "kernels/cuda/device_kernels.hpp"
 
@@ -18,14 +18,36 @@ __host__ __device__ inline std::uint64_t splitmix64(std::uint64_t x) {
   return x ^ (x >> 31);
 }
 
-template <Elem E> struct ElemType;
-template <> struct ElemType<Elem::f64> { using type = double; };
-template <> struct ElemType<Elem::f32> { using type = float; };
-template <> struct ElemType<Elem::f16> { using type = __half; };
-template <> struct ElemType<Elem::bf16> { using type = __nv_bfloat16; };
-template <> struct ElemType<Elem::fp8_e4m3> { using type = __nv_fp8_e4m3; };
-template <> struct ElemType<Elem::int8> { using type = std::int8_t; };
-template <> struct ElemType<Elem::int32> { using type = std::int32_t; };
+template <Elem E>
+struct ElemType;
+template <>
+struct ElemType<Elem::f64> {
+  using type = double;
+};
+template <>
+struct ElemType<Elem::f32> {
+  using type = float;
+};
+template <>
+struct ElemType<Elem::f16> {
+  using type = __half;
+};
+template <>
+struct ElemType<Elem::bf16> {
+  using type = __nv_bfloat16;
+};
+template <>
+struct ElemType<Elem::fp8_e4m3> {
+  using type = __nv_fp8_e4m3;
+};
+template <>
+struct ElemType<Elem::int8> {
+  using type = std::int8_t;
+};
+template <>
+struct ElemType<Elem::int32> {
+  using type = std::int32_t;
+};
 
 template <Elem E>
 __device__ inline double load_as_double(const void* base, std::int64_t index) {

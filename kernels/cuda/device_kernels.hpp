@@ -3,9 +3,9 @@
 // compiles the .cu files that include it.
 #pragma once
 
-#include <cstdint>
-
 #include <cuda_runtime_api.h>
+
+#include <cstdint>
 
 namespace truepeak::cuda_detail {
 
@@ -47,8 +47,8 @@ void launch_fma(Elem elem, void* out, GridSize grid, int iterations, cudaStream_
 // The start value of chain `chain` of thread `thread`, and the constants a and b, as the kernel
 // uses them (so the host can replay a chain for the check).
 double fma_start_value(std::int64_t thread, int chain, int lane);
-inline constexpr double kFmaA = 0.9990234375;   // exact in f16, f32 and f64
-inline constexpr double kFmaB = 0.0009765625;   // 2^-10: chains converge to b / (1 - a) = 1
+inline constexpr double kFmaA = 0.9990234375;  // exact in f16, f32 and f64
+inline constexpr double kFmaB = 0.0009765625;  // 2^-10: chains converge to b / (1 - a) = 1
 
 // --- launch overhead ------------------------------------------------------------------------
 void launch_empty(cudaStream_t stream);
@@ -62,9 +62,9 @@ struct GemmSampleResult {
   double abs_sum;
   double got;
 };
-void gemm_reference(Elem in, Elem out, const void* x, const void* w, const void* c,
-                    std::int64_t m, std::int64_t n, std::int64_t k, const std::int64_t* samples,
-                    int count, GemmSampleResult* results, cudaStream_t stream);
+void gemm_reference(Elem in, Elem out, const void* x, const void* w, const void* c, std::int64_t m,
+                    std::int64_t n, std::int64_t k, const std::int64_t* samples, int count,
+                    GemmSampleResult* results, cudaStream_t stream);
 
 // --- convolution reference ------------------------------------------------------------------
 struct ConvDims {

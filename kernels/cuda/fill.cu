@@ -44,22 +44,31 @@ void fill_as(void* ptr, std::int64_t count, std::uint64_t seed, cudaStream_t str
   TP_CUDA_CHECK_LAUNCH();
 }
 
-__global__ void gather_kernel(const double* src, const std::int64_t* index, double* dst, int count) {
+__global__ void gather_kernel(const double* src, const std::int64_t* index, double* dst,
+                              int count) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < count) dst[i] = src[index[i]];
 }
 
 }  // namespace
 
-void fill_random(void* ptr, Elem elem, std::int64_t count, std::uint64_t seed, cudaStream_t stream) {
+void fill_random(void* ptr, Elem elem, std::int64_t count, std::uint64_t seed,
+                 cudaStream_t stream) {
   switch (elem) {
-    case Elem::f64: return fill_as<Elem::f64>(ptr, count, seed, stream);
-    case Elem::f32: return fill_as<Elem::f32>(ptr, count, seed, stream);
-    case Elem::f16: return fill_as<Elem::f16>(ptr, count, seed, stream);
-    case Elem::bf16: return fill_as<Elem::bf16>(ptr, count, seed, stream);
-    case Elem::fp8_e4m3: return fill_as<Elem::fp8_e4m3>(ptr, count, seed, stream);
-    case Elem::int8: return fill_as<Elem::int8>(ptr, count, seed, stream);
-    case Elem::int32: return fill_as<Elem::int32>(ptr, count, seed, stream);
+    case Elem::f64:
+      return fill_as<Elem::f64>(ptr, count, seed, stream);
+    case Elem::f32:
+      return fill_as<Elem::f32>(ptr, count, seed, stream);
+    case Elem::f16:
+      return fill_as<Elem::f16>(ptr, count, seed, stream);
+    case Elem::bf16:
+      return fill_as<Elem::bf16>(ptr, count, seed, stream);
+    case Elem::fp8_e4m3:
+      return fill_as<Elem::fp8_e4m3>(ptr, count, seed, stream);
+    case Elem::int8:
+      return fill_as<Elem::int8>(ptr, count, seed, stream);
+    case Elem::int32:
+      return fill_as<Elem::int32>(ptr, count, seed, stream);
   }
 }
 

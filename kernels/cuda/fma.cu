@@ -73,9 +73,15 @@ GridSize fma_grid(int device, Elem elem) {
   TP_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   int per_sm = 1;
   switch (elem) {
-    case Elem::f64: per_sm = resident_blocks(fma_kernel<double>); break;
-    case Elem::f16: per_sm = resident_blocks(fma_half2_kernel); break;
-    default: per_sm = resident_blocks(fma_kernel<float>); break;
+    case Elem::f64:
+      per_sm = resident_blocks(fma_kernel<double>);
+      break;
+    case Elem::f16:
+      per_sm = resident_blocks(fma_half2_kernel);
+      break;
+    default:
+      per_sm = resident_blocks(fma_kernel<float>);
+      break;
   }
   return {sms * per_sm, kFmaThreads};
 }
@@ -95,7 +101,8 @@ void launch_fma(Elem elem, void* out, GridSize grid, int iterations, cudaStream_
     }
     default:
       fma_kernel<float><<<grid.blocks, grid.threads, 0, stream>>>(
-          static_cast<float*>(out), static_cast<float>(kFmaA), static_cast<float>(kFmaB), iterations);
+          static_cast<float*>(out), static_cast<float>(kFmaA), static_cast<float>(kFmaB),
+          iterations);
       break;
   }
   TP_CUDA_CHECK_LAUNCH();

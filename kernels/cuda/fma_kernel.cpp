@@ -1,12 +1,12 @@
 // Arithmetic peak of the CUDA cores (own FMA chains), and the sentinel: the same kernel on a
 // small fixed grid, timed between points to notice other work on the GPU.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <optional>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "core/error.hpp"
 #include "kernels/cuda/cuda_check.hpp"
@@ -32,8 +32,8 @@ double round_to_half(double v) {
 
 double half_bits_to_double(std::uint16_t bits) {
   const int sign = bits >> 15, exponent = (bits >> 10) & 0x1f, mantissa = bits & 0x3ff;
-  double value = exponent == 0 ? std::ldexp(mantissa, -24)
-                               : std::ldexp(1024 + mantissa, exponent - 25);
+  double value =
+      exponent == 0 ? std::ldexp(mantissa, -24) : std::ldexp(1024 + mantissa, exponent - 25);
   if (exponent == 31) value = mantissa ? NAN : INFINITY;
   return sign ? -value : value;
 }
@@ -70,12 +70,15 @@ double replay(Elem elem, std::int64_t thread, int lane, int iterations) {
 
 Elem fma_elem(DType dtype) {
   switch (dtype) {
-    case DType::f64: return Elem::f64;
-    case DType::f32: return Elem::f32;
-    case DType::f16: return Elem::f16;
+    case DType::f64:
+      return Elem::f64;
+    case DType::f32:
+      return Elem::f32;
+    case DType::f16:
+      return Elem::f16;
     default:
-      throw Unsupported(fmt::format("no CUDA-core FMA kernel for {} (f64, f32 and f16 are measured)",
-                                    to_string(dtype)));
+      throw Unsupported(fmt::format(
+          "no CUDA-core FMA kernel for {} (f64, f32 and f16 are measured)", to_string(dtype)));
   }
 }
 
@@ -98,14 +101,16 @@ class FmaKernel final : public Kernel {
       launch();
       timer_->stop(stream_.get());
       const double launch_s = std::max(timer_->elapsed_s(), 1e-6);
-      iterations_ = static_cast<int>(std::clamp(iterations_ * kTargetLaunchS / launch_s, 256.0, 1048576.0));
+      iterations_ =
+          static_cast<int>(std::clamp(iterations_ * kTargetLaunchS / launch_s, 256.0, 1048576.0));
     }
   }
 
   std::string name() const override { return label_; }
   double flops() const override {
     const double lanes = elem_ == Elem::f16 ? 2 : 1;  // a half2 FMA is two FMAs
-    return 2.0 * lanes * kFmaChains * iterations_ * static_cast<double>(grid_.blocks) * grid_.threads;
+    return 2.0 * lanes * kFmaChains * iterations_ * static_cast<double>(grid_.blocks) *
+           grid_.threads;
   }
   double bytes() const override { return 0; }
   std::string impl() const override {
@@ -119,7 +124,8 @@ class FmaKernel final : public Kernel {
     const std::int64_t threads = static_cast<std::int64_t>(grid_.blocks) * grid_.threads;
     const int element_bytes = elem_ == Elem::f64 ? 8 : 4;  // f16 writes a half2
     std::vector<unsigned char> host(static_cast<std::size_t>(threads * element_bytes));
-    TP_CUDA_CHECK(cudaMemcpyAsync(host.data(), out_.get(), host.size(), cudaMemcpyDeviceToHost, stream_.get()));
+    TP_CUDA_CHECK(cudaMemcpyAsync(host.data(), out_.get(), host.size(), cudaMemcpyDeviceToHost,
+                                  stream_.get()));
     TP_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
     const std::int64_t step = std::max<std::int64_t>(1, threads / kCheckedThreads);
     for (std::int64_t t = 0; t < threads; t += step) {
@@ -142,7 +148,8 @@ class FmaKernel final : public Kernel {
         }
         const double expected = replay(elem_, t, lane, iterations_);
         if (!(std::fabs(got - expected) <= tol * std::fabs(expected)))
-          throw CheckFailed(fmt::format("{}: thread {} wrote {} but the chains give {}", name(), t, got, expected));
+          throw CheckFailed(fmt::format("{}: thread {} wrote {} but the chains give {}", name(), t,
+                                        got, expected));
       }
     }
   }

@@ -3,18 +3,19 @@
 // Layout: GemmShape is C[m][n] = A[m][k] * B[k][n]. Frameworks store a linear layer's weight as
 // [n][k] (nn.Linear) and compute x * W^T; that is cuBLASLt's "TN" layout, the one its FP8 and
 // int8 kernels require, and the one used here for every dtype: A row-major [m][k], B stored as
-// [n][k], C row-major [m][n]. In cuBLASLt's column-major terms: D (n x m) = W^T(k x n)^T * X (k x m).
+// [n][k], C row-major [m][n]. In cuBLASLt's column-major terms: D (n x m) = W^T(k x n)^T * X (k x
+// m).
 //
 // Cache state: operands rotate through enough buffer sets to cover twice the L2 size, so each
 // call reads its operands from device memory, as a layer's weights are in a real model (a small
 // GEMM repeated on the same buffers would run from L2 and overstate what a model sees).
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <optional>
 #include <random>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "core/error.hpp"
 #include "core/units.hpp"
@@ -50,25 +51,45 @@ struct GemmTypes {
   cudaDataType_t scale;
   Elem ab_elem, c_elem;
   int ab_bytes, c_bytes;
-  int min_cc;             // compute capability x 10
-  double out_rel_tol;     // rounding of the output type, relative to |reference|
-  double sum_rel_tol;     // accumulation and input rounding, relative to sum |a*b|
+  int min_cc;          // compute capability x 10
+  double out_rel_tol;  // rounding of the output type, relative to |reference|
+  double sum_rel_tol;  // accumulation and input rounding, relative to sum |a*b|
 };
 
 GemmTypes gemm_types(DType dtype) {
   switch (dtype) {
     case DType::f32:
-      return {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F, CUDA_R_32F, Elem::f32, Elem::f32, 4, 4, 0, 1e-6, 1e-4};
+      return {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F, CUDA_R_32F, Elem::f32, Elem::f32, 4, 4, 0,
+              1e-6,       1e-4};
     case DType::tf32:  // inputs rounded to 10-bit mantissas: about 1e-3 per product
-      return {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA_R_32F, Elem::f32, Elem::f32, 4, 4, 80, 1e-6, 4e-3};
+      return {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32,
+              CUDA_R_32F, Elem::f32,  Elem::f32,
+              4,          4,          80,
+              1e-6,       4e-3};
     case DType::f16:
-      return {CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_32F, CUDA_R_32F, Elem::f16, Elem::f16, 2, 2, 0, 2e-3, 1e-3};
+      return {CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_32F, CUDA_R_32F, Elem::f16, Elem::f16, 2, 2, 0,
+              2e-3,       1e-3};
     case DType::bf16:
-      return {CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F, CUDA_R_32F, Elem::bf16, Elem::bf16, 2, 2, 80, 8e-3, 1e-3};
+      return {CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F,
+              CUDA_R_32F,  Elem::bf16,  Elem::bf16,
+              2,           2,           80,
+              8e-3,        1e-3};
     case DType::fp8_e4m3:  // bf16 output, fp32 accumulation (reduced-precision on Hopper)
-      return {CUDA_R_8F_E4M3, CUDA_R_16BF, CUBLAS_COMPUTE_32F, CUDA_R_32F, Elem::fp8_e4m3, Elem::bf16, 1, 2, 89, 8e-3, 2e-3};
+      return {CUDA_R_8F_E4M3,
+              CUDA_R_16BF,
+              CUBLAS_COMPUTE_32F,
+              CUDA_R_32F,
+              Elem::fp8_e4m3,
+              Elem::bf16,
+              1,
+              2,
+              89,
+              8e-3,
+              2e-3};
     case DType::int8:  // s8 x s8 -> s32: exact
-      return {CUDA_R_8I, CUDA_R_32I, CUBLAS_COMPUTE_32I, CUDA_R_32I, Elem::int8, Elem::int32, 1, 4, 0, 0, 0};
+      return {
+          CUDA_R_8I, CUDA_R_32I, CUBLAS_COMPUTE_32I, CUDA_R_32I, Elem::int8, Elem::int32, 1, 4, 0,
+          0,         0};
     case DType::f64:
       break;
   }
@@ -136,7 +157,8 @@ class GemmKernel final : public Kernel {
     const std::int64_t set_bytes = x_bytes_ + w_bytes_ + c_bytes_;
     const std::int64_t fixed_bytes = kWorkspaceBytes + 1 * kMiB;
     const std::int64_t usable = usable_device_bytes();
-    std::int64_t sets = std::clamp<std::int64_t>((2 * device.l2_bytes + set_bytes - 1) / set_bytes, 1, kMaxSets);
+    std::int64_t sets =
+        std::clamp<std::int64_t>((2 * device.l2_bytes + set_bytes - 1) / set_bytes, 1, kMaxSets);
     sets = std::min<std::int64_t>(sets, (usable - fixed_bytes) / set_bytes);
     if (sets < 1) require_device_bytes(set_bytes + fixed_bytes, "gemm " + shape.str());
     sets_ = static_cast<int>(sets);
@@ -154,7 +176,8 @@ class GemmKernel final : public Kernel {
     fill_random(w_.get(), types_.ab_elem, w_stride_ * sets_ / types_.ab_bytes, 12, stream_.get());
     fill_random(c_.get(), types_.c_elem, c_stride_ * sets_ / types_.c_bytes, 13, stream_.get());
     const float ones[2] = {1.0f, 1.0f};
-    TP_CUDA_CHECK(cudaMemcpyAsync(scales_.get(), ones, sizeof(ones), cudaMemcpyHostToDevice, stream_.get()));
+    TP_CUDA_CHECK(
+        cudaMemcpyAsync(scales_.get(), ones, sizeof(ones), cudaMemcpyHostToDevice, stream_.get()));
 
     cublasLtMatmulDesc_t desc = nullptr;
     TP_CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc, types_.compute, types_.scale));
@@ -181,10 +204,11 @@ class GemmKernel final : public Kernel {
     std::vector<cublasLtMatmulHeuristicResult_t> results(8);
     int returned = 0;
     const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
-        lt_->handle.get(), desc, a_layout_.get(), b_layout_.get(), c_layout_.get(),
-        c_layout_.get(), pref, static_cast<int>(results.size()), results.data(), &returned);
+        lt_->handle.get(), desc, a_layout_.get(), b_layout_.get(), c_layout_.get(), c_layout_.get(),
+        pref, static_cast<int>(results.size()), results.data(), &returned);
     if (status == CUBLAS_STATUS_NOT_SUPPORTED || (status == CUBLAS_STATUS_SUCCESS && returned == 0))
-      throw Unsupported(fmt::format("cuBLASLt has no algorithm for gemm {} on {}", shape.str(), device.name));
+      throw Unsupported(
+          fmt::format("cuBLASLt has no algorithm for gemm {} on {}", shape.str(), device.name));
     TP_CUBLAS_CHECK(status);
 
     // cuBLASLt's heuristic ranks its candidates; the top few that launch are timed and the
@@ -230,20 +254,25 @@ class GemmKernel final : public Kernel {
     TP_CUBLAS_CHECK(matmul(*algo_, 0));
     std::vector<std::int64_t> samples = sample_indices();
     const int count = static_cast<int>(samples.size() / 3);
-    DeviceBuffer samples_dev = make_device_buffer(static_cast<std::int64_t>(samples.size() * sizeof(std::int64_t)));
-    DeviceBuffer results_dev = make_device_buffer(count * static_cast<std::int64_t>(sizeof(GemmSampleResult)));
-    TP_CUDA_CHECK(cudaMemcpyAsync(samples_dev.get(), samples.data(), samples.size() * sizeof(std::int64_t),
-                                  cudaMemcpyHostToDevice, stream_.get()));
+    DeviceBuffer samples_dev =
+        make_device_buffer(static_cast<std::int64_t>(samples.size() * sizeof(std::int64_t)));
+    DeviceBuffer results_dev =
+        make_device_buffer(count * static_cast<std::int64_t>(sizeof(GemmSampleResult)));
+    TP_CUDA_CHECK(cudaMemcpyAsync(samples_dev.get(), samples.data(),
+                                  samples.size() * sizeof(std::int64_t), cudaMemcpyHostToDevice,
+                                  stream_.get()));
     gemm_reference(types_.ab_elem, types_.c_elem, x_.get(), w_.get(), c_.get(), shape_.m, shape_.n,
                    shape_.k, samples_dev.as<std::int64_t>(), count,
                    results_dev.as<GemmSampleResult>(), stream_.get());
     std::vector<GemmSampleResult> results(count);
-    TP_CUDA_CHECK(cudaMemcpyAsync(results.data(), results_dev.get(), count * sizeof(GemmSampleResult),
-                                  cudaMemcpyDeviceToHost, stream_.get()));
+    TP_CUDA_CHECK(cudaMemcpyAsync(results.data(), results_dev.get(),
+                                  count * sizeof(GemmSampleResult), cudaMemcpyDeviceToHost,
+                                  stream_.get()));
     TP_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
     for (int s = 0; s < count; ++s) {
       const auto& r = results[s];
-      const double tol = types_.out_rel_tol * std::fabs(r.reference) + types_.sum_rel_tol * r.abs_sum +
+      const double tol = types_.out_rel_tol * std::fabs(r.reference) +
+                         types_.sum_rel_tol * r.abs_sum +
                          (shape_.dtype == DType::int8 ? 0.5 : 1e-6);
       if (!(std::fabs(r.got - r.reference) <= tol))
         throw CheckFailed(fmt::format(

@@ -37,9 +37,9 @@ void launch(const void* x, const void* w, const void* c, std::int64_t m, std::in
 
 }  // namespace
 
-void gemm_reference(Elem in, Elem out, const void* x, const void* w, const void* c,
-                    std::int64_t m, std::int64_t n, std::int64_t k, const std::int64_t* samples,
-                    int count, GemmSampleResult* results, cudaStream_t stream) {
+void gemm_reference(Elem in, Elem out, const void* x, const void* w, const void* c, std::int64_t m,
+                    std::int64_t n, std::int64_t k, const std::int64_t* samples, int count,
+                    GemmSampleResult* results, cudaStream_t stream) {
   if (in == Elem::f32 && out == Elem::f32)
     return launch<Elem::f32, Elem::f32>(x, w, c, m, n, k, samples, count, results, stream);
   if (in == Elem::f16 && out == Elem::f16)

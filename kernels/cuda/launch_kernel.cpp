@@ -1,8 +1,8 @@
 // Per-launch overhead: an empty kernel launched back to back, and the same launches replayed
 // from a CUDA graph (per-node time).
-#include <optional>
-
 #include <fmt/format.h>
+
+#include <optional>
 
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/cuda_kernels.hpp"
@@ -17,7 +17,8 @@ constexpr int kLaunches = 256;  // per sample: one launch is far below the event
 
 class LaunchKernel final : public Kernel {
  public:
-  LaunchKernel(const DeviceFacts& device, bool from_graph) : device_(device.index), from_graph_(from_graph) {
+  LaunchKernel(const DeviceFacts& device, bool from_graph)
+      : device_(device.index), from_graph_(from_graph) {
     use_device(device_);
     stream_ = make_stream();
     timer_.emplace();

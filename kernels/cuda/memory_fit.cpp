@@ -1,8 +1,8 @@
 #include "kernels/cuda/memory_fit.hpp"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "core/error.hpp"
 #include "core/units.hpp"

@@ -62,12 +62,13 @@ NvmlFacts query_nvml(const std::string& pci_bus_id) noexcept {
   try {
     NvmlLibrary nvml;
     if (!nvml.ready()) return facts;
-    if (auto version = nvml.symbol<nvml_return (*)(char*, unsigned)>("nvmlSystemGetDriverVersion")) {
+    if (auto version =
+            nvml.symbol<nvml_return (*)(char*, unsigned)>("nvmlSystemGetDriverVersion")) {
       char text[96] = {};
       if (version(text, sizeof(text)) == 0) facts.driver_version = std::string(text);
     }
-    auto by_bus = nvml.symbol<nvml_return (*)(const char*, nvml_device*)>(
-        "nvmlDeviceGetHandleByPciBusId_v2");
+    auto by_bus =
+        nvml.symbol<nvml_return (*)(const char*, nvml_device*)>("nvmlDeviceGetHandleByPciBusId_v2");
     nvml_device device = nullptr;
     if (by_bus == nullptr || by_bus(pci_bus_id.c_str(), &device) != 0) return facts;
     facts.max_sm_clock_mhz = query_clock(nvml, device, kNvmlClockSm);

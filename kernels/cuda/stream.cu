@@ -49,8 +49,9 @@ GridSize stream_grid(int device) {
   TP_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   // All four kernels use the same registers in practice; take the most restrictive.
   int per_sm = resident_blocks<StreamKind::copy>(device);
-  for (int b : {resident_blocks<StreamKind::scale>(device), resident_blocks<StreamKind::add>(device),
-                resident_blocks<StreamKind::triad>(device)})
+  for (int b :
+       {resident_blocks<StreamKind::scale>(device), resident_blocks<StreamKind::add>(device),
+        resident_blocks<StreamKind::triad>(device)})
     per_sm = b < per_sm ? b : per_sm;
   if (per_sm < 1) per_sm = 1;
   return {sms * per_sm, kStreamThreads};
@@ -64,16 +65,20 @@ void launch_stream(StreamKind op, double* a, double* b, double* c, double scalar
   const std::int64_t count2 = count / 2;
   switch (op) {
     case StreamKind::copy:
-      stream_kernel<StreamKind::copy><<<grid.blocks, grid.threads, 0, stream>>>(a2, b2, c2, scalar, count2, passes);
+      stream_kernel<StreamKind::copy>
+          <<<grid.blocks, grid.threads, 0, stream>>>(a2, b2, c2, scalar, count2, passes);
       break;
     case StreamKind::scale:
-      stream_kernel<StreamKind::scale><<<grid.blocks, grid.threads, 0, stream>>>(a2, b2, c2, scalar, count2, passes);
+      stream_kernel<StreamKind::scale>
+          <<<grid.blocks, grid.threads, 0, stream>>>(a2, b2, c2, scalar, count2, passes);
       break;
     case StreamKind::add:
-      stream_kernel<StreamKind::add><<<grid.blocks, grid.threads, 0, stream>>>(a2, b2, c2, scalar, count2, passes);
+      stream_kernel<StreamKind::add>
+          <<<grid.blocks, grid.threads, 0, stream>>>(a2, b2, c2, scalar, count2, passes);
       break;
     case StreamKind::triad:
-      stream_kernel<StreamKind::triad><<<grid.blocks, grid.threads, 0, stream>>>(a2, b2, c2, scalar, count2, passes);
+      stream_kernel<StreamKind::triad>
+          <<<grid.blocks, grid.threads, 0, stream>>>(a2, b2, c2, scalar, count2, passes);
       break;
   }
   TP_CUDA_CHECK_LAUNCH();

@@ -1,12 +1,12 @@
 // STREAM kernels (own, 16-byte accesses, grid filling the GPU) and the runtime's device-to-device
 // copy. Working sets well inside L2 measure L2; at 4x L2 and beyond, device memory.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <optional>
 #include <random>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "core/error.hpp"
 #include "core/units.hpp"
@@ -68,13 +68,15 @@ class StreamKernel final : public Kernel {
       : device_(device.index), op_(op) {
     const int arrays = stream_arrays(op);
     count_ = bytes / arrays / 8 / 2 * 2;  // double2 accesses: an even count
-    if (count_ < 2) throw InputError(fmt::format("stream {}: {} bytes is too small", to_string(op), bytes));
+    if (count_ < 2)
+      throw InputError(fmt::format("stream {}: {} bytes is too small", to_string(op), bytes));
     use_device(device_);
     require_device_bytes(arrays * count_ * 8, name());
     stream_ = make_stream();
     timer_.emplace();
     grid_ = stream_grid(device_);
-    passes_ = static_cast<int>(std::clamp<std::int64_t>(kBytesPerLaunch / this->bytes(), 1, kMaxPasses));
+    passes_ =
+        static_cast<int>(std::clamp<std::int64_t>(kBytesPerLaunch / this->bytes(), 1, kMaxPasses));
     const bool uses_a = op != StreamOp::scale;
     const bool uses_b = op != StreamOp::copy;
     if (uses_a) a_ = make_device_buffer(count_ * 8);
@@ -82,7 +84,8 @@ class StreamKernel final : public Kernel {
     c_ = make_device_buffer(count_ * 8);  // every op uses c
     std::uint64_t seed = 21;
     for (DeviceBuffer* buffer : {&a_, &b_, &c_})
-      if (buffer->get() != nullptr) fill_random(buffer->get(), Elem::f64, count_, seed++, stream_.get());
+      if (buffer->get() != nullptr)
+        fill_random(buffer->get(), Elem::f64, count_, seed++, stream_.get());
     TP_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
   }
 
@@ -109,9 +112,18 @@ class StreamKernel final : public Kernel {
     for (std::size_t i = 0; i < positions.size(); ++i) {
       double expected = 0, scale = 0;
       switch (op_) {
-        case StreamOp::copy: expected = a[i]; scale = std::fabs(a[i]); break;
-        case StreamOp::scale: expected = kScalar * c[i]; scale = std::fabs(expected); break;
-        case StreamOp::add: expected = a[i] + b[i]; scale = std::fabs(a[i]) + std::fabs(b[i]); break;
+        case StreamOp::copy:
+          expected = a[i];
+          scale = std::fabs(a[i]);
+          break;
+        case StreamOp::scale:
+          expected = kScalar * c[i];
+          scale = std::fabs(expected);
+          break;
+        case StreamOp::add:
+          expected = a[i] + b[i];
+          scale = std::fabs(a[i]) + std::fabs(b[i]);
+          break;
         case StreamOp::triad:
           expected = b[i] + kScalar * c[i];
           scale = std::fabs(b[i]) + std::fabs(kScalar * c[i]);
@@ -119,8 +131,8 @@ class StreamKernel final : public Kernel {
       }
       // The device may fuse b + s*c into one FMA: a rounding difference, nothing more.
       if (!(std::fabs(out[i] - expected) <= 1e-14 * scale))
-        throw CheckFailed(fmt::format("{}: element {} is {} but should be {}", name(),
-                                      positions[i], out[i], expected));
+        throw CheckFailed(fmt::format("{}: element {} is {} but should be {}", name(), positions[i],
+                                      out[i], expected));
     }
   }
 
@@ -134,15 +146,19 @@ class StreamKernel final : public Kernel {
 
  private:
   void launch(int passes) {
-    launch_stream(static_cast<StreamKind>(op_), a_.as<double>(), b_.as<double>(), c_.as<double>(), kScalar, count_, passes,
-                  grid_, stream_.get());
+    launch_stream(static_cast<StreamKind>(op_), a_.as<double>(), b_.as<double>(), c_.as<double>(),
+                  kScalar, count_, passes, grid_, stream_.get());
   }
   const double* output() const {
     switch (op_) {
-      case StreamOp::copy: return c_.as<double>();
-      case StreamOp::scale: return b_.as<double>();
-      case StreamOp::add: return c_.as<double>();
-      case StreamOp::triad: return a_.as<double>();
+      case StreamOp::copy:
+        return c_.as<double>();
+      case StreamOp::scale:
+        return b_.as<double>();
+      case StreamOp::add:
+        return c_.as<double>();
+      case StreamOp::triad:
+        return a_.as<double>();
     }
     return nullptr;
   }
@@ -179,7 +195,9 @@ class DeviceCopyKernel final : public Kernel {
   }
   double flops() const override { return 0; }
   double bytes() const override { return 2.0 * static_cast<double>(count_ * 8); }  // read + write
-  std::string impl() const override { return fmt::format("cudaMemcpyAsync device-to-device, {} per sample", inner_); }
+  std::string impl() const override {
+    return fmt::format("cudaMemcpyAsync device-to-device, {} per sample", inner_);
+  }
 
   void check() override {
     use_device(device_);
@@ -213,7 +231,8 @@ class DeviceCopyKernel final : public Kernel {
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_stream_kernel(const DeviceFacts& device, StreamOp op, std::int64_t bytes) {
+std::unique_ptr<Kernel> make_stream_kernel(const DeviceFacts& device, StreamOp op,
+                                           std::int64_t bytes) {
   return std::make_unique<StreamKernel>(device, op, bytes);
 }
 

@@ -1,11 +1,11 @@
 // Host<->device copies with cudaMemcpyAsync, from pinned (cudaHostAlloc) or pageable memory,
 // one direction at a time or both at once on two streams.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstring>
 #include <optional>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "core/error.hpp"
 #include "core/units.hpp"
@@ -50,7 +50,8 @@ void compare_windows(const unsigned char* host, const void* device, std::int64_t
     TP_CUDA_CHECK(cudaMemcpy(copy.data(), static_cast<const unsigned char*>(device) + offset,
                              copy.size(), cudaMemcpyDeviceToHost));
     if (std::memcmp(copy.data(), host + offset, copy.size()) != 0)
-      throw CheckFailed(fmt::format("{}: the bytes at offset {} differ after the copy", what, offset));
+      throw CheckFailed(
+          fmt::format("{}: the bytes at offset {} differ after the copy", what, offset));
   }
 }
 
@@ -71,7 +72,11 @@ int inner_count(std::int64_t bytes) {
 class TransferKernel final : public Kernel {
  public:
   TransferKernel(const DeviceFacts& device, TransferDir dir, bool pinned, std::int64_t bytes)
-      : device_(device.index), dir_(dir), pinned_(pinned), bytes_(bytes), inner_(inner_count(bytes)) {
+      : device_(device.index),
+        dir_(dir),
+        pinned_(pinned),
+        bytes_(bytes),
+        inner_(inner_count(bytes)) {
     if (bytes <= 0) throw InputError("transfer: the size must be positive");
     use_device(device_);
     require_device_bytes(bytes, name());
@@ -81,7 +86,8 @@ class TransferKernel final : public Kernel {
     host_.emplace(pinned, bytes);
     // h2d: the host holds one random pattern and the device another, so the check sees the copy.
     // d2h: the device holds random bytes and the host zeros.
-    if (dir == TransferDir::h2d) fill_host_random(host_->get(), device_buffer_, bytes, 41, stream_.get());
+    if (dir == TransferDir::h2d)
+      fill_host_random(host_->get(), device_buffer_, bytes, 41, stream_.get());
     fill_random(device_buffer_.get(), Elem::int8, bytes, 42, stream_.get());
     TP_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
   }
@@ -93,7 +99,8 @@ class TransferKernel final : public Kernel {
   double flops() const override { return 0; }
   double bytes() const override { return static_cast<double>(bytes_); }
   std::string impl() const override {
-    return fmt::format("cudaMemcpyAsync {} memory, {} per sample", pinned_ ? "pinned" : "pageable", inner_);
+    return fmt::format("cudaMemcpyAsync {} memory, {} per sample", pinned_ ? "pinned" : "pageable",
+                       inner_);
   }
 
   void check() override {
@@ -115,9 +122,11 @@ class TransferKernel final : public Kernel {
   void copy() {
     const auto size = static_cast<std::size_t>(bytes_);
     if (dir_ == TransferDir::h2d)
-      TP_CUDA_CHECK(cudaMemcpyAsync(device_buffer_.get(), host_->get(), size, cudaMemcpyHostToDevice, stream_.get()));
+      TP_CUDA_CHECK(cudaMemcpyAsync(device_buffer_.get(), host_->get(), size,
+                                    cudaMemcpyHostToDevice, stream_.get()));
     else
-      TP_CUDA_CHECK(cudaMemcpyAsync(host_->get(), device_buffer_.get(), size, cudaMemcpyDeviceToHost, stream_.get()));
+      TP_CUDA_CHECK(cudaMemcpyAsync(host_->get(), device_buffer_.get(), size,
+                                    cudaMemcpyDeviceToHost, stream_.get()));
   }
 
   int device_;
@@ -156,7 +165,8 @@ class BidirectionalKernel final : public Kernel {
   }
 
   std::string name() const override {
-    return fmt::format("transfer bidirectional pinned {} each way", format_bytes(static_cast<double>(bytes_)));
+    return fmt::format("transfer bidirectional pinned {} each way",
+                       format_bytes(static_cast<double>(bytes_)));
   }
   double flops() const override { return 0; }
   double bytes() const override { return 2.0 * static_cast<double>(bytes_); }
@@ -184,8 +194,10 @@ class BidirectionalKernel final : public Kernel {
     const auto size = static_cast<std::size_t>(bytes_);
     TP_CUDA_CHECK(cudaEventRecord(forked_.get(), up_.get()));
     TP_CUDA_CHECK(cudaStreamWaitEvent(down_.get(), forked_.get(), 0));
-    TP_CUDA_CHECK(cudaMemcpyAsync(up_device_.get(), up_host_.get(), size, cudaMemcpyHostToDevice, up_.get()));
-    TP_CUDA_CHECK(cudaMemcpyAsync(down_host_.get(), down_device_.get(), size, cudaMemcpyDeviceToHost, down_.get()));
+    TP_CUDA_CHECK(
+        cudaMemcpyAsync(up_device_.get(), up_host_.get(), size, cudaMemcpyHostToDevice, up_.get()));
+    TP_CUDA_CHECK(cudaMemcpyAsync(down_host_.get(), down_device_.get(), size,
+                                  cudaMemcpyDeviceToHost, down_.get()));
     TP_CUDA_CHECK(cudaEventRecord(joined_.get(), down_.get()));
     TP_CUDA_CHECK(cudaStreamWaitEvent(up_.get(), joined_.get(), 0));
   }
@@ -201,12 +213,13 @@ class BidirectionalKernel final : public Kernel {
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_transfer_kernel(const DeviceFacts& device, TransferDir dir, bool pinned,
-                                             std::int64_t bytes) {
+std::unique_ptr<Kernel> make_transfer_kernel(const DeviceFacts& device, TransferDir dir,
+                                             bool pinned, std::int64_t bytes) {
   return std::make_unique<TransferKernel>(device, dir, pinned, bytes);
 }
 
-std::unique_ptr<Kernel> make_bidirectional_kernel(const DeviceFacts& device, std::int64_t bytes_each_way) {
+std::unique_ptr<Kernel> make_bidirectional_kernel(const DeviceFacts& device,
+                                                  std::int64_t bytes_each_way) {
   return std::make_unique<BidirectionalKernel>(device, bytes_each_way);
 }
 

@@ -61,8 +61,11 @@ TEST(GpuDatasheet, DtypesAPartDoesNotHaveAreAbsent) {
 
 TEST(GpuDatasheet, UnknownGpuIsEstimatedFromItsFacts) {
   DeviceDescription d = gpu("NVIDIA Imaginary X1");
-  d.properties = {{"compute_capability", "9.0"}, {"sms", 132}, {"max_sm_clock_mhz", 1980},
-                  {"memory_bus_width_bits", 5120}, {"memory_clock_mhz", 2619}};
+  d.properties = {{"compute_capability", "9.0"},
+                  {"sms", 132},
+                  {"max_sm_clock_mhz", 1980},
+                  {"memory_bus_width_bits", 5120},
+                  {"memory_clock_mhz", 2619}};
   const Datasheet ds = gpu_datasheet(d);
   EXPECT_NE(ds.source.find("estimated from"), std::string::npos) << ds.source;
   EXPECT_NE(ds.source.find("Imaginary"), std::string::npos);
@@ -76,8 +79,8 @@ TEST(GpuDatasheet, EstimateFollowsTheComputeCapability) {
   DeviceDescription d = gpu("Some Turing Card");
   d.properties = {{"compute_capability", "7.5"}, {"sms", 40}, {"sm_clock_mhz", 1590}};
   const Datasheet ds = gpu_datasheet(d);
-  EXPECT_EQ(ds.flops_per_s.count("bf16"), 0u);  // no bf16 before 8.0
-  EXPECT_EQ(ds.flops_per_s.count("fp8"), 0u);   // no fp8 before 8.9
+  EXPECT_EQ(ds.flops_per_s.count("bf16"), 0u);                     // no bf16 before 8.0
+  EXPECT_EQ(ds.flops_per_s.count("fp8"), 0u);                      // no fp8 before 8.9
   EXPECT_NEAR(ds.flops_per_s.at("f16"), 40 * 1590e6 * 1024, 1e6);  // ~65 TFLOP/s, as a T4
   EXPECT_FALSE(ds.memory_Bps.has_value());
 }

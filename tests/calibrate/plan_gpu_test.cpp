@@ -1,6 +1,6 @@
-#include <algorithm>
-
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include "calibrate/plan.hpp"
 #include "core/units.hpp"
@@ -24,7 +24,8 @@ const DeviceDescription kA100 = gpu("8.0", 40 * kMiB, 42.5);
 const DeviceDescription kT4 = gpu("7.5", 4 * kMiB, 16);
 
 bool has_dtype(const Plan& plan, DType dtype) {
-  return std::any_of(plan.gemm.begin(), plan.gemm.end(), [&](const GemmShape& s) { return s.dtype == dtype; });
+  return std::any_of(plan.gemm.begin(), plan.gemm.end(),
+                     [&](const GemmShape& s) { return s.dtype == dtype; });
 }
 
 bool has_gemm(const Plan& plan, DType dtype, std::int64_t m, std::int64_t n, std::int64_t k) {
@@ -40,7 +41,8 @@ TEST(GpuPlan, Fp8OnlyFromComputeCapability89) {
     EXPECT_FALSE(has_dtype(gpu_plan(kT4, suite), DType::fp8_e4m3));
     EXPECT_FALSE(has_dtype(gpu_plan(kT4, suite), DType::bf16));
     EXPECT_FALSE(has_dtype(gpu_plan(kT4, suite), DType::tf32));
-    for (const DType dtype : {DType::f32, DType::f16, DType::int8}) EXPECT_TRUE(has_dtype(gpu_plan(kT4, suite), dtype));
+    for (const DType dtype : {DType::f32, DType::f16, DType::int8})
+      EXPECT_TRUE(has_dtype(gpu_plan(kT4, suite), dtype));
   }
 }
 
@@ -50,20 +52,24 @@ TEST(GpuPlan, QuickHoldsThePeakPoints) {
   EXPECT_TRUE(has_gemm(quick, DType::bf16, 16384, 16384, 16384));
   EXPECT_TRUE(has_gemm(quick, DType::bf16, 1, 8192, 8192));  // decode-like
   EXPECT_GE(*std::max_element(quick.stream_bytes.begin(), quick.stream_bytes.end()), 2 * kGiB);
-  EXPECT_NE(std::find(quick.transfer_bytes.begin(), quick.transfer_bytes.end(), 256 * kMiB), quick.transfer_bytes.end());
+  EXPECT_NE(std::find(quick.transfer_bytes.begin(), quick.transfer_bytes.end(), 256 * kMiB),
+            quick.transfer_bytes.end());
   EXPECT_GE(quick.transfer_bytes.back(), kGiB);
   EXPECT_EQ(quick.transfer_bytes.front(), 4 * kKiB);
   EXPECT_GT(quick.bidirectional_bytes, 0);
   EXPECT_FALSE(quick.device_copy_bytes.empty());
-  EXPECT_NE(std::find(quick.stream_ops.begin(), quick.stream_ops.end(), StreamOp::triad), quick.stream_ops.end());
+  EXPECT_NE(std::find(quick.stream_ops.begin(), quick.stream_ops.end(), StreamOp::triad),
+            quick.stream_ops.end());
 }
 
 TEST(GpuPlan, FullGridCoversSquaresSkinnyAndBatched) {
   const Plan full = gpu_plan(kH200, Suite::full);
-  for (const std::int64_t size : {256, 1024, 4096, 16384}) EXPECT_TRUE(has_gemm(full, DType::bf16, size, size, size));
+  for (const std::int64_t size : {256, 1024, 4096, 16384})
+    EXPECT_TRUE(has_gemm(full, DType::bf16, size, size, size));
   EXPECT_TRUE(has_gemm(full, DType::f16, 8, 8192, 8192));
   EXPECT_TRUE(has_gemm(full, DType::bf16, 4096, 4096, 64));  // small K
-  EXPECT_TRUE(std::any_of(full.gemm.begin(), full.gemm.end(), [](const GemmShape& s) { return s.batch > 1; }));
+  EXPECT_TRUE(std::any_of(full.gemm.begin(), full.gemm.end(),
+                          [](const GemmShape& s) { return s.batch > 1; }));
   EXPECT_GT(full.gemm.size(), gpu_plan(kH200, Suite::quick).gemm.size());
   EXPECT_GT(full.transfer_bytes.size(), gpu_plan(kH200, Suite::quick).transfer_bytes.size());
 }
@@ -79,7 +85,9 @@ TEST(GpuPlan, StreamSweepSeparatesL2FromDeviceMemory) {
       EXPECT_LE(sizes.front(), l2 / 4) << "a point well inside L2";
       EXPECT_GE(sizes.back(), 4 * l2) << "a point in device memory only";
       EXPECT_LE(sizes.back(), *device.memory_bytes / 4) << "the sweep fits in memory";
-      EXPECT_GE(std::count_if(sizes.begin(), sizes.end(), [&](std::int64_t b) { return b >= 4 * l2; }), 2);
+      EXPECT_GE(
+          std::count_if(sizes.begin(), sizes.end(), [&](std::int64_t b) { return b >= 4 * l2; }),
+          2);
     }
   }
 }
@@ -87,7 +95,8 @@ TEST(GpuPlan, StreamSweepSeparatesL2FromDeviceMemory) {
 TEST(GpuPlan, ShapesAreValid) {
   for (const Suite suite : {Suite::quick, Suite::full}) {
     const Plan plan = gpu_plan(kH200, suite);
-    for (const auto& s : plan.gemm) EXPECT_TRUE(s.m > 0 && s.n > 0 && s.k > 0 && s.batch > 0) << s.str();
+    for (const auto& s : plan.gemm)
+      EXPECT_TRUE(s.m > 0 && s.n > 0 && s.k > 0 && s.batch > 0) << s.str();
     for (const auto& [s, layout] : plan.conv) {
       EXPECT_EQ(s.c % s.groups, 0) << s.str();
       EXPECT_EQ(s.k % s.groups, 0) << s.str();
@@ -99,7 +108,8 @@ TEST(GpuPlan, ShapesAreValid) {
   }
   // bf16 convolutions only where the tensor cores have bf16.
   const Plan t4 = gpu_plan(kT4, Suite::full);
-  EXPECT_TRUE(std::none_of(t4.conv.begin(), t4.conv.end(), [](const auto& p) { return p.first.dtype == DType::bf16; }));
+  EXPECT_TRUE(std::none_of(t4.conv.begin(), t4.conv.end(),
+                           [](const auto& p) { return p.first.dtype == DType::bf16; }));
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
-// Every CUDA kernel on tiny problems: set-up, output check and one timed run. Skipped without a GPU.
+// Every CUDA kernel on tiny problems: set-up, output check and one timed run. Skipped without a
+// GPU.
 #include <gtest/gtest.h>
 
 #include "core/error.hpp"
@@ -26,8 +27,10 @@ class CudaKernels : public ::testing::Test {
     if (backend_ == nullptr) GTEST_SKIP() << "no CUDA device: " << reason_;
   }
   static int cc() {
-    const std::string text = backend_->describe().properties.at("compute_capability").get<std::string>();
-    return std::stoi(text.substr(0, text.find('.'))) * 10 + std::stoi(text.substr(text.find('.') + 1));
+    const std::string text =
+        backend_->describe().properties.at("compute_capability").get<std::string>();
+    return std::stoi(text.substr(0, text.find('.'))) * 10 +
+           std::stoi(text.substr(text.find('.') + 1));
   }
   // check() passes and one run takes a positive time.
   static void exercise(Kernel& kernel) {
@@ -47,9 +50,10 @@ TEST_F(CudaKernels, DescribesTheDevice) {
   EXPECT_EQ(d.id, "cuda:0");
   EXPECT_EQ(d.kind, "gpu");
   EXPECT_FALSE(d.name.empty());
-  for (const char* key : {"cuda_runtime", "cublas", "driver", "cudnn"}) EXPECT_TRUE(d.libraries.contains(key)) << key;
-  for (const char* key : {"compute_capability", "sms", "l2_bytes", "memory_bus_width_bits", "pcie_generation",
-                          "pcie_width", "pcie_link_Bps"})
+  for (const char* key : {"cuda_runtime", "cublas", "driver", "cudnn"})
+    EXPECT_TRUE(d.libraries.contains(key)) << key;
+  for (const char* key : {"compute_capability", "sms", "l2_bytes", "memory_bus_width_bits",
+                          "pcie_generation", "pcie_width", "pcie_link_Bps"})
     EXPECT_TRUE(d.properties.contains(key)) << key;
   ASSERT_EQ(d.levels.size(), 2u);
   EXPECT_EQ(d.levels[0].name, "L2");
@@ -59,9 +63,11 @@ TEST_F(CudaKernels, DescribesTheDevice) {
 }
 
 TEST_F(CudaKernels, GemmEveryDtype) {
-  for (const DType dtype : {DType::f32, DType::tf32, DType::f16, DType::bf16, DType::fp8_e4m3, DType::int8}) {
-    for (const GemmShape shape : {GemmShape{dtype, 64, 128, 256, 1}, GemmShape{dtype, 16, 256, 512, 3},
-                                  GemmShape{dtype, 1, 1024, 1024, 1}}) {
+  for (const DType dtype :
+       {DType::f32, DType::tf32, DType::f16, DType::bf16, DType::fp8_e4m3, DType::int8}) {
+    for (const GemmShape shape :
+         {GemmShape{dtype, 64, 128, 256, 1}, GemmShape{dtype, 16, 256, 512, 3},
+          GemmShape{dtype, 1, 1024, 1024, 1}}) {
       SCOPED_TRACE(shape.str());
       const bool needs_ampere = dtype == DType::tf32 || dtype == DType::bf16;
       if ((dtype == DType::fp8_e4m3 && cc() < 89) || (needs_ampere && cc() < 80)) {
