@@ -25,6 +25,7 @@ h1{font-size:24px}h2{font-size:19px;margin-top:32px;border-bottom:1px solid #ccc
 table{border-collapse:collapse;margin:8px 0 16px;font-size:13px}
 th,td{border:1px solid #ccc;padding:4px 8px;text-align:right;vertical-align:top}
 th:first-child,td:first-child{text-align:left}th{background:#f2f2f2}
+.text td,.text th{text-align:left}
 .ratio{color:#666;font-size:12px}.note{color:#555;font-size:13px}
 .charts{display:flex;flex-wrap:wrap;gap:12px}.chart{border:1px solid #ddd}
 code{background:#f5f5f5;padding:1px 4px})";
@@ -71,7 +72,7 @@ std::string summary_table(const Comparison& c) {
 
 std::string machine_section(const Profile& p, const std::string& source) {
   const auto& m = p.machine;
-  std::string out = fmt::format("<h2>Machine {}</h2>\n<table>\n", esc(m.label));
+  std::string out = fmt::format("<h2>Machine {}</h2>\n<table class=\"text\">\n", esc(m.label));
   auto row = [&](const std::string& k, const std::string& v) {
     out += "<tr><td>" + esc(k) + "</td><td>" + esc(v) + "</td></tr>\n";
   };
@@ -85,7 +86,8 @@ std::string machine_section(const Profile& p, const std::string& source) {
   row("memory", m.memory_bytes ? format_bytes(static_cast<double>(*m.memory_bytes)) : "-");
   row("price", m.price_per_hour_usd ? fmt::format("${:.2f}/h", *m.price_per_hour_usd) : "-");
   out +=
-      "</table>\n<table><tr><th>device</th><th>kind</th><th>name</th><th>memory</th><th>libraries</"
+      "</table>\n<table "
+      "class=\"text\"><tr><th>device</th><th>kind</th><th>name</th><th>memory</th><th>libraries</"
       "th><th>datasheet source</th><th>conditions</th></tr>\n";
   for (const auto& d : p.devices) {
     out += fmt::format(

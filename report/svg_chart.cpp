@@ -178,7 +178,7 @@ std::vector<double> axis_ticks(Scale scale, double lo, double hi) {
 }
 
 std::string render_svg(const Chart& chart) {
-  const double left = 84, right = 230, top = 40, bottom = 58;
+  const double left = 84, right = 290, top = 40, bottom = 58;
   const double pw = chart.width - left - right, ph = chart.height - top - bottom;
 
   // Data range over the points that the scale can show.
@@ -305,7 +305,9 @@ std::string render_svg(const Chart& chart) {
           lx, ly, lx + 24, ly, color, s.dashed ? " stroke-dasharray=\"6,4\"" : "");
     }
     svg += marker_svg(s.marker, lx + 12, ly, color);
-    std::string name = s.name.size() > 30 ? s.name.substr(0, 29) + "…" : s.name;
+    // Long names lose their middle: the device prefix and the series' own suffix both stay.
+    std::string name = s.name;
+    if (name.size() > 38) name = name.substr(0, 14) + "…" + name.substr(name.size() - 23);
     svg +=
         fmt::format("<text x=\"{}\" y=\"{:.1f}\">{}</text>\n", lx + 30, ly + 4, xml_escape(name));
     ly += 17;

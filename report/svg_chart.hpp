@@ -35,7 +35,7 @@ struct Chart {
   std::string title;
   Axis x, y;
   std::vector<Series> series;
-  int width = 820;
+  int width = 880;
   int height = 460;
 };
 
