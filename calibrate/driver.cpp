@@ -139,15 +139,9 @@ class DeviceRun {
     ++done_points_;
   }
 
-  bool class_unsupported(const std::string& klass) const { return unsupported_classes_.count(klass) > 0; }
-
   template <typename Make>
   std::optional<Measured> point(const std::string& klass, const std::string& what, const StopRule& rule, Make make) {
     if (stopped()) return std::nullopt;
-    if (class_unsupported(klass)) {
-      skip(klass, what, unsupported_classes_[klass]);
-      return std::nullopt;
-    }
     try {
       std::unique_ptr<Kernel> kernel = make();
       kernel->check();
@@ -162,8 +156,6 @@ class DeviceRun {
       }
       return Measured{result.summary, kernel->flops(), kernel->bytes(), kernel->impl(), kernel->layout()};
     } catch (const Unsupported& e) {
-      // A dtype the library cannot run here fails the same way for every shape: say it once.
-      if (klass.find(' ') != std::string::npos) unsupported_classes_[klass] = e.what();
       skip(klass, what, e.what());
     } catch (const CheckFailed& e) {
       skip(klass, what, fmt::format("output check failed, time not trusted: {}", e.what()));
@@ -293,9 +285,6 @@ class DeviceRun {
     device_.conditions["elapsed_s"] = elapsed;
     device_.conditions["suite"] = options_.suite == Suite::quick ? "quick" : "full";
     device_.conditions["interrupted"] = stopped();
-    device_.conditions["cache_state"] =
-        "gemm/conv: operands as left by the previous sample (warm where they fit in cache); "
-        "memory: see the sweep's working-set sizes";
     if (sentinel_) device_.conditions["sentinel"] = sentinel_->report(remeasured_);
   }
 
@@ -306,7 +295,6 @@ class DeviceRun {
   std::string tag_;
   std::unique_ptr<Sentinel> sentinel_;
   std::map<std::string, std::pair<std::size_t, int>> skipped_index_;
-  std::map<std::string, std::string> unsupported_classes_;
   Clock::time_point start_;
   int total_points_ = 0;
   int done_points_ = 0;
