@@ -167,9 +167,6 @@ Plan cpu_plan(const DeviceDescription& device, Suite suite) {
     sizes.push_back(bytes);
   }
   sizes.push_back(dram);
-  if (!quick) {
-    sizes.push_back(dram * 3 / 2 / (64 * kMiB) * (64 * kMiB));
-  }
   plan.stream_bytes = sizes;
 
   plan.fma_dtypes = {DType::f32};
@@ -178,13 +175,13 @@ Plan cpu_plan(const DeviceDescription& device, Suite suite) {
     plan.gemm_rule = rule(3, 0.3, 6, 1, 0.01);
     plan.conv_rule = rule(3, 0.2, 6, 1, 0.01);
     plan.stream_rule = rule(5, 0.25, 8, 1, 0.005);
-    plan.fma_rule = rule(10, 0.4, 15, 2, 0.01);
+    plan.fma_rule = rule(20, 0.5, 20, 2, 0.01);
     plan.overhead_rule = rule(50, 0.1, 30, 10, 0.005);
   } else {
-    plan.gemm_rule = rule(6, 1.5, 12);
+    plan.gemm_rule = rule(6, 1.5, 12, 1, 0.01);
     plan.conv_rule = rule(5, 0.5, 10);
     plan.stream_rule = rule(10, 1.0, 12, 2, 0.01);
-    plan.fma_rule = rule(30, 2.0, 30);
+    plan.fma_rule = rule(50, 2.0, 50);
     plan.overhead_rule = rule(200, 0.5, 100, 20, 0.01);
   }
   // The sentinel (~0.3 ms) runs between points: a few samples, no long warm-up.
