@@ -14,7 +14,8 @@ namespace {
 using namespace truepeak;
 
 const Profile& fixture_profile() {
-  static const Profile profile = read_profile(std::string(TRUEPEAK_SOURCE_DIR) + "/tests/estimate/data/fixture_cpu.json");
+  static const Profile profile =
+      read_profile(std::string(TRUEPEAK_SOURCE_DIR) + "/tests/estimate/data/fixture_cpu.json");
   return profile;
 }
 

@@ -1,8 +1,8 @@
 // `truepeak estimate`: predict a model's latency, throughput and memory from a profile.
+#include <fmt/format.h>
+
 #include <iostream>
 #include <memory>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
@@ -41,9 +41,10 @@ Profile load_profile(const std::string& path, std::string& shown_path) {
   }
   const auto text = estimate::default_profile_text();
   if (!text)
-    throw InputError(fmt::format("no --profile given and no default profile was built in ({} did not exist when the "
-                                 "build was configured): run 'truepeak calibrate' and pass --profile FILE",
-                                 estimate::default_profile_path()));
+    throw InputError(fmt::format(
+        "no --profile given and no default profile was built in ({} did not exist when the "
+        "build was configured): run 'truepeak calibrate' and pass --profile FILE",
+        estimate::default_profile_path()));
   shown_path = std::string(estimate::default_profile_path()) + " (built in)";
   nlohmann::json doc;
   try {
@@ -55,7 +56,8 @@ Profile load_profile(const std::string& path, std::string& shown_path) {
 }
 
 const Device& pick_device(const Profile& profile, const std::string& id, const std::string& where) {
-  if (profile.devices.empty()) throw InputError(fmt::format("{}: the profile has no devices", where));
+  if (profile.devices.empty())
+    throw InputError(fmt::format("{}: the profile has no devices", where));
   if (id.empty()) return profile.devices.front();
   if (const auto* d = profile.find_device(id)) return *d;
   std::string ids;
@@ -81,7 +83,8 @@ class ModelSource {
     }
 #else
     if (args.model.size() > 5 && args.model.substr(args.model.size() - 5) == ".onnx")
-      throw InputError(fmt::format("{}: this truepeak was built without ONNX support (TRUEPEAK_ENABLE_ONNX)", args.model));
+      throw InputError(fmt::format(
+          "{}: this truepeak was built without ONNX support (TRUEPEAK_ENABLE_ONNX)", args.model));
 #endif
     model_ = estimate::load_model(args.model);
   }
@@ -92,7 +95,8 @@ class ModelSource {
       o.batch = batch;
       if (args_.seq > 0) o.seq = args_.seq;
       auto imported = estimate::load_onnx(args_.model, o);
-      for (const auto& w : imported.warnings) std::cerr << "truepeak: " << args_.model << ": " << w << "\n";
+      for (const auto& w : imported.warnings)
+        std::cerr << "truepeak: " << args_.model << ": " << w << "\n";
       model_ = std::move(imported.model);
       batch_ = batch;
     }
@@ -121,18 +125,23 @@ class ModelSource {
 void run_estimate(const EstimateArgs& args) {
   estimate::Options options;
   const auto dtype = parse_dtype(args.dtype);
-  if (!dtype) throw InputError(fmt::format("--dtype {}: expected f32, bf16, f16, int8 or fp8", args.dtype));
+  if (!dtype)
+    throw InputError(fmt::format("--dtype {}: expected f32, bf16, f16, int8 or fp8", args.dtype));
   options.dtype = *dtype;
   const auto mode = estimate::parse_mode(args.mode);
   if (!mode) throw InputError(fmt::format("--mode {}: expected inference or training", args.mode));
   options.mode = *mode;
   const auto optimizer = estimate::parse_optimizer(args.optimizer);
-  if (!optimizer) throw InputError(fmt::format("--optimizer {}: expected sgd, momentum, adam or adamw", args.optimizer));
+  if (!optimizer)
+    throw InputError(
+        fmt::format("--optimizer {}: expected sgd, momentum, adam or adamw", args.optimizer));
   options.optimizer = *optimizer;
   if (args.seq > 0) options.seq = args.seq;
   if (args.context > 0) options.context = args.context;
-  if (!args.conv_layout.empty() && args.conv_layout != "nchw" && args.conv_layout != "nhwc" && args.conv_layout != "blocked")
-    throw InputError(fmt::format("--conv-layout {}: expected nchw, nhwc or blocked", args.conv_layout));
+  if (!args.conv_layout.empty() && args.conv_layout != "nchw" && args.conv_layout != "nhwc" &&
+      args.conv_layout != "blocked")
+    throw InputError(
+        fmt::format("--conv-layout {}: expected nchw, nhwc or blocked", args.conv_layout));
   options.conv_layout = args.conv_layout;
   const auto format = parse_format(args.format);
   for (auto b : args.batches)
@@ -169,14 +178,16 @@ void run_estimate(const EstimateArgs& args) {
     std::cout << estimate::format_sweep(sweep, ctx, format);
     return;
   }
-  std::vector<std::int64_t> batches = args.batches.empty() ? std::vector<std::int64_t>{1} : args.batches;
+  std::vector<std::int64_t> batches =
+      args.batches.empty() ? std::vector<std::int64_t>{1} : args.batches;
   nlohmann::json all = nlohmann::json::array();
   for (std::size_t i = 0; i < batches.size(); ++i) {
     const auto& model = source.get(batches[i]);
     options.batch = source.graph_batch(batches[i]);
     auto est = source.relabel(estimate::estimate(model, device, options), batches[i]);
     // A graph bound to one batch cannot say which batch would fit.
-    ctx.max_batch = source.is_onnx() ? std::nullopt : estimate::max_batch(model, options, est.memory.device_bytes);
+    ctx.max_batch = source.is_onnx() ? std::nullopt
+                                     : estimate::max_batch(model, options, est.memory.device_bytes);
     if (format == estimate::Format::json) {
       all.push_back(estimate::estimate_to_json(est, ctx));
     } else {
@@ -184,7 +195,8 @@ void run_estimate(const EstimateArgs& args) {
       std::cout << estimate::format_estimate(est, ctx, format);
     }
   }
-  if (format == estimate::Format::json) std::cout << (all.size() == 1 ? all[0] : all).dump(2) << "\n";
+  if (format == estimate::Format::json)
+    std::cout << (all.size() == 1 ? all[0] : all).dump(2) << "\n";
 }
 
 }  // namespace
@@ -194,31 +206,43 @@ void add_estimate_command(CLI::App& app, const Context&) {
   auto* cmd = app.add_subcommand(
       "estimate",
       "Predict a model's latency, throughput and memory on one device of a calibrated profile.\n"
-      "Each op costs max(FLOPs / the measured rate for its kind, dtype and shape, bytes / the measured\n"
-      "bandwidth of the memory level holding its working set) + the measured per-op overhead; the naive\n"
+      "Each op costs max(FLOPs / the measured rate for its kind, dtype and shape, bytes / the "
+      "measured\n"
+      "bandwidth of the memory level holding its working set) + the measured per-op overhead; the "
+      "naive\n"
       "roofline (same FLOPs and bytes over datasheet peaks) is printed beside every figure.");
-  cmd->add_option("--profile", args->profile,
-                  "Profile written by 'truepeak calibrate' (default: results/dev-cpu.json, built in)");
+  cmd->add_option(
+      "--profile", args->profile,
+      "Profile written by 'truepeak calibrate' (default: results/dev-cpu.json, built in)");
   cmd->add_option("--model", args->model,
-                  "Zoo model name (see 'truepeak models'), a model JSON file (models/README.md) or an .onnx file")
+                  "Zoo model name (see 'truepeak models'), a model JSON file (models/README.md) or "
+                  "an .onnx file")
       ->required();
-  cmd->add_option("--batch", args->batches, "Batch sizes, comma separated (default 1)")->delimiter(',');
-  cmd->add_option("--dtype", args->dtype, "Data type of weights and activations: f32, bf16, f16, int8, fp8")
+  cmd->add_option("--batch", args->batches, "Batch sizes, comma separated (default 1)")
+      ->delimiter(',');
+  cmd->add_option("--dtype", args->dtype,
+                  "Data type of weights and activations: f32, bf16, f16, int8, fp8")
       ->capture_default_str();
   cmd->add_option("--mode", args->mode,
-                  "inference (decoders: prefill and per-token decode) or training (forward, backward, optimizer)")
+                  "inference (decoders: prefill and per-token decode) or training (forward, "
+                  "backward, optimizer)")
       ->capture_default_str();
   cmd->add_option("--optimizer", args->optimizer, "Training optimizer: sgd, momentum, adam, adamw")
       ->capture_default_str();
-  cmd->add_option("--seq", args->seq, "Sequence length S (prompt length for decoders; default from the model)");
-  cmd->add_option("--context", args->context, "Context length T of the decode step (default: --seq)");
-  cmd->add_option("--device", args->device, "Device of the profile: cpu, cuda:0, ... (default: the first)");
-  cmd->add_option("--conv-layout", args->conv_layout,
-                  "Use only convolution points of this layout (nchw, nhwc, blocked) as the target runtime does "
-                  "(default: the fastest layout measured at each shape)");
+  cmd->add_option("--seq", args->seq,
+                  "Sequence length S (prompt length for decoders; default from the model)");
+  cmd->add_option("--context", args->context,
+                  "Context length T of the decode step (default: --seq)");
+  cmd->add_option("--device", args->device,
+                  "Device of the profile: cpu, cuda:0, ... (default: the first)");
+  cmd->add_option(
+      "--conv-layout", args->conv_layout,
+      "Use only convolution points of this layout (nchw, nhwc, blocked) as the target runtime does "
+      "(default: the fastest layout measured at each shape)");
   cmd->add_option("--format", args->format, "Output: table, json or md")->capture_default_str();
   cmd->add_flag("--sweep-batch", args->sweep,
-                "Sweep batch sizes (the --batch list, default 1..128): throughput, latency and memory per batch, "
+                "Sweep batch sizes (the --batch list, default 1..128): throughput, latency and "
+                "memory per batch, "
                 "and the best throughput that fits");
   cmd->add_option("--max-latency-ms", args->max_latency_ms,
                   "With --sweep-batch: latency limit in ms (decoders: time per output token)");

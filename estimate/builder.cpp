@@ -1,8 +1,8 @@
 #include "estimate/builder.hpp"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "core/error.hpp"
 
@@ -14,14 +14,17 @@ std::string weight_or(const std::string& weight_name, const std::string& name, c
 }
 
 Dim require_constant(const Dim& d, const char* what) {
-  if (!d.is_constant()) throw InputError(fmt::format("{} must be a number, not '{}'", what, d.str()));
+  if (!d.is_constant())
+    throw InputError(fmt::format("{} must be a number, not '{}'", what, d.str()));
   return d;
 }
 
 std::int64_t conv_out(std::int64_t in, std::int64_t kernel, std::int64_t stride, std::int64_t pad,
                       std::int64_t dilation) {
   const std::int64_t out = (in + 2 * pad - dilation * (kernel - 1) - 1) / stride + 1;
-  if (out <= 0) throw InputError(fmt::format("window of {} (dilation {}) does not fit input {} with pad {}", kernel, dilation, in, pad));
+  if (out <= 0)
+    throw InputError(fmt::format("window of {} (dilation {}) does not fit input {} with pad {}",
+                                 kernel, dilation, in, pad));
   return out;
 }
 
@@ -52,13 +55,15 @@ Op make_linear(const std::string& name, const TensorRef& x, const Dim& out_featu
 
 Op make_matmul(const std::string& name, const TensorRef& a, const TensorRef& b, bool transpose_a,
                bool transpose_b) {
-  if (a.shape.size() < 2 || b.shape.size() < 2) throw InputError("matmul operands need at least 2 dimensions");
+  if (a.shape.size() < 2 || b.shape.size() < 2)
+    throw InputError("matmul operands need at least 2 dimensions");
   const auto ra = a.shape.size(), rb = b.shape.size();
   const Dim m = transpose_a ? a.shape[ra - 1] : a.shape[ra - 2];
   const Dim ka = transpose_a ? a.shape[ra - 2] : a.shape[ra - 1];
   const Dim kb = transpose_b ? b.shape[rb - 1] : b.shape[rb - 2];
   const Dim n = transpose_b ? b.shape[rb - 2] : b.shape[rb - 1];
-  if (!(ka == kb)) throw InputError(fmt::format("inner dimensions differ: {} vs {}", ka.str(), kb.str()));
+  if (!(ka == kb))
+    throw InputError(fmt::format("inner dimensions differ: {} vs {}", ka.str(), kb.str()));
   const Shape& longer = ra >= rb ? a.shape : b.shape;
   Shape out(longer.begin(), longer.end() - 2);
   out.push_back(m);
@@ -69,18 +74,22 @@ Op make_matmul(const std::string& name, const TensorRef& a, const TensorRef& b, 
   return op;
 }
 
-Op make_conv2d(const std::string& name, const TensorRef& x, const Dim& out_channels, const ConvAttrs& attrs,
-               bool bias) {
-  if (x.shape.size() != 4) throw InputError(fmt::format("conv2d input must be NCHW, got {}", shape_str(x.shape)));
+Op make_conv2d(const std::string& name, const TensorRef& x, const Dim& out_channels,
+               const ConvAttrs& attrs, bool bias) {
+  if (x.shape.size() != 4)
+    throw InputError(fmt::format("conv2d input must be NCHW, got {}", shape_str(x.shape)));
   const std::int64_t c = require_constant(x.shape[1], "input channels").coeff;
   const std::int64_t k = require_constant(out_channels, "output channels").coeff;
   const std::int64_t h = require_constant(x.shape[2], "input height").coeff;
   const std::int64_t w = require_constant(x.shape[3], "input width").coeff;
   if (attrs.groups < 1 || c % attrs.groups != 0 || k % attrs.groups != 0)
-    throw InputError(fmt::format("groups {} must divide input channels {} and output channels {}", attrs.groups, c, k));
-  if (attrs.stride < 1 || attrs.dilation < 1 || attrs.pad < 0 || attrs.kernel_h < 1 || attrs.kernel_w < 1)
+    throw InputError(fmt::format("groups {} must divide input channels {} and output channels {}",
+                                 attrs.groups, c, k));
+  if (attrs.stride < 1 || attrs.dilation < 1 || attrs.pad < 0 || attrs.kernel_h < 1 ||
+      attrs.kernel_w < 1)
     throw InputError("kernel, stride and dilation must be >= 1 and pad >= 0");
-  const Shape out{x.shape[0], k, conv_out(h, attrs.kernel_h, attrs.stride, attrs.pad, attrs.dilation),
+  const Shape out{x.shape[0], k,
+                  conv_out(h, attrs.kernel_h, attrs.stride, attrs.pad, attrs.dilation),
                   conv_out(w, attrs.kernel_w, attrs.stride, attrs.pad, attrs.dilation)};
   Op op = base(name, OpKind::conv2d, {x}, out);
   op.kernel_h = attrs.kernel_h;
@@ -94,14 +103,17 @@ Op make_conv2d(const std::string& name, const TensorRef& x, const Dim& out_chann
   return op;
 }
 
-Op make_attention(const std::string& name, const TensorRef& q, const TensorRef& k, const TensorRef& v,
-                  bool causal, const std::vector<TensorRef>& cache) {
+Op make_attention(const std::string& name, const TensorRef& q, const TensorRef& k,
+                  const TensorRef& v, bool causal, const std::vector<TensorRef>& cache) {
   for (const auto* t : {&q, &k, &v})
-    if (t->shape.size() != 4) throw InputError(fmt::format("attention operands must be [B, H, S, D], got {}", shape_str(t->shape)));
+    if (t->shape.size() != 4)
+      throw InputError(
+          fmt::format("attention operands must be [B, H, S, D], got {}", shape_str(t->shape)));
   if (!(q.shape[3] == k.shape[3]) || !(k.shape[3] == v.shape[3]))
     throw InputError("attention head sizes of q, k and v differ");
   if (!(k.shape == v.shape)) throw InputError("attention k and v shapes differ");
-  if (q.shape[1].is_constant() && k.shape[1].is_constant() && q.shape[1].coeff % k.shape[1].coeff != 0)
+  if (q.shape[1].is_constant() && k.shape[1].is_constant() &&
+      q.shape[1].coeff % k.shape[1].coeff != 0)
     throw InputError("query heads must be a multiple of key/value heads");
   for (const auto& c : cache)
     if (c.shape.size() != 4 || !(c.shape[1] == k.shape[1]) || !(c.shape[3] == k.shape[3]))
@@ -112,8 +124,8 @@ Op make_attention(const std::string& name, const TensorRef& q, const TensorRef& 
   return op;
 }
 
-Op make_elementwise(const std::string& name, const std::string& fn, const std::vector<TensorRef>& inputs,
-                    const std::vector<TensorRef>& params) {
+Op make_elementwise(const std::string& name, const std::string& fn,
+                    const std::vector<TensorRef>& inputs, const std::vector<TensorRef>& params) {
   if (inputs.empty()) throw InputError("elementwise op needs at least one input");
   // Broadcasting: the output has the shape of the largest operand (more symbols such as the
   // batch first, then more elements).
@@ -150,11 +162,15 @@ Op make_norm(const std::string& name, const std::string& fn, const TensorRef& x,
   return op;
 }
 
-Op make_softmax(const std::string& name, const TensorRef& x) { return base(name, OpKind::softmax, {x}, x.shape); }
+Op make_softmax(const std::string& name, const TensorRef& x) {
+  return base(name, OpKind::softmax, {x}, x.shape);
+}
 
-Op make_pool(const std::string& name, const std::string& fn, const TensorRef& x, const ConvAttrs& attrs) {
+Op make_pool(const std::string& name, const std::string& fn, const TensorRef& x,
+             const ConvAttrs& attrs) {
   if (fn != "max" && fn != "avg") throw InputError(fmt::format("unknown pool '{}' (max, avg)", fn));
-  if (x.shape.size() != 4) throw InputError(fmt::format("pool input must be NCHW, got {}", shape_str(x.shape)));
+  if (x.shape.size() != 4)
+    throw InputError(fmt::format("pool input must be NCHW, got {}", shape_str(x.shape)));
   const std::int64_t h = require_constant(x.shape[2], "input height").coeff;
   const std::int64_t w = require_constant(x.shape[3], "input width").coeff;
   ConvAttrs a = attrs;
@@ -183,7 +199,8 @@ Op make_embedding(const std::string& name, const TensorRef& ids, const Dim& voca
 
 Op make_reshape(const std::string& name, const TensorRef& x, const Shape& shape) {
   if (!same_elements(x.shape, shape))
-    throw InputError(fmt::format("reshape changes the element count: {} -> {}", shape_str(x.shape), shape_str(shape)));
+    throw InputError(fmt::format("reshape changes the element count: {} -> {}", shape_str(x.shape),
+                                 shape_str(shape)));
   return base(name, OpKind::reshape, {x}, shape);
 }
 
@@ -210,18 +227,21 @@ Op make_concat(const std::string& name, const std::vector<TensorRef>& inputs, in
   if (inputs.empty()) throw InputError("concat needs inputs");
   const auto rank = static_cast<int>(inputs.front().shape.size());
   const int a = axis < 0 ? axis + rank : axis;
-  if (a < 0 || a >= rank) throw InputError(fmt::format("axis {} out of range for rank {}", axis, rank));
+  if (a < 0 || a >= rank)
+    throw InputError(fmt::format("axis {} out of range for rank {}", axis, rank));
   Shape out = inputs.front().shape;
   std::int64_t extra = 0;
   for (std::size_t i = 1; i < inputs.size(); ++i) {
     if (inputs[i].shape.size() != out.size()) throw InputError("concat inputs differ in rank");
-    extra += require_constant(inputs[i].shape[static_cast<std::size_t>(a)], "concat axis size").coeff;
+    extra +=
+        require_constant(inputs[i].shape[static_cast<std::size_t>(a)], "concat axis size").coeff;
   }
   for (const auto& p : params) {
     if (p.shape.size() != out.size()) throw InputError("concat parameter differs in rank");
     extra += require_constant(p.shape[static_cast<std::size_t>(a)], "concat axis size").coeff;
   }
-  out[static_cast<std::size_t>(a)] = Dim(require_constant(out[static_cast<std::size_t>(a)], "concat axis size").coeff + extra);
+  out[static_cast<std::size_t>(a)] =
+      Dim(require_constant(out[static_cast<std::size_t>(a)], "concat axis size").coeff + extra);
   Op op = base(name, OpKind::concat, inputs, out);
   op.axis = a;
   op.weights = params;

@@ -21,21 +21,24 @@ Op make_linear(const std::string& name, const TensorRef& x, const Dim& out_featu
                const std::string& weight_name = "");
 Op make_matmul(const std::string& name, const TensorRef& a, const TensorRef& b, bool transpose_a,
                bool transpose_b);
-Op make_conv2d(const std::string& name, const TensorRef& x, const Dim& out_channels, const ConvAttrs& attrs,
-               bool bias);
+Op make_conv2d(const std::string& name, const TensorRef& x, const Dim& out_channels,
+               const ConvAttrs& attrs, bool bias);
 // q [B, H, Sq, D]; k, v [B, Hkv, Skv, D] (H a multiple of Hkv). With a cache, k and v are the
 // new token's keys/values and the cache tensors (same layout, Skv = context) are the state read.
-Op make_attention(const std::string& name, const TensorRef& q, const TensorRef& k, const TensorRef& v,
-                  bool causal, const std::vector<TensorRef>& cache = {});
+Op make_attention(const std::string& name, const TensorRef& q, const TensorRef& k,
+                  const TensorRef& v, bool causal, const std::vector<TensorRef>& cache = {});
 // Unary (relu, gelu, silu, ...) or n-ary with broadcasting (add, mul): the output has the shape
 // of the largest input. `params` are parameter operands (a learned position table, a scale).
-Op make_elementwise(const std::string& name, const std::string& fn, const std::vector<TensorRef>& inputs,
+Op make_elementwise(const std::string& name, const std::string& fn,
+                    const std::vector<TensorRef>& inputs,
                     const std::vector<TensorRef>& params = {});
 // batchnorm (channels on axis 1), layernorm, rmsnorm (last axis); affine parameters included.
-Op make_norm(const std::string& name, const std::string& fn, const TensorRef& x, bool affine = true);
+Op make_norm(const std::string& name, const std::string& fn, const TensorRef& x,
+             bool affine = true);
 Op make_softmax(const std::string& name, const TensorRef& x);
 // fn "max" or "avg", NCHW; kernel 0 = global.
-Op make_pool(const std::string& name, const std::string& fn, const TensorRef& x, const ConvAttrs& attrs);
+Op make_pool(const std::string& name, const std::string& fn, const TensorRef& x,
+             const ConvAttrs& attrs);
 Op make_embedding(const std::string& name, const TensorRef& ids, const Dim& vocab, const Dim& dim,
                   const std::string& weight_name = "");
 Op make_reshape(const std::string& name, const TensorRef& x, const Shape& shape);

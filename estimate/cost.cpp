@@ -5,7 +5,9 @@
 namespace truepeak::estimate {
 namespace {
 
-double elems(const TensorRef& t, const Bindings& b) { return static_cast<double>(num_elements(t.shape, b)); }
+double elems(const TensorRef& t, const Bindings& b) {
+  return static_cast<double>(num_elements(t.shape, b));
+}
 
 double sum_elems(const std::vector<TensorRef>& list, const Bindings& b) {
   double total = 0;
@@ -55,7 +57,8 @@ LinearDims linear_dims(const Op& op, const Bindings& b) {
   double m = 1;
   for (std::size_t i = 0; i + 1 < in.size(); ++i) m *= static_cast<double>(in[i]);
   const auto w = eval_shape(op.weights[0].shape, b);
-  return {m, static_cast<double>(w[0]), static_cast<double>(w[1]), op.weights.size() > 1 ? static_cast<double>(w[1]) : 0};
+  return {m, static_cast<double>(w[0]), static_cast<double>(w[1]),
+          op.weights.size() > 1 ? static_cast<double>(w[1]) : 0};
 }
 
 struct MatmulDims {
@@ -76,14 +79,15 @@ struct ConvDims {
 ConvDims conv_dims(const Op& op, const Bindings& b) {
   const auto in = eval_shape(op.inputs[0].shape, b);
   const auto out = eval_shape(op.output.shape, b);
-  return {static_cast<double>(in[0]), static_cast<double>(in[1]), static_cast<double>(in[2]),
-          static_cast<double>(in[3]), static_cast<double>(out[1]), static_cast<double>(out[2]),
-          static_cast<double>(out[3]), static_cast<double>(op.kernel_h), static_cast<double>(op.kernel_w),
-          static_cast<double>(op.groups)};
+  return {static_cast<double>(in[0]),       static_cast<double>(in[1]),
+          static_cast<double>(in[2]),       static_cast<double>(in[3]),
+          static_cast<double>(out[1]),      static_cast<double>(out[2]),
+          static_cast<double>(out[3]),      static_cast<double>(op.kernel_h),
+          static_cast<double>(op.kernel_w), static_cast<double>(op.groups)};
 }
 
-Work conv_work(const Op& op, const std::string& phase, const GemmCoords& g, double flops, double bytes,
-               const ConvDims& d) {
+Work conv_work(const Op& op, const std::string& phase, const GemmCoords& g, double flops,
+               double bytes, const ConvDims& d) {
   Work w;
   w.phase = phase;
   w.engine = Engine::conv;
@@ -92,8 +96,8 @@ Work conv_work(const Op& op, const std::string& phase, const GemmCoords& g, doub
   w.products = {{g, flops}};
   w.groups = op.groups;
   w.depthwise = op.groups > 1 && d.g == d.c && d.g == d.k;
-  w.shape = fmt::format("g{}mb{}ic{}ih{}oc{}kh{}sh{}ph{}dh{}", op.groups, d.n, d.c, d.h, d.k, op.kernel_h, op.stride,
-                        op.pad, op.dilation);
+  w.shape = fmt::format("g{}mb{}ic{}ih{}oc{}kh{}sh{}ph{}dh{}", op.groups, d.n, d.c, d.h, d.k,
+                        op.kernel_h, op.stride, op.pad, op.dilation);
   if (phase != "forward") w.shape += " (" + gemm_text(g) + ")";
   return w;
 }
@@ -122,7 +126,7 @@ double flops_per_element(const Op& op) {
       if (f == "gelu") return 8;  // tanh approximation: x * (1 + tanh(a * (x + b x^3))) / 2
       if (f == "tanh") return 6;
       if (f == "silu" || f == "sigmoid" || f == "hardswish") return 4;
-      if (f == "rope") return 3;   // x * cos + rotate(x) * sin
+      if (f == "rope") return 3;  // x * cos + rotate(x) * sin
       if (f == "relu6") return 2;
       if (f == "dropout") return 2;
       return 1;  // relu, scale, ...
@@ -168,16 +172,18 @@ std::vector<Work> forward_work(const Op& op, const Bindings& b, double e) {
       w.products = {{{d.bh, d.sq, d.skv, d.d}, f}, {{d.bh, d.sq, d.d, d.skv}, f}};
       w.flops = 2 * f;
       w.bytes = (in + sum_elems(op.state, b) + out) * e;
-      w.shape = fmt::format("bh{}sq{}skv{}d{}{}", d.bh, d.sq, d.skv, d.d, op.causal ? " causal" : "");
+      w.shape =
+          fmt::format("bh{}sq{}skv{}d{}{}", d.bh, d.sq, d.skv, d.d, op.causal ? " causal" : "");
       return {w};
     }
     case OpKind::elementwise:
     case OpKind::norm:
     case OpKind::softmax:
-      return {vector_work("forward", flops_per_element(op) * out, (in + params + out) * e, dims_text(op.output.shape, b))};
-    case OpKind::pool:
-      return {vector_work("forward", out * static_cast<double>(op.kernel_h * op.kernel_w), (in + out) * e,
+      return {vector_work("forward", flops_per_element(op) * out, (in + params + out) * e,
                           dims_text(op.output.shape, b))};
+    case OpKind::pool:
+      return {vector_work("forward", out * static_cast<double>(op.kernel_h * op.kernel_w),
+                          (in + out) * e, dims_text(op.output.shape, b))};
     case OpKind::embedding:
       // Ids are 64-bit integers; only the gathered rows of the table are read.
       return {vector_work("forward", 0, in * 8 + 2 * out * e, dims_text(op.output.shape, b))};
@@ -190,7 +196,8 @@ std::vector<Work> forward_work(const Op& op, const Bindings& b, double e) {
   return {};
 }
 
-std::vector<Work> backward_work(const Op& op, const Bindings& b, double e, const std::vector<bool>& needs_grad) {
+std::vector<Work> backward_work(const Op& op, const Bindings& b, double e,
+                                const std::vector<bool>& needs_grad) {
   auto need = [&](std::size_t i) { return i < needs_grad.size() && needs_grad[i]; };
   const double out = elems(op.output, b);
   const double in = sum_elems(op.inputs, b);
@@ -220,15 +227,19 @@ std::vector<Work> backward_work(const Op& op, const Bindings& b, double e, const
       // wgrad: dW[K/g, C/g*R*S] = dY^T[K/g, N*OH*OW] im2col(X).
       const double stride2 = static_cast<double>(op.stride * op.stride);
       if (need(0))
-        work.push_back(conv_work(op, "dgrad", {d.g, d.n * d.h * d.w, d.c / d.g, std::max(1.0, d.k / d.g * d.r * d.s / stride2)},
-                                 flops, (out + params + in) * e, d));
-      work.push_back(conv_work(op, "wgrad", {d.g, d.k / d.g, d.c / d.g * d.r * d.s, d.n * d.oh * d.ow}, flops,
+        work.push_back(conv_work(
+            op, "dgrad",
+            {d.g, d.n * d.h * d.w, d.c / d.g, std::max(1.0, d.k / d.g * d.r * d.s / stride2)},
+            flops, (out + params + in) * e, d));
+      work.push_back(conv_work(op, "wgrad",
+                               {d.g, d.k / d.g, d.c / d.g * d.r * d.s, d.n * d.oh * d.ow}, flops,
                                (in + out + params) * e, d));
       return work;
     }
     case OpKind::attention: {
       const auto d = attention_dims(op, b);
-      // Flash-style backward: recompute S = QK^T, then dV = P^T dO, dP = dO V^T, dQ = dS K, dK = dS^T Q.
+      // Flash-style backward: recompute S = QK^T, then dV = P^T dO, dP = dO V^T, dQ = dS K, dK =
+      // dS^T Q.
       const double f = 2 * d.bh * d.sq * d.skv * d.d * d.causal_factor;
       Work w;
       w.phase = "dgrad";
@@ -251,7 +262,8 @@ std::vector<Work> backward_work(const Op& op, const Bindings& b, double e, const
         for (std::size_t i = 0; i < op.inputs.size(); ++i)
           if (need(i) && elems(op.inputs[i], b) < out) reduce += out + elems(op.inputs[i], b);
         if (!op.weights.empty()) reduce += out + params;
-        if (reduce > 0) work.push_back(vector_work("backward", out, reduce * e, dims_text(op.output.shape, b)));
+        if (reduce > 0)
+          work.push_back(vector_work("backward", out, reduce * e, dims_text(op.output.shape, b)));
         return work;
       }
       bool any = !op.weights.empty();
@@ -259,29 +271,35 @@ std::vector<Work> backward_work(const Op& op, const Bindings& b, double e, const
       if (!any) return work;
       // Reads dY and every operand, writes the operands' gradients.
       const double bytes = f == "mul" ? (out + 2 * (in + params)) * e : (out + 2 * in) * e;
-      work.push_back(vector_work("backward", flops_per_element(op) * out * 2, bytes, dims_text(op.output.shape, b)));
+      work.push_back(vector_work("backward", flops_per_element(op) * out * 2, bytes,
+                                 dims_text(op.output.shape, b)));
       return work;
     }
     case OpKind::norm:
-      work.push_back(vector_work("backward", flops_per_element(op) * out * 2, (2 * in + out + 2 * params) * e,
-                                 dims_text(op.output.shape, b)));
+      work.push_back(vector_work("backward", flops_per_element(op) * out * 2,
+                                 (2 * in + out + 2 * params) * e, dims_text(op.output.shape, b)));
       return work;
     case OpKind::softmax:
-      if (need(0)) work.push_back(vector_work("backward", 4 * out, 3 * out * e, dims_text(op.output.shape, b)));
+      if (need(0))
+        work.push_back(
+            vector_work("backward", 4 * out, 3 * out * e, dims_text(op.output.shape, b)));
       return work;
     case OpKind::pool:
       if (need(0))
-        work.push_back(vector_work("backward", in, (op.fn == "max" ? out + 2 * in : out + in) * e, dims_text(op.output.shape, b)));
+        work.push_back(vector_work("backward", in, (op.fn == "max" ? out + 2 * in : out + in) * e,
+                                   dims_text(op.output.shape, b)));
       return work;
     case OpKind::embedding:
       // Dense table gradient: zero it, then add the rows of dY.
-      work.push_back(vector_work("wgrad", out, (params + 2 * out) * e, dims_text(op.weights[0].shape, b)));
+      work.push_back(
+          vector_work("wgrad", out, (params + 2 * out) * e, dims_text(op.weights[0].shape, b)));
       return work;
     case OpKind::transpose:
     case OpKind::concat: {
       bool any = !op.weights.empty();
       for (std::size_t i = 0; i < op.inputs.size(); ++i) any = any || need(i);
-      if (any) work.push_back(vector_work("backward", 0, 2 * out * e, dims_text(op.output.shape, b)));
+      if (any)
+        work.push_back(vector_work("backward", 0, 2 * out * e, dims_text(op.output.shape, b)));
       return work;
     }
     case OpKind::reshape:

@@ -1,9 +1,9 @@
 #include "estimate/estimator.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <fmt/format.h>
 
 #include "core/error.hpp"
 #include "estimate/cost.hpp"
@@ -12,7 +12,6 @@
 
 namespace truepeak::estimate {
 namespace {
-
 
 OpRow cost_row(const Op& op, const Work& w, const RateModel& rates, const std::string& phase) {
   OpRow r;
@@ -27,7 +26,8 @@ OpRow cost_row(const Op& op, const Work& w, const RateModel& rates, const std::s
       for (const auto& [g, f] : w.products) r.compute_s += f / rates.gemm_flops_per_s(g);
       break;
     case Engine::conv:
-      for (const auto& [g, f] : w.products) r.compute_s += f / rates.conv_flops_per_s(g, w.groups, w.depthwise);
+      for (const auto& [g, f] : w.products)
+        r.compute_s += f / rates.conv_flops_per_s(g, w.groups, w.depthwise);
       break;
     case Engine::vector:
       r.compute_s = w.flops / rates.vector_flops_per_s();
@@ -41,11 +41,14 @@ OpRow cost_row(const Op& op, const Work& w, const RateModel& rates, const std::s
   r.time_s = std::max(r.compute_s, r.memory_s) + r.overhead_s;
   r.achieved_flops_per_s = r.compute_s > 0 ? w.flops / r.compute_s : 0;
   if (r.time_s > 0) {
-    const double roof = w.engine == Engine::vector ? rates.vector_flops_per_s() : rates.best_flops_per_s();
-    r.peak_fraction = r.compute_bound ? (w.flops / r.time_s) / roof : (w.bytes / r.time_s) / rates.best_Bps();
+    const double roof =
+        w.engine == Engine::vector ? rates.vector_flops_per_s() : rates.best_flops_per_s();
+    r.peak_fraction =
+        r.compute_bound ? (w.flops / r.time_s) / roof : (w.bytes / r.time_s) / rates.best_Bps();
   }
   const double naive_compute =
-      w.flops / (w.engine == Engine::vector ? rates.naive_vector_flops_per_s() : rates.naive_matrix_flops_per_s());
+      w.flops / (w.engine == Engine::vector ? rates.naive_vector_flops_per_s()
+                                            : rates.naive_matrix_flops_per_s());
   r.naive_s = std::max(naive_compute, w.bytes / rates.naive_Bps());
   return r;
 }
@@ -59,21 +62,23 @@ void add_row(Totals& totals, std::vector<OpRow>* rows, OpRow row) {
   if (rows) rows->push_back(std::move(row));
 }
 
-Totals run_forward(const Graph& g, const Bindings& b, double e, const RateModel& rates, const std::string& phase,
-                   std::vector<OpRow>* rows) {
+Totals run_forward(const Graph& g, const Bindings& b, double e, const RateModel& rates,
+                   const std::string& phase, std::vector<OpRow>* rows) {
   Totals t;
   for (const auto& op : g.ops)
     for (const auto& w : forward_work(op, b, e)) add_row(t, rows, cost_row(op, w, rates, phase));
   return t;
 }
 
-Totals run_backward(const Graph& g, const Bindings& b, double e, const RateModel& rates, std::vector<OpRow>* rows) {
+Totals run_backward(const Graph& g, const Bindings& b, double e, const RateModel& rates,
+                    std::vector<OpRow>* rows) {
   Totals t;
   const auto need = tensors_needing_grad(g);
   for (auto it = g.ops.rbegin(); it != g.ops.rend(); ++it) {
     std::vector<bool> needs;
     for (const auto& in : it->inputs) needs.push_back(need.count(in.name) > 0);
-    for (const auto& w : backward_work(*it, b, e, needs)) add_row(t, rows, cost_row(*it, w, rates, w.phase));
+    for (const auto& w : backward_work(*it, b, e, needs))
+      add_row(t, rows, cost_row(*it, w, rates, w.phase));
   }
   return t;
 }
@@ -90,12 +95,16 @@ OptimizerTraffic optimizer_traffic(Optimizer opt, double e) {
   const double state = std::max(e, 4.0);
   const int states = opt == Optimizer::sgd ? 0 : (opt == Optimizer::momentum ? 1 : 2);
   double bytes = e /*grad*/ + 2 * master + 2 * states * state + (mixed ? e : 0);
-  const double flops = opt == Optimizer::sgd ? 2 : (opt == Optimizer::momentum ? 4 : (opt == Optimizer::adamw ? 14 : 12));
+  const double flops = opt == Optimizer::sgd
+                           ? 2
+                           : (opt == Optimizer::momentum ? 4 : (opt == Optimizer::adamw ? 14 : 12));
   return {bytes, flops};
 }
 
-Estimate estimate_with(const Model& model, const Device& device, const RateModel& rates, const Options& options) {
-  if (options.batch < 1) throw InputError(fmt::format("batch {} must be at least 1", options.batch));
+Estimate estimate_with(const Model& model, const Device& device, const RateModel& rates,
+                       const Options& options) {
+  if (options.batch < 1)
+    throw InputError(fmt::format("batch {} must be at least 1", options.batch));
   Estimate est;
   est.model = model.name;
   est.device_id = device.id;
@@ -105,7 +114,8 @@ Estimate estimate_with(const Model& model, const Device& device, const RateModel
   est.batch = options.batch;
   const Bindings b = bindings_for(model, options);
   for (const auto& [name, value] : b) {
-    if (name == "S" && std::any_of(model.defaults.begin(), model.defaults.end(), [](const auto& d) { return d.first == "S"; }))
+    if (name == "S" && std::any_of(model.defaults.begin(), model.defaults.end(),
+                                   [](const auto& d) { return d.first == "S"; }))
       est.seq = value;
     if (name == "T" && model.decode) est.context = value;
   }
@@ -115,7 +125,8 @@ Estimate estimate_with(const Model& model, const Device& device, const RateModel
   est.params = count_params(model.forward, b);
 
   if (options.mode == Mode::inference) {
-    est.forward = run_forward(model.forward, b, e, rates, model.decode ? "prefill" : "forward", rows);
+    est.forward =
+        run_forward(model.forward, b, e, rates, model.decode ? "prefill" : "forward", rows);
     est.latency_s = est.forward.time_s;
     est.naive_latency_s = est.forward.naive_s;
     if (model.decode) {
@@ -150,8 +161,10 @@ Estimate estimate_with(const Model& model, const Device& device, const RateModel
     est.throughput_unit = "samples/s";
   }
   std::optional<double> device_bytes;
-  if (device.memory_bytes) device_bytes = static_cast<double>(*device.memory_bytes);
-  else if (options.memory_bytes) device_bytes = static_cast<double>(*options.memory_bytes);
+  if (device.memory_bytes)
+    device_bytes = static_cast<double>(*device.memory_bytes);
+  else if (options.memory_bytes)
+    device_bytes = static_cast<double>(*options.memory_bytes);
   est.memory = estimate_memory(model, options, device_bytes);
   return est;
 }
@@ -162,10 +175,14 @@ std::string_view to_string(Mode mode) { return mode == Mode::inference ? "infere
 
 std::string_view to_string(Optimizer o) {
   switch (o) {
-    case Optimizer::sgd: return "sgd";
-    case Optimizer::momentum: return "momentum";
-    case Optimizer::adam: return "adam";
-    case Optimizer::adamw: return "adamw";
+    case Optimizer::sgd:
+      return "sgd";
+    case Optimizer::momentum:
+      return "momentum";
+    case Optimizer::adam:
+      return "adam";
+    case Optimizer::adamw:
+      return "adamw";
   }
   return "adam";
 }
@@ -182,7 +199,8 @@ std::optional<Optimizer> parse_optimizer(std::string_view text) {
   return std::nullopt;
 }
 
-MemoryBreakdown estimate_memory(const Model& model, const Options& options, std::optional<double> device_bytes) {
+MemoryBreakdown estimate_memory(const Model& model, const Options& options,
+                                std::optional<double> device_bytes) {
   const Bindings b = bindings_for(model, options);
   const double e = dtype_bytes(options.dtype);
   const double params = count_params(model.forward, b);
@@ -199,7 +217,9 @@ MemoryBreakdown estimate_memory(const Model& model, const Options& options, std:
     m.gradients_bytes = params * e;
     if (e < 4) m.master_weights_bytes = params * 4;
     const double state = std::max(e, 4.0);
-    const int states = options.optimizer == Optimizer::sgd ? 0 : (options.optimizer == Optimizer::momentum ? 1 : 2);
+    const int states = options.optimizer == Optimizer::sgd
+                           ? 0
+                           : (options.optimizer == Optimizer::momentum ? 1 : 2);
     m.optimizer_bytes = params * state * states;
   }
   m.total_bytes = m.weights_bytes + m.master_weights_bytes + m.gradients_bytes + m.optimizer_bytes +
@@ -212,7 +232,8 @@ MemoryBreakdown estimate_memory(const Model& model, const Options& options, std:
   return m;
 }
 
-std::optional<std::int64_t> max_batch(const Model& model, const Options& options, std::optional<double> device_bytes) {
+std::optional<std::int64_t> max_batch(const Model& model, const Options& options,
+                                      std::optional<double> device_bytes) {
   if (!device_bytes) return std::nullopt;
   Options o = options;
   auto fits = [&](std::int64_t n) {
@@ -245,8 +266,10 @@ Sweep sweep_batch(const Model& model, const Device& device, const Options& optio
   Options o = options;
   o.per_op_rows = false;
   std::optional<double> device_bytes;
-  if (device.memory_bytes) device_bytes = static_cast<double>(*device.memory_bytes);
-  else if (options.memory_bytes) device_bytes = static_cast<double>(*options.memory_bytes);
+  if (device.memory_bytes)
+    device_bytes = static_cast<double>(*device.memory_bytes);
+  else if (options.memory_bytes)
+    device_bytes = static_cast<double>(*options.memory_bytes);
   sweep.max_batch = max_batch(model, options, device_bytes);
   for (const auto n : batches) {
     o.batch = n;
@@ -256,7 +279,8 @@ Sweep sweep_batch(const Model& model, const Device& device, const Options& optio
   return sweep;
 }
 
-std::optional<std::size_t> best_of(const std::vector<Estimate>& rows, std::optional<double> max_latency_s) {
+std::optional<std::size_t> best_of(const std::vector<Estimate>& rows,
+                                   std::optional<double> max_latency_s) {
   std::optional<std::size_t> best;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto& r = rows[i];
@@ -270,7 +294,8 @@ std::optional<std::size_t> best_of(const std::vector<Estimate>& rows, std::optio
 
 std::optional<double> device_memory_bytes(const Profile& profile, const Device& device) {
   if (device.memory_bytes) return static_cast<double>(*device.memory_bytes);
-  if (device.kind == "cpu" && profile.machine.memory_bytes) return static_cast<double>(*profile.machine.memory_bytes);
+  if (device.kind == "cpu" && profile.machine.memory_bytes)
+    return static_cast<double>(*profile.machine.memory_bytes);
   return std::nullopt;
 }
 

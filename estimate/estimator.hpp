@@ -27,8 +27,8 @@ struct ZooEntry {
   std::string name;
   std::string kind;
   std::string description;
-  double params = 0;            // counted from the graph
-  double forward_flops = 0;     // one sample (N = 1) at the default sequence length
+  double params = 0;                // counted from the graph
+  double forward_flops = 0;         // one sample (N = 1) at the default sequence length
   std::optional<std::int64_t> seq;  // the default sequence length, where the model has one
 };
 std::vector<ZooEntry> list_zoo();
@@ -71,11 +71,11 @@ struct OpRow {
   double compute_s = 0;  // flops / achieved rate
   double memory_s = 0;   // bytes / achieved bandwidth of the level holding the working set
   double overhead_s = 0;
-  double time_s = 0;     // max(compute_s, memory_s) + overhead_s
+  double time_s = 0;  // max(compute_s, memory_s) + overhead_s
   bool compute_bound = false;
-  double achieved_flops_per_s = 0;   // rate used for compute_s
-  double peak_fraction = 0;          // (flops / time_s) / best measured rate of the dtype
-  double naive_s = 0;                // max(flops / datasheet peak, bytes / datasheet bandwidth)
+  double achieved_flops_per_s = 0;  // rate used for compute_s
+  double peak_fraction = 0;         // (flops / time_s) / best measured rate of the dtype
+  double naive_s = 0;               // max(flops / datasheet peak, bytes / datasheet bandwidth)
 };
 
 struct Totals {
@@ -91,12 +91,12 @@ struct MemoryBreakdown {
   double master_weights_bytes = 0;  // fp32 copy under mixed precision
   double gradients_bytes = 0;
   double optimizer_bytes = 0;
-  double activations_bytes = 0;     // inference: peak live set; training: saved for backward
+  double activations_bytes = 0;  // inference: peak live set; training: saved for backward
   double kv_cache_bytes = 0;
   double total_bytes = 0;
   std::optional<double> device_bytes;
-  double usable_bytes = 0;          // device_bytes x (1 - headroom)
-  bool fits = true;                 // total <= usable (true when the device size is unknown)
+  double usable_bytes = 0;  // device_bytes x (1 - headroom)
+  bool fits = true;         // total <= usable (true when the device size is unknown)
 };
 
 struct Estimate {
@@ -117,9 +117,9 @@ struct Estimate {
   double throughput_per_s = 0;  // samples per second (decoders: generated tokens per second)
   std::string throughput_unit;  // "samples/s", "tokens/s"
 
-  Totals forward;                  // inference forward / prefill; training forward
-  std::optional<Totals> decode;    // decoders: one generated token (time per output token)
-  std::optional<Totals> backward;  // training
+  Totals forward;                        // inference forward / prefill; training forward
+  std::optional<Totals> decode;          // decoders: one generated token (time per output token)
+  std::optional<Totals> backward;        // training
   std::optional<Totals> optimizer_step;  // training
 
   MemoryBreakdown memory;
@@ -150,7 +150,8 @@ Sweep sweep_batch(const Model& model, const Device& device, const Options& optio
 
 // The row of highest throughput that fits in memory and within the latency limit (decoders: the
 // time per output token; others: the pass or step).
-std::optional<std::size_t> best_of(const std::vector<Estimate>& rows, std::optional<double> max_latency_s);
+std::optional<std::size_t> best_of(const std::vector<Estimate>& rows,
+                                   std::optional<double> max_latency_s);
 
 // The device memory to fit against: the device's own, else the machine's (CPU).
 std::optional<double> device_memory_bytes(const Profile& profile, const Device& device);

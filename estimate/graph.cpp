@@ -1,12 +1,12 @@
 #include "estimate/graph.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <cctype>
 #include <string_view>
 #include <unordered_set>
-
-#include <fmt/format.h>
 
 #include "core/error.hpp"
 
@@ -21,8 +21,10 @@ Dim Dim::symbol(std::string name, std::int64_t coeff) {
 std::int64_t Dim::eval(const Bindings& bindings) const {
   std::int64_t value = coeff;
   for (const auto& s : symbols) {
-    auto it = std::find_if(bindings.begin(), bindings.end(), [&](const auto& b) { return b.first == s; });
-    if (it == bindings.end()) throw InputError(fmt::format("dimension {}: symbol '{}' has no value", str(), s));
+    auto it =
+        std::find_if(bindings.begin(), bindings.end(), [&](const auto& b) { return b.first == s; });
+    if (it == bindings.end())
+      throw InputError(fmt::format("dimension {}: symbol '{}' has no value", str(), s));
     value *= it->second;
   }
   return value;
@@ -44,16 +46,19 @@ Dim Dim::parse(const std::string& text) {
   if (text.empty()) throw InputError("empty dimension");
   while (pos <= text.size()) {
     const auto star = text.find('*', pos);
-    const std::string factor = text.substr(pos, star == std::string::npos ? std::string::npos : star - pos);
+    const std::string factor =
+        text.substr(pos, star == std::string::npos ? std::string::npos : star - pos);
     if (factor.empty()) throw InputError(fmt::format("dimension '{}': empty factor", text));
-    if (std::all_of(factor.begin(), factor.end(), [](unsigned char c) { return std::isdigit(c); })) {
+    if (std::all_of(factor.begin(), factor.end(),
+                    [](unsigned char c) { return std::isdigit(c); })) {
       d.coeff *= std::stoll(factor);
     } else if (std::isalpha(static_cast<unsigned char>(factor[0])) &&
                std::all_of(factor.begin(), factor.end(),
                            [](unsigned char c) { return std::isalnum(c) || c == '_'; })) {
       d.symbols.push_back(factor);
     } else {
-      throw InputError(fmt::format("dimension '{}': '{}' is neither a number nor a symbol name", text, factor));
+      throw InputError(
+          fmt::format("dimension '{}': '{}' is neither a number nor a symbol name", text, factor));
     }
     if (star == std::string::npos) break;
     pos = star + 1;

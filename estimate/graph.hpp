@@ -100,10 +100,10 @@ struct Graph {
 // What the transformer shorthand and the zoo say about a model beyond its graph.
 struct Model {
   std::string name;
-  std::string kind;         // "cnn", "encoder", "decoder", "vision-transformer", "onnx", ...
+  std::string kind;  // "cnn", "encoder", "decoder", "vision-transformer", "onnx", ...
   std::string description;
-  std::string source;       // file it came from ("zoo:resnet50", a path)
-  Graph forward;            // one forward pass (decoders: the prefill over S tokens)
+  std::string source;           // file it came from ("zoo:resnet50", a path)
+  Graph forward;                // one forward pass (decoders: the prefill over S tokens)
   std::optional<Graph> decode;  // decoders: one generated token at context T (reads the KV cache)
   // Default values of the symbols other than N: e.g. {"S", 128}; T defaults to S.
   Bindings defaults;

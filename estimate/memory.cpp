@@ -28,7 +28,8 @@ std::map<std::string, std::string> storage_roots(const Graph& graph) {
   return root;
 }
 
-const std::string& root_of(const std::map<std::string, std::string>& roots, const std::string& name) {
+const std::string& root_of(const std::map<std::string, std::string>& roots,
+                           const std::string& name) {
   auto it = roots.find(name);
   return it == roots.end() ? name : it->second;
 }
@@ -51,7 +52,9 @@ bool saves_input(const Op& op) {
   }
 }
 
-bool saves_output(const Op& op) { return op.kind == OpKind::softmax || op.kind == OpKind::attention; }
+bool saves_output(const Op& op) {
+  return op.kind == OpKind::softmax || op.kind == OpKind::attention;
+}
 
 }  // namespace
 
@@ -67,7 +70,8 @@ double peak_live_bytes(const Graph& graph, const Bindings& b, double e) {
     last.push_back(end);
     return size.size() - 1;
   };
-  for (const auto& t : graph.inputs) new_slot(t.name, static_cast<double>(num_elements(t.shape, b)));
+  for (const auto& t : graph.inputs)
+    new_slot(t.name, static_cast<double>(num_elements(t.shape, b)));
   std::vector<std::ptrdiff_t> written(end, -1);  // slot each op allocates (-1 for views)
   std::vector<bool> read(size.size(), false);
   for (std::size_t i = 0; i < end; ++i) {
@@ -82,7 +86,8 @@ double peak_live_bytes(const Graph& graph, const Bindings& b, double e) {
     if (is_view(op) && !op.inputs.empty()) {
       slot[op.output.name] = slot[op.inputs[0].name];
     } else {
-      written[i] = static_cast<std::ptrdiff_t>(new_slot(op.output.name, static_cast<double>(num_elements(op.output.shape, b))));
+      written[i] = static_cast<std::ptrdiff_t>(
+          new_slot(op.output.name, static_cast<double>(num_elements(op.output.shape, b))));
       read.resize(size.size(), false);
     }
   }
@@ -119,7 +124,8 @@ double training_activation_bytes(const Graph& graph, const Bindings& b, double e
         // Storage size: the source tensor's (a view of part of it keeps all of it alive).
         saved.emplace(root_of(roots, t.name), static_cast<double>(num_elements(t.shape, b)));
       }
-    if (saves_output(op)) saved.emplace(op.output.name, static_cast<double>(num_elements(op.output.shape, b)));
+    if (saves_output(op))
+      saved.emplace(op.output.name, static_cast<double>(num_elements(op.output.shape, b)));
     double g = static_cast<double>(num_elements(op.output.shape, b));
     for (const auto& t : op.inputs) g += static_cast<double>(num_elements(t.shape, b));
     transient = std::max(transient, g);
@@ -132,7 +138,8 @@ double training_activation_bytes(const Graph& graph, const Bindings& b, double e
 double state_bytes(const Graph& graph, const Bindings& b, double e) {
   std::map<std::string, double> seen;
   for (const auto& op : graph.ops)
-    for (const auto& t : op.state) seen.emplace(t.name, static_cast<double>(num_elements(t.shape, b)));
+    for (const auto& t : op.state)
+      seen.emplace(t.name, static_cast<double>(num_elements(t.shape, b)));
   double total = 0;
   for (const auto& [name, n] : seen) total += n;
   return total * e;

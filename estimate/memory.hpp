@@ -14,7 +14,8 @@ namespace truepeak::estimate {
 double peak_live_bytes(const Graph& graph, const Bindings& bindings, double element_bytes);
 // Activations backward reads (inputs of GEMMs/convs, norm inputs, softmax outputs, inputs of
 // nonlinear functions, ...) plus the largest gradient working set of one op.
-double training_activation_bytes(const Graph& graph, const Bindings& bindings, double element_bytes);
+double training_activation_bytes(const Graph& graph, const Bindings& bindings,
+                                 double element_bytes);
 // Distinct state tensors (the KV cache) read by the graph.
 double state_bytes(const Graph& graph, const Bindings& bindings, double element_bytes);
 // Tensors that depend on a parameter, by name (views included): those need gradients.

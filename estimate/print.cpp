@@ -1,8 +1,8 @@
 #include "estimate/print.hpp"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "core/units.hpp"
 #include "truepeak/version.hpp"
@@ -13,8 +13,8 @@ namespace {
 using nlohmann::json;
 
 // Aligned text or markdown from rows of cells; the first column left-aligned, the rest right.
-std::string render(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows,
-                   bool markdown) {
+std::string render(const std::vector<std::string>& header,
+                   const std::vector<std::vector<std::string>>& rows, bool markdown) {
   std::string out;
   if (markdown) {
     auto line = [&](const std::vector<std::string>& cells) {
@@ -32,10 +32,12 @@ std::string render(const std::vector<std::string>& header, const std::vector<std
   std::vector<std::size_t> width(header.size());
   for (std::size_t i = 0; i < header.size(); ++i) width[i] = header[i].size();
   for (const auto& r : rows)
-    for (std::size_t i = 0; i < r.size() && i < width.size(); ++i) width[i] = std::max(width[i], r[i].size());
+    for (std::size_t i = 0; i < r.size() && i < width.size(); ++i)
+      width[i] = std::max(width[i], r[i].size());
   auto line = [&](const std::vector<std::string>& cells) {
     for (std::size_t i = 0; i < cells.size(); ++i) {
-      out += i == 0 ? fmt::format("{:<{}}", cells[i], width[i]) : fmt::format("  {:>{}}", cells[i], width[i]);
+      out += i == 0 ? fmt::format("{:<{}}", cells[i], width[i])
+                    : fmt::format("  {:>{}}", cells[i], width[i]);
     }
     out += "\n";
   };
@@ -52,7 +54,11 @@ std::string mbytes(double bytes) { return fmt::format("{:.2f}", bytes / 1e6); }
 std::string gbytes(double bytes) { return fmt::format("{:.2f} GB", bytes / 1e9); }
 
 json totals_json(const Totals& t) {
-  return {{"time_s", t.time_s}, {"naive_s", t.naive_s}, {"flops", t.flops}, {"bytes", t.bytes}, {"overhead_s", t.overhead_s}};
+  return {{"time_s", t.time_s},
+          {"naive_s", t.naive_s},
+          {"flops", t.flops},
+          {"bytes", t.bytes},
+          {"overhead_s", t.overhead_s}};
 }
 
 json memory_json(const MemoryBreakdown& m) {
@@ -70,8 +76,8 @@ json memory_json(const MemoryBreakdown& m) {
 
 std::string header_line(const Estimate& e, const PrintContext& ctx) {
   std::string s = fmt::format("{} on {} ({}), {}, {}", e.model, e.device_id,
-                              ctx.profile_label.empty() ? ctx.profile_path : ctx.profile_label, to_string(e.dtype),
-                              to_string(e.mode));
+                              ctx.profile_label.empty() ? ctx.profile_path : ctx.profile_label,
+                              to_string(e.dtype), to_string(e.mode));
   if (e.mode == Mode::training) s += fmt::format(" with {}", to_string(e.optimizer));
   s += fmt::format(", batch {}", e.batch);
   if (e.seq) s += fmt::format(", seq {}", *e.seq);
@@ -107,30 +113,40 @@ std::string memory_text(const MemoryBreakdown& m, std::optional<std::int64_t> ma
 json estimate_to_json(const Estimate& e, const PrintContext& ctx) {
   json ops = json::array();
   for (const auto& r : e.ops)
-    ops.push_back({{"name", r.name}, {"kind", r.kind}, {"phase", r.phase}, {"shape", r.shape}, {"flops", r.flops},
-                   {"bytes", r.bytes}, {"compute_s", r.compute_s}, {"memory_s", r.memory_s},
-                   {"overhead_s", r.overhead_s}, {"time_s", r.time_s},
+    ops.push_back({{"name", r.name},
+                   {"kind", r.kind},
+                   {"phase", r.phase},
+                   {"shape", r.shape},
+                   {"flops", r.flops},
+                   {"bytes", r.bytes},
+                   {"compute_s", r.compute_s},
+                   {"memory_s", r.memory_s},
+                   {"overhead_s", r.overhead_s},
+                   {"time_s", r.time_s},
                    {"bound", r.compute_bound ? "compute" : "memory"},
-                   {"achieved_flops_per_s", r.achieved_flops_per_s}, {"peak_fraction", r.peak_fraction},
+                   {"achieved_flops_per_s", r.achieved_flops_per_s},
+                   {"peak_fraction", r.peak_fraction},
                    {"naive_s", r.naive_s}});
-  json doc = {{"schema_version", "1.0"},
-              {"tool", {{"name", "truepeak"}, {"version", TRUEPEAK_VERSION}, {"git_sha", TRUEPEAK_GIT_SHA}}},
-              {"profile", ctx.profile_path},
-              {"model", e.model},
-              {"device", e.device_id},
-              {"dtype", std::string(to_string(e.dtype))},
-              {"mode", std::string(to_string(e.mode))},
-              {"batch", e.batch},
-              {"seq", e.seq ? json(*e.seq) : json(nullptr)},
-              {"params", e.params},
-              {"latency_s", e.latency_s},
-              {"naive_latency_s", e.naive_latency_s},
-              {"throughput_per_s", e.throughput_per_s},
-              {"throughput_unit", e.throughput_unit},
-              {"forward", totals_json(e.forward)},
-              {"memory", memory_json(e.memory)},
-              {"max_batch", ctx.max_batch ? json(*ctx.max_batch) : json(nullptr)},
-              {"ops", ops}};
+  json doc = {
+      {"schema_version", "1.0"},
+      {"tool",
+       {{"name", "truepeak"}, {"version", TRUEPEAK_VERSION}, {"git_sha", TRUEPEAK_GIT_SHA}}},
+      {"profile", ctx.profile_path},
+      {"model", e.model},
+      {"device", e.device_id},
+      {"dtype", std::string(to_string(e.dtype))},
+      {"mode", std::string(to_string(e.mode))},
+      {"batch", e.batch},
+      {"seq", e.seq ? json(*e.seq) : json(nullptr)},
+      {"params", e.params},
+      {"latency_s", e.latency_s},
+      {"naive_latency_s", e.naive_latency_s},
+      {"throughput_per_s", e.throughput_per_s},
+      {"throughput_unit", e.throughput_unit},
+      {"forward", totals_json(e.forward)},
+      {"memory", memory_json(e.memory)},
+      {"max_batch", ctx.max_batch ? json(*ctx.max_batch) : json(nullptr)},
+      {"ops", ops}};
   if (e.mode == Mode::training) doc["optimizer"] = std::string(to_string(e.optimizer));
   if (e.decode) {
     doc["decode"] = totals_json(*e.decode);
@@ -149,16 +165,19 @@ std::string format_estimate(const Estimate& e, const PrintContext& ctx, Format f
   std::vector<std::vector<std::string>> rows;
   for (const auto& r : e.ops)
     rows.push_back({r.name, r.phase, r.kind, r.shape, gflop(r.flops), mbytes(r.bytes),
-                    r.compute_bound ? "compute" : "memory", format_time_s(r.time_s), format_percent(r.peak_fraction),
-                    format_time_s(r.naive_s)});
+                    r.compute_bound ? "compute" : "memory", format_time_s(r.time_s),
+                    format_percent(r.peak_fraction), format_time_s(r.naive_s)});
   std::string out = md ? "## " + header_line(e, ctx) + "\n\n" : header_line(e, ctx) + "\n\n";
   if (!rows.empty())
-    out += render({"op", "phase", "kind", "shape", "GFLOP", "MB", "bound", "time", "% peak", "naive"}, rows, md) + "\n";
+    out +=
+        render({"op", "phase", "kind", "shape", "GFLOP", "MB", "bound", "time", "% peak", "naive"},
+               rows, md) +
+        "\n";
 
   std::vector<std::vector<std::string>> totals;
   auto add = [&](const std::string& what, const Totals& t) {
-    totals.push_back({what, format_time_s(t.time_s), format_time_s(t.naive_s), gflop(t.flops), mbytes(t.bytes),
-                      format_time_s(t.overhead_s)});
+    totals.push_back({what, format_time_s(t.time_s), format_time_s(t.naive_s), gflop(t.flops),
+                      mbytes(t.bytes), format_time_s(t.overhead_s)});
   };
   if (e.mode == Mode::inference) {
     add(e.decode ? "prefill (time to first token)" : "forward", e.forward);
@@ -167,14 +186,19 @@ std::string format_estimate(const Estimate& e, const PrintContext& ctx, Format f
     add("forward", e.forward);
     if (e.backward) add("backward", *e.backward);
     if (e.optimizer_step) add("optimizer", *e.optimizer_step);
-    totals.push_back({"training step", format_time_s(e.latency_s), format_time_s(e.naive_latency_s), "", "", ""});
+    totals.push_back({"training step", format_time_s(e.latency_s), format_time_s(e.naive_latency_s),
+                      "", "", ""});
   }
-  out += render({"phase", "predicted", "naive roofline", "GFLOP", "MB", "of which overhead"}, totals, md) + "\n";
-  out += fmt::format("throughput: {:.1f} {} (naive roofline: {:.1f})\n", e.throughput_per_s, e.throughput_unit,
+  out += render({"phase", "predicted", "naive roofline", "GFLOP", "MB", "of which overhead"},
+                totals, md) +
+         "\n";
+  out += fmt::format("throughput: {:.1f} {} (naive roofline: {:.1f})\n", e.throughput_per_s,
+                     e.throughput_unit,
                      e.decode ? static_cast<double>(e.batch) / e.decode->naive_s
                               : static_cast<double>(e.batch) / e.naive_latency_s);
   out += fmt::format("parameters: {:.2f} M\n\n", e.params / 1e6);
-  out += md ? "```\n" + memory_text(e.memory, ctx.max_batch) + "```\n" : memory_text(e.memory, ctx.max_batch);
+  out += md ? "```\n" + memory_text(e.memory, ctx.max_batch) + "```\n"
+            : memory_text(e.memory, ctx.max_batch);
   return out;
 }
 
@@ -187,7 +211,8 @@ json sweep_to_json(const Sweep& s, const PrintContext& ctx) {
     rows.push_back(r);
   }
   return {{"schema_version", "1.0"},
-          {"tool", {{"name", "truepeak"}, {"version", TRUEPEAK_VERSION}, {"git_sha", TRUEPEAK_GIT_SHA}}},
+          {"tool",
+           {{"name", "truepeak"}, {"version", TRUEPEAK_VERSION}, {"git_sha", TRUEPEAK_GIT_SHA}}},
           {"profile", ctx.profile_path},
           {"max_latency_s", s.max_latency_s ? json(*s.max_latency_s) : json(nullptr)},
           {"max_batch", s.max_batch ? json(*s.max_batch) : json(nullptr)},
@@ -199,8 +224,9 @@ std::string format_sweep(const Sweep& s, const PrintContext& ctx, Format format)
   if (format == Format::json) return sweep_to_json(s, ctx).dump(2) + "\n";
   const bool md = format == Format::markdown;
   std::string out;
-  if (!s.rows.empty()) out += (md ? "## " : "") + header_line(s.rows.front(), ctx) + " .. " +
-                              std::to_string(s.rows.back().batch) + " (batch sweep)\n\n";
+  if (!s.rows.empty())
+    out += (md ? "## " : "") + header_line(s.rows.front(), ctx) + " .. " +
+           std::to_string(s.rows.back().batch) + " (batch sweep)\n\n";
   const bool decoder = !s.rows.empty() && s.rows.front().decode.has_value();
   std::vector<std::vector<std::string>> rows;
   for (std::size_t i = 0; i < s.rows.size(); ++i) {
@@ -224,9 +250,10 @@ std::string format_sweep(const Sweep& s, const PrintContext& ctx, Format format)
   out += render(header, rows, md) + "\n";
   if (s.best) {
     const auto& b = s.rows[*s.best];
-    out += fmt::format("best throughput{}: batch {} at {:.1f} {}\n",
-                       s.max_latency_s ? fmt::format(" within {}", format_time_s(*s.max_latency_s)) : "", b.batch,
-                       b.throughput_per_s, b.throughput_unit);
+    out += fmt::format(
+        "best throughput{}: batch {} at {:.1f} {}\n",
+        s.max_latency_s ? fmt::format(" within {}", format_time_s(*s.max_latency_s)) : "", b.batch,
+        b.throughput_per_s, b.throughput_unit);
   } else {
     out += "no batch size fits the memory and latency limits\n";
   }

@@ -1,9 +1,8 @@
 // Printers of estimates: one result model, three formats (aligned text, markdown, JSON).
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "estimate/estimator.hpp"
 

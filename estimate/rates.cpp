@@ -1,10 +1,10 @@
 #include "estimate/rates.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
-
-#include <fmt/format.h>
 
 #include "core/error.hpp"
 
@@ -24,7 +24,9 @@ std::array<double, 4> coords(double batch, double m, double n, double k) {
           std::log2(std::max(k, 1.0))};
 }
 
-int conv_class(std::int64_t groups, bool depthwise) { return groups == 1 ? 0 : (depthwise ? 2 : 1); }
+int conv_class(std::int64_t groups, bool depthwise) {
+  return groups == 1 ? 0 : (depthwise ? 2 : 1);
+}
 
 }  // namespace
 
@@ -65,7 +67,8 @@ double RateModel::interpolate(const std::vector<Point>& points, std::array<doubl
 RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_layout) {
   const std::string dt(to_string(dtype));
   for (const auto& g : device.gemm)
-    if (g.shape.dtype == dtype && g.flops_per_s > 0 && g.shape.batch > 1) batched_gemm_points_ = true;
+    if (g.shape.dtype == dtype && g.flops_per_s > 0 && g.shape.batch > 1)
+      batched_gemm_points_ = true;
   double best_point = 0;
   for (const auto& g : device.gemm) {
     if (g.shape.dtype != dtype || !(g.flops_per_s > 0)) continue;
@@ -92,49 +95,60 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
     std::sort(points.begin(), points.end(), [](const Point& a, const Point& b) {
       return a.x != b.x ? a.x < b.x : a.log_rate > b.log_rate;
     });
-    points.erase(std::unique(points.begin(), points.end(), [](const Point& a, const Point& b) { return a.x == b.x; }),
+    points.erase(std::unique(points.begin(), points.end(),
+                             [](const Point& a, const Point& b) { return a.x == b.x; }),
                  points.end());
   };
   dedupe(gemm_points_);
   for (auto& c : conv_points_) dedupe(c);
   best_flops_per_s_ = std::max(best_point, lookup(device.peaks.flops_per_s, dtype).value_or(0));
   if (!(best_flops_per_s_ > 0))
-    throw InputError(fmt::format("profile device '{}' has no measured GEMM/conv points and no peak for {}: "
-                                 "calibrate this dtype or choose another with --dtype",
-                                 device.id, dt));
+    throw InputError(
+        fmt::format("profile device '{}' has no measured GEMM/conv points and no peak for {}: "
+                    "calibrate this dtype or choose another with --dtype",
+                    device.id, dt));
 
-  vector_flops_per_s_ = lookup(device.peaks.vector_flops_per_s, dtype)
-                            .value_or(lookup(device.peaks.vector_flops_per_s, DType::f32).value_or(0));
+  vector_flops_per_s_ =
+      lookup(device.peaks.vector_flops_per_s, dtype)
+          .value_or(lookup(device.peaks.vector_flops_per_s, DType::f32).value_or(0));
   if (!(vector_flops_per_s_ > 0))
-    vector_flops_per_s_ = lookup(device.datasheet.vector_flops_per_s, dtype).value_or(best_flops_per_s_);
+    vector_flops_per_s_ =
+        lookup(device.datasheet.vector_flops_per_s, dtype).value_or(best_flops_per_s_);
 
   for (const auto& l : device.memory_levels) {
     if (!(l.Bps > 0)) continue;
-    levels_.emplace_back(l.bytes ? static_cast<double>(*l.bytes) : std::numeric_limits<double>::infinity(), l.Bps);
+    levels_.emplace_back(
+        l.bytes ? static_cast<double>(*l.bytes) : std::numeric_limits<double>::infinity(), l.Bps);
   }
   std::sort(levels_.begin(), levels_.end());
   if (levels_.empty() || std::isfinite(levels_.back().first)) {
     // No unbounded level: main memory is the measured peak bandwidth.
-    const double dram = device.peaks.memory_Bps.value_or(levels_.empty() ? 0 : levels_.back().second);
+    const double dram =
+        device.peaks.memory_Bps.value_or(levels_.empty() ? 0 : levels_.back().second);
     if (dram > 0) levels_.emplace_back(std::numeric_limits<double>::infinity(), dram);
   }
   if (levels_.empty())
-    throw InputError(fmt::format("profile device '{}' has no measured memory bandwidth (memory.levels or peaks.memory_Bps)", device.id));
+    throw InputError(fmt::format(
+        "profile device '{}' has no measured memory bandwidth (memory.levels or peaks.memory_Bps)",
+        device.id));
   // A level that holds the working set serves it at least as fast as the larger levels behind it
   // would: a cache measured slower than main memory (timer-bound tiny sizes) never slows an op.
-  for (std::size_t i = levels_.size() - 1; i-- > 0;) levels_[i].second = std::max(levels_[i].second, levels_[i + 1].second);
+  for (std::size_t i = levels_.size() - 1; i-- > 0;)
+    levels_[i].second = std::max(levels_[i].second, levels_[i + 1].second);
   dram_Bps_ = levels_.back().second;
   overhead_s_ = device.overhead_op_s.value_or(0);
 
   naive_matrix_ = lookup(device.datasheet.flops_per_s, dtype).value_or(best_flops_per_s_);
   naive_vector_ = lookup(device.datasheet.vector_flops_per_s, dtype)
-                      .value_or(lookup(device.datasheet.vector_flops_per_s, DType::f32).value_or(vector_flops_per_s_));
+                      .value_or(lookup(device.datasheet.vector_flops_per_s, DType::f32)
+                                    .value_or(vector_flops_per_s_));
   naive_Bps_ = device.datasheet.memory_Bps.value_or(dram_Bps_);
 }
 
 double RateModel::gemm_flops_per_s(const GemmCoords& s) const {
   if (gemm_points_.empty()) return best_flops_per_s_;
-  const auto q = batched_gemm_points_ ? coords(s.batch, s.m, s.n, s.k) : coords(1, s.batch * s.m, s.n, s.k);
+  const auto q =
+      batched_gemm_points_ ? coords(s.batch, s.m, s.n, s.k) : coords(1, s.batch * s.m, s.n, s.k);
   return std::min(interpolate(gemm_points_, q), best_flops_per_s_);
 }
 

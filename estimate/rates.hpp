@@ -31,7 +31,8 @@ class RateModel {
   // Convolutions (forward, data- and weight-gradient) in implicit-GEMM coordinates, `groups`
   // separating dense, grouped and depthwise: measured conv points of the same class when the
   // profile has them, else the GEMM points (batch = groups).
-  double conv_flops_per_s(const GemmCoords& implicit_gemm, std::int64_t groups, bool depthwise) const;
+  double conv_flops_per_s(const GemmCoords& implicit_gemm, std::int64_t groups,
+                          bool depthwise) const;
   // Elementwise work (norms, activations): the vector FMA peak of the dtype.
   double vector_flops_per_s() const { return vector_flops_per_s_; }
   // Bandwidth of the smallest memory level that holds `working_set_bytes`.

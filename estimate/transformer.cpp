@@ -1,8 +1,8 @@
 #include "estimate/transformer.hpp"
 
-#include <set>
-
 #include <fmt/format.h>
+
+#include <set>
 
 #include "core/error.hpp"
 #include "estimate/builder.hpp"
@@ -22,17 +22,20 @@ struct Config {
   std::int64_t image = 0, patch = 0, channels = 3, classes = 0;
 };
 
-const std::set<std::string> kFields = {
-    "architecture", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq_len", "max_positions",
-    "type_vocab", "gated_mlp", "bias", "tied_embeddings", "fused_qkv", "pooler", "lm_head", "embedding_norm",
-    "norm_position", "activation", "norm", "position", "image", "patch", "channels", "classes", "comment"};
+const std::set<std::string> kFields = {"architecture",    "layers",        "hidden",     "heads",
+                                       "kv_heads",        "ffn",           "vocab",      "seq_len",
+                                       "max_positions",   "type_vocab",    "gated_mlp",  "bias",
+                                       "tied_embeddings", "fused_qkv",     "pooler",     "lm_head",
+                                       "embedding_norm",  "norm_position", "activation", "norm",
+                                       "position",        "image",         "patch",      "channels",
+                                       "classes",         "comment"};
 
 [[noreturn]] void fail(const std::string& where, const std::string& field, const std::string& why) {
   throw InputError(fmt::format("{}: transformer, field '{}': {}", where, field, why));
 }
 
-std::int64_t int_field(const json& c, const std::string& where, const std::string& field, std::int64_t fallback,
-                       bool required = false) {
+std::int64_t int_field(const json& c, const std::string& where, const std::string& field,
+                       std::int64_t fallback, bool required = false) {
   if (!c.contains(field)) {
     if (required) fail(where, field, "missing");
     return fallback;
@@ -44,12 +47,13 @@ std::int64_t int_field(const json& c, const std::string& where, const std::strin
 
 bool bool_field(const json& c, const std::string& where, const std::string& field, bool fallback) {
   if (!c.contains(field)) return fallback;
-  if (!c.at(field).is_boolean()) fail(where, field, fmt::format("expected true or false, got {}", c.at(field).dump()));
+  if (!c.at(field).is_boolean())
+    fail(where, field, fmt::format("expected true or false, got {}", c.at(field).dump()));
   return c.at(field).get<bool>();
 }
 
-std::string string_field(const json& c, const std::string& where, const std::string& field, const std::string& fallback,
-                         const std::set<std::string>& allowed) {
+std::string string_field(const json& c, const std::string& where, const std::string& field,
+                         const std::string& fallback, const std::set<std::string>& allowed) {
   if (!c.contains(field)) return fallback;
   if (!c.at(field).is_string()) fail(where, field, "expected a string");
   const auto v = c.at(field).get<std::string>();
@@ -67,7 +71,8 @@ Config parse_config(const json& c, const std::string& where) {
     if (!kFields.count(key)) fail(where, key, "unknown field");
   Config cfg;
   cfg.decoder = string_field(c, where, "architecture", "", {"encoder", "decoder"}) == "decoder";
-  if (!c.contains("architecture")) fail(where, "architecture", "missing (\"encoder\" or \"decoder\")");
+  if (!c.contains("architecture"))
+    fail(where, "architecture", "missing (\"encoder\" or \"decoder\")");
   cfg.layers = int_field(c, where, "layers", 0, true);
   cfg.hidden = int_field(c, where, "hidden", 0, true);
   cfg.heads = int_field(c, where, "heads", 0, true);
@@ -93,10 +98,14 @@ Config parse_config(const json& c, const std::string& where) {
   cfg.activation = string_field(c, where, "activation", "gelu", {"gelu", "silu", "relu"});
   cfg.norm = string_field(c, where, "norm", "layernorm", {"layernorm", "rmsnorm"});
   cfg.position = string_field(c, where, "position", "learned", {"learned", "rope", "none"});
-  if (cfg.layers == 0 || cfg.hidden == 0 || cfg.heads == 0) fail(where, "layers", "layers, hidden and heads must be positive");
-  if (cfg.hidden % cfg.heads != 0) fail(where, "heads", fmt::format("hidden {} is not a multiple of heads {}", cfg.hidden, cfg.heads));
+  if (cfg.layers == 0 || cfg.hidden == 0 || cfg.heads == 0)
+    fail(where, "layers", "layers, hidden and heads must be positive");
+  if (cfg.hidden % cfg.heads != 0)
+    fail(where, "heads",
+         fmt::format("hidden {} is not a multiple of heads {}", cfg.hidden, cfg.heads));
   if (cfg.kv_heads == 0 || cfg.heads % cfg.kv_heads != 0)
-    fail(where, "kv_heads", fmt::format("heads {} is not a multiple of kv_heads {}", cfg.heads, cfg.kv_heads));
+    fail(where, "kv_heads",
+         fmt::format("heads {} is not a multiple of kv_heads {}", cfg.heads, cfg.kv_heads));
   if (vision && (cfg.patch == 0 || cfg.image % cfg.patch != 0))
     fail(where, "patch", "the image size must be a multiple of a positive patch size");
   if (vision && cfg.decoder) fail(where, "architecture", "a vision front end needs an encoder");
@@ -112,7 +121,8 @@ Graph build(const Config& cfg, bool decode_step) {
   const Dim N = Dim::symbol("N");
   const std::int64_t d = cfg.hidden / cfg.heads;
   const std::int64_t H = cfg.hidden;
-  const std::int64_t patches = cfg.image > 0 ? (cfg.image / cfg.patch) * (cfg.image / cfg.patch) + 1 : 0;
+  const std::int64_t patches =
+      cfg.image > 0 ? (cfg.image / cfg.patch) * (cfg.image / cfg.patch) + 1 : 0;
   const Dim S = decode_step ? Dim(1) : (cfg.image > 0 ? Dim(patches) : Dim::symbol("S"));
   const Dim T = Dim::symbol("T");
   const std::string embed_weight = "embed.weight";
@@ -120,10 +130,12 @@ Graph build(const Config& cfg, bool decode_step) {
   TensorRef x;
   if (cfg.image > 0) {
     const auto& img = b.input("image", {N, cfg.channels, cfg.image, cfg.image});
-    const auto& p = b.add(make_conv2d("patch_embed", img, H, {cfg.patch, cfg.patch, cfg.patch, 0, 1, 1}, true));
+    const auto& p =
+        b.add(make_conv2d("patch_embed", img, H, {cfg.patch, cfg.patch, cfg.patch, 0, 1, 1}, true));
     const std::int64_t grid = cfg.image / cfg.patch;
     const auto& flat = b.add(make_reshape("patch_flat", p, {N, H, grid * grid}));
-    const auto& tokens = b.add(make_reshape("patch_tokens", flat, {N, grid * grid, H}));  // a strided view
+    const auto& tokens =
+        b.add(make_reshape("patch_tokens", flat, {N, grid * grid, H}));  // a strided view
     const auto& cat = b.add(make_concat("cls_concat", {tokens}, 1, {{"cls_token", {1, 1, H}}}));
     x = b.add(make_elementwise("pos_add", "add", {cat}, {{"pos_embed", {1, patches, H}}}));
   } else {
@@ -156,9 +168,12 @@ Graph build(const Config& cfg, bool decode_step) {
       k = b.add(make_slice(p + "k", qkv, kv_shape));
       v = b.add(make_slice(p + "v", qkv, kv_shape));
     } else {
-      q = b.add(make_reshape(p + "q", b.add(make_linear(p + "q_proj", h, H, cfg.bias)), heads_shape));
-      k = b.add(make_reshape(p + "k", b.add(make_linear(p + "k_proj", h, kv_width, cfg.bias)), kv_shape));
-      v = b.add(make_reshape(p + "v", b.add(make_linear(p + "v_proj", h, kv_width, cfg.bias)), kv_shape));
+      q = b.add(
+          make_reshape(p + "q", b.add(make_linear(p + "q_proj", h, H, cfg.bias)), heads_shape));
+      k = b.add(
+          make_reshape(p + "k", b.add(make_linear(p + "k_proj", h, kv_width, cfg.bias)), kv_shape));
+      v = b.add(
+          make_reshape(p + "v", b.add(make_linear(p + "v_proj", h, kv_width, cfg.bias)), kv_shape));
     }
     if (cfg.position == "rope") {
       q = b.add(make_elementwise(p + "q_rope", "rope", {q}));
@@ -168,7 +183,8 @@ Graph build(const Config& cfg, bool decode_step) {
     if (decode_step) {
       cache = {{p + "k_cache", {N, cfg.kv_heads, T, d}}, {p + "v_cache", {N, cfg.kv_heads, T, d}}};
     }
-    const auto& att = b.add(make_attention(p + "attn", q, k, v, cfg.decoder && !decode_step, cache));
+    const auto& att =
+        b.add(make_attention(p + "attn", q, k, v, cfg.decoder && !decode_step, cache));
     const auto& att_t = b.add(make_transpose(p + "attn_t", att, {0, 2, 1, 3}));
     const auto& merged = b.add(make_reshape(p + "attn_merge", att_t, {N, S, H}));
     const auto& proj = b.add(make_linear(p + "o_proj", merged, H, cfg.bias));

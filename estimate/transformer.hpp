@@ -3,9 +3,8 @@
 // run it. The fields are documented in models/README.md.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "estimate/graph.hpp"
 

@@ -1,11 +1,11 @@
 // Model loading: zoo names resolve to the embedded models/*.json, anything else is a file.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "core/error.hpp"
 #include "estimate/cost.hpp"
@@ -19,7 +19,8 @@ namespace {
 std::string normalize(std::string_view name) {
   std::string out;
   for (char c : name)
-    if (std::isalnum(static_cast<unsigned char>(c))) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (std::isalnum(static_cast<unsigned char>(c)))
+      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
 }
 
@@ -41,7 +42,8 @@ std::vector<std::string> zoo_names() {
 Model load_model(const std::string& name_or_path) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  const bool looks_like_path = name_or_path.find('/') != std::string::npos || name_or_path.ends_with(".json");
+  const bool looks_like_path =
+      name_or_path.find('/') != std::string::npos || name_or_path.ends_with(".json");
   if (!looks_like_path) {
     if (auto text = zoo_text(name_or_path)) {
       Model m = model_from_json_text(std::string(*text), "models/" + name_or_path + ".json");
@@ -52,7 +54,8 @@ Model load_model(const std::string& name_or_path) {
   if (!fs::is_regular_file(name_or_path, ec)) {
     std::string names;
     for (const auto& n : zoo_names()) names += (names.empty() ? "" : ", ") + n;
-    throw InputError(fmt::format("model '{}': no such file, and not a zoo model ({})", name_or_path, names));
+    throw InputError(
+        fmt::format("model '{}': no such file, and not a zoo model ({})", name_or_path, names));
   }
   std::ifstream in(name_or_path, std::ios::binary);
   if (!in) throw InputError(fmt::format("{}: cannot be read", name_or_path));

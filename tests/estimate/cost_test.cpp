@@ -24,7 +24,8 @@ class FixtureCpu : public ::testing::Test {
 };
 
 TEST_F(FixtureCpu, ComputeBoundGemmRunsAtTheMeasuredRate) {
-  // 1024^3: exactly the measured point (8e11 FLOP/s); 12.6 MB moved at 5e10 B/s is 0.25 ms < 2.7 ms.
+  // 1024^3: exactly the measured point (8e11 FLOP/s); 12.6 MB moved at 5e10 B/s is 0.25 ms < 2.7
+  // ms.
   const auto est = estimate(linear_model(1024, 1024), cpu, batch(1024));
   ASSERT_EQ(est.ops.size(), 1u);
   const auto& r = est.ops[0];
@@ -71,7 +72,8 @@ TEST_F(FixtureCpu, OutsideTheMeasuredRangeNeverExceedsTheNearestMeasuredRate) {
   const RateModel rates(cpu, DType::f32);
   EXPECT_DOUBLE_EQ(rates.gemm_flops_per_s({1, 8192, 8192, 8192}), 8e11);  // not extrapolated upward
   EXPECT_DOUBLE_EQ(rates.gemm_flops_per_s({1, 16, 16, 16}), 2e11);
-  for (double s : {1.0, 7.0, 100.0, 3000.0, 1e5}) EXPECT_LE(rates.gemm_flops_per_s({1, s, s, s}), 8e11) << s;
+  for (double s : {1.0, 7.0, 100.0, 3000.0, 1e5})
+    EXPECT_LE(rates.gemm_flops_per_s({1, s, s, s}), 8e11) << s;
 }
 
 TEST_F(FixtureCpu, ConvWithoutConvPointsUsesItsImplicitGemmShape) {
@@ -118,21 +120,22 @@ TEST_F(FixtureCpu, TrainingStepHasRealBackwardShapes) {
   std::vector<std::string> rows;
   for (const auto& r : est.ops) rows.push_back(r.phase + " " + r.name + " " + r.shape);
   const std::vector<std::string> expected = {
-      "forward fc1 b1m64n1024k512", "forward fc2 b1m64n256k1024",
-      "dgrad fc2 b1m64n1024k256",   "wgrad fc2 b1m1024n256k64",
-      "wgrad fc1 b1m512n1024k64",   "optimizer sgd 786432 params"};
+      "forward fc1 b1m64n1024k512", "forward fc2 b1m64n256k1024", "dgrad fc2 b1m64n1024k256",
+      "wgrad fc2 b1m1024n256k64",   "wgrad fc1 b1m512n1024k64",   "optimizer sgd 786432 params"};
   EXPECT_EQ(rows, expected);
   ASSERT_TRUE(est.backward && est.optimizer_step);
-  EXPECT_NEAR(est.latency_s, est.forward.time_s + est.backward->time_s + est.optimizer_step->time_s, 1e-15);
+  EXPECT_NEAR(est.latency_s, est.forward.time_s + est.backward->time_s + est.optimizer_step->time_s,
+              1e-15);
   // SGD in f32 moves 12 bytes per parameter (read gradient, read and write the weight).
   EXPECT_DOUBLE_EQ(est.ops.back().bytes, 12.0 * 786432);
 }
 
 TEST_F(FixtureCpu, DecoderHasPrefillAndDecodeThatReadsTheCache) {
-  const Model m = model_from_json_text(R"({"format": "truepeak-model", "name": "tiny", "transformer": {
+  const Model m =
+      model_from_json_text(R"({"format": "truepeak-model", "name": "tiny", "transformer": {
       "architecture": "decoder", "layers": 2, "hidden": 64, "heads": 4, "kv_heads": 2, "ffn": 128,
       "vocab": 100, "seq_len": 32, "norm": "rmsnorm", "position": "rope", "gated_mlp": true, "bias": false}})",
-                                       "tiny.json");
+                           "tiny.json");
   Options o = batch(2);
   o.context = 1000;
   const auto est = estimate(m, cpu, o);
@@ -142,8 +145,10 @@ TEST_F(FixtureCpu, DecoderHasPrefillAndDecodeThatReadsTheCache) {
   bool saw = false;
   for (const auto& r : est.ops)
     if (r.phase == "decode" && r.kind == "attention") {
-      // q, new k and v, out ([2, 4|2, 1, 16]) plus the k and v caches [2, 2, 1000, 16], 4 bytes each.
-      EXPECT_DOUBLE_EQ(r.bytes, (2 * 4 * 16 + 2 * 2 * 2 * 16 + 2 * 4 * 16 + 2 * 2 * 2 * 1000 * 16) * 4.0);
+      // q, new k and v, out ([2, 4|2, 1, 16]) plus the k and v caches [2, 2, 1000, 16], 4 bytes
+      // each.
+      EXPECT_DOUBLE_EQ(r.bytes,
+                       (2 * 4 * 16 + 2 * 2 * 2 * 16 + 2 * 4 * 16 + 2 * 2 * 2 * 1000 * 16) * 4.0);
       saw = true;
     }
   EXPECT_TRUE(saw);

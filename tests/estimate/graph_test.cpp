@@ -1,8 +1,9 @@
+#include "estimate/graph.hpp"
+
 #include <gtest/gtest.h>
 
 #include "core/error.hpp"
 #include "estimate/builder.hpp"
-#include "estimate/graph.hpp"
 
 namespace truepeak::estimate {
 namespace {

@@ -9,7 +9,9 @@
 
 namespace truepeak::estimate::testing {
 
-inline Profile fixture(const std::string& name) { return read_profile(std::string(TRUEPEAK_SOURCE_DIR) + "/tests/estimate/data/" + name); }
+inline Profile fixture(const std::string& name) {
+  return read_profile(std::string(TRUEPEAK_SOURCE_DIR) + "/tests/estimate/data/" + name);
+}
 
 // One op model: y = x W, x [N, k], W [k, n] (no bias).
 inline Model linear_model(std::int64_t k, std::int64_t n) {

@@ -1,7 +1,8 @@
 // The memory model against worked examples.
+#include "estimate/memory.hpp"
+
 #include <gtest/gtest.h>
 
-#include "estimate/memory.hpp"
 #include "helpers.hpp"
 
 namespace truepeak::estimate {
@@ -22,7 +23,8 @@ Options training(DType dtype, Optimizer opt) {
 
 double state_per_param(DType dtype, Optimizer opt) {
   const auto m = estimate_memory(linear_model(1024, 1024), training(dtype, opt), std::nullopt);
-  return (m.weights_bytes + m.master_weights_bytes + m.gradients_bytes + m.optimizer_bytes) / kParams;
+  return (m.weights_bytes + m.master_weights_bytes + m.gradients_bytes + m.optimizer_bytes) /
+         kParams;
 }
 
 TEST(Memory, AdamMixedPrecisionIs16BytesPerParameter) {
@@ -38,7 +40,8 @@ TEST(Memory, AdamMixedPrecisionIs16BytesPerParameter) {
 
 TEST(Memory, TrainingKeepsTheInputsBackwardNeeds) {
   // One linear: backward keeps x [N, 1024]; the gradient working set is dY + dX.
-  const auto m = estimate_memory(linear_model(1024, 1024), training(DType::f32, Optimizer::sgd), std::nullopt);
+  const auto m =
+      estimate_memory(linear_model(1024, 1024), training(DType::f32, Optimizer::sgd), std::nullopt);
   EXPECT_DOUBLE_EQ(m.activations_bytes, (1024 + (1024 + 1024)) * 4.0);
   EXPECT_DOUBLE_EQ(m.total_bytes, 8 * kParams + m.activations_bytes);
 }
