@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -48,7 +49,19 @@ InputShape parse_input_shape(const std::string& text) {
 }
 
 OnnxImport onnx_from_bytes(const std::string& bytes, const std::string& where, const OnnxOptions& options) {
-  auto result = onnx_detail::map_onnx(onnx_detail::parse_onnx(bytes, where, options), options);
+  auto parsed = onnx_detail::parse_onnx(bytes, where, options);
+  OnnxImport result;
+  try {
+    result = onnx_detail::map_onnx(std::move(parsed), options);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    // A graph that parses but breaks the operators' own rules (a Conv without a weight, a node
+    // without outputs): still the file's fault.
+    std::string what = e.what();
+    what = what.substr(0, what.find('\n'));
+    throw InputError(fmt::format("{}: malformed graph ({})", where, what));
+  }
   result.model.source = where;
   result.model.name = std::filesystem::path(where).stem().string();
   return result;
