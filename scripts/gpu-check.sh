@@ -2,8 +2,11 @@
 # On a machine with an NVIDIA GPU: build truepeak for this GPU (architecture "native"), run the
 # GPU tests, run a quick calibration of cuda:0, show it, and print the headline figures against
 # the bars (bf16 GEMM vs datasheet, HBM triad vs 4.8 TB/s, pinned H2D vs the PCIe link, launch
-# overhead). Everything goes to OUTDIR: build and test logs, nvidia-smi -q, the profile
-# (<label>.json) and the summary. Sized for under 5 minutes on one H200 with 16 cores.
+# overhead). OUTDIR holds at most eight files, as the tools that fetch it may return no more:
+#   <label>.json  gpu-check.log (steps, machine, summary)  table.txt  show.txt
+#   build.log (configure + build)  cuda-tests.log  calibrate.log (stdout + stderr)  nvidia-smi-q.txt
+# Everything else (the test XML, the table script) stays in the build directory.
+# Sized for under 5 minutes on one H200 with 16 cores.
 #
 # Usage: scripts/gpu-check.sh OUTDIR [--prebuilt BUILD_DIR]
 #   --prebuilt: a build directory to fall back to when the build here fails.
@@ -27,6 +30,8 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 build=$root/build-gpu
+scratch=$root/build-gpu-check  # files that do not belong in OUTDIR
+mkdir -p "$scratch"
 start_s=$(date +%s)
 budget_s=${TRUEPEAK_GPU_CHECK_BUDGET_S:-290}
 status_lines=()
@@ -48,7 +53,7 @@ log "output in $out"
 # --- the machine, read-only ---------------------------------------------------------------
 if command -v nvidia-smi >/dev/null 2>&1; then
   nvidia-smi -q >"$out/nvidia-smi-q.txt" 2>&1 || true
-  nvidia-smi >"$out/nvidia-smi.txt" 2>&1 || true
+  nvidia-smi 2>&1 | sed 's/^/nvidia-smi: /' >>"$out/gpu-check.log" || true
   gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 2>/dev/null | head -1)
   gpu_cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader -i 0 2>/dev/null | head -1)
 else
@@ -67,7 +72,7 @@ log "GPU 0: $gpu_name (compute capability ${gpu_cc:-?}), label $label"
   cmake --version 2>&1 | head -1
   c++ --version 2>&1 | head -1
   echo "git: $(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null)"
-} >"$out/env.txt" 2>&1
+} 2>&1 | sed 's/^/env: /' >>"$out/gpu-check.log"
 
 # --- dependencies -------------------------------------------------------------------------
 if [ -z "${CUDACXX:-}" ] && ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
@@ -130,19 +135,19 @@ arch=native
 if [ -n "$gpu_cc" ]; then arch_fallback=${gpu_cc/./}; else arch_fallback=90; fi
 built=0
 log "configure (CUDA architecture $arch)"
-if ! cmake -S "$root" -B "$build" "${cmake_args[@]}" -DCMAKE_CUDA_ARCHITECTURES=$arch >"$out/configure.log" 2>&1; then
+if ! cmake -S "$root" -B "$build" "${cmake_args[@]}" -DCMAKE_CUDA_ARCHITECTURES=$arch >"$out/build.log" 2>&1; then
   log "configure with 'native' failed; trying sm_$arch_fallback"
   rm -rf "$build"
-  cmake -S "$root" -B "$build" "${cmake_args[@]}" -DCMAKE_CUDA_ARCHITECTURES="$arch_fallback" >>"$out/configure.log" 2>&1 &&
+  cmake -S "$root" -B "$build" "${cmake_args[@]}" -DCMAKE_CUDA_ARCHITECTURES="$arch_fallback" >>"$out/build.log" 2>&1 &&
     built=1
 else
   built=1
 fi
-grep -E "^-- truepeak" "$out/configure.log" | tee -a "$out/gpu-check.log" >&2
+grep -E "^-- truepeak" "$out/build.log" | tee -a "$out/gpu-check.log" >&2
 if [ $built = 1 ]; then
   log "build ($(nproc) jobs)"
   if timeout "$(left 200 30)" cmake --build "$build" -j "$(nproc)" --target truepeak truepeak_cuda_tests \
-      >"$out/build.log" 2>&1; then
+      >>"$out/build.log" 2>&1; then
     note "build: ok"
   else
     built=0
@@ -152,7 +157,7 @@ if [ $built = 1 ]; then
   fi
 else
   failed=1
-  note "configure: FAILED (see configure.log)"
+  note "configure: FAILED (see build.log)"
 fi
 if [ $built = 0 ]; then
   if [ -n "$prebuilt" ] && [ -x "$prebuilt/truepeak" ]; then
@@ -160,7 +165,7 @@ if [ $built = 0 ]; then
     note "using the prebuilt build in $build"
   else
     note "no build to run; stopping after the machine snapshot"
-    printf '%s\n' "${status_lines[@]}" >"$out/summary.txt"
+    { echo "summary:"; printf '  %s\n' "${status_lines[@]}"; } >>"$out/gpu-check.log"
     exit 1
   fi
 fi
@@ -168,7 +173,7 @@ fi
 # --- GPU tests ------------------------------------------------------------------------------
 if [ -x "$build/tests/truepeak_cuda_tests" ]; then
   log "GPU tests"
-  if timeout "$(left 90 20)" "$build/tests/truepeak_cuda_tests" --gtest_output="xml:$out/cuda-tests.xml" \
+  if timeout "$(left 90 20)" "$build/tests/truepeak_cuda_tests" --gtest_output="xml:$scratch/cuda-tests.xml" \
       >"$out/cuda-tests.log" 2>&1; then
     note "GPU tests: $(grep -E '^\[  PASSED  \]' "$out/cuda-tests.log" | head -1)"
   else
@@ -185,7 +190,7 @@ profile=$out/$label.json
 log "calibrate --device cuda:0 --quick (at most $(left 170 60) s)"
 # SIGINT first: the calibration stops at the next point and still writes what it has.
 timeout -s INT -k 15 "$(left 170 60)" "$build/truepeak" calibrate --device cuda:0 --quick --label "$label" \
-  --out "$profile" >"$out/calibrate.out" 2>"$out/calibrate.log"
+  --out "$profile" >"$out/calibrate.log" 2>&1
 rc=$?
 [ $rc = 0 ] || failed=1
 note "calibrate: exit $rc$([ $rc = 124 ] && echo ' (time limit: the profile is partial)')"
@@ -199,7 +204,7 @@ fi
 
 # --- headline figures -----------------------------------------------------------------------
 if [ -f "$profile" ] && command -v python3 >/dev/null 2>&1; then
-  cat >"$out/table.py" <<'PY'
+  cat >"$scratch/table.py" <<'PY'
 import json, re, sys
 
 profile = json.load(open(sys.argv[1]))
@@ -268,13 +273,14 @@ if skipped:
     for s in skipped:
         print(f"  {s.get('what')}: {s.get('reason')}")
 PY
-  if ! python3 "$out/table.py" "$profile" "$out/nvidia-smi-q.txt" >"$out/table.txt" 2>&1; then
+  if ! python3 "$scratch/table.py" "$profile" "$out/nvidia-smi-q.txt" >"$out/table.txt" 2>&1; then
     note "summary table: python failed (see table.txt)"
   fi
   cat "$out/table.txt"
 fi
 
-printf '%s\n' "${status_lines[@]}" >"$out/summary.txt"
 log "done in $(( $(date +%s) - start_s )) s; summary:"
-cat "$out/summary.txt" >&2
+{ echo "summary:"; printf '  %s\n' "${status_lines[@]}"; } | tee -a "$out/gpu-check.log" >&2
+files=$(find "$out" -type f | wc -l)
+[ "$files" -le 8 ] || log "warning: $files files in $out (more than the 8 that may be fetched)"
 exit $failed
