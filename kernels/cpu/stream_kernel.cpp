@@ -61,15 +61,12 @@ class StreamKernel final : public Kernel {
         c_[i] = uniform_pm1(0xc, i);
       }
     }
-    // Tiny working sets: repeat the pass inside one run so a sample is long enough to time.
-    double pass_s = run_s();
-    if (pass_s < 100 * options.min_sample_s) {
-      for (int i = 0; i < 5; ++i) {
-        pass_s = std::min(pass_s, run_s());
-      }
-    }
-    if (pass_s > 0 && pass_s < options.min_sample_s) {
-      repeats_ = static_cast<int>(std::ceil(options.min_sample_s / pass_s));
+    // Tiny working sets: repeat the pass inside one run so that a sample lasts at least
+    // min_sample_s even at the fastest plausible rate (kMaxBpsPerThread). Derived from the size,
+    // not from a timed pass, so that interference during set-up cannot change it.
+    const double fastest_pass_s = bytes_moved() / (kMaxBpsPerThread * threads_);
+    if (fastest_pass_s < options.min_sample_s) {
+      repeats_ = static_cast<int>(std::ceil(options.min_sample_s / fastest_pass_s));
     }
   }
 
@@ -80,9 +77,7 @@ class StreamKernel final : public Kernel {
   double flops() const override {
     return op_ == StreamOp::triad ? 2.0 * n_ : op_ == StreamOp::copy ? 0.0 : 1.0 * n_;
   }
-  double bytes() const override {
-    return static_cast<double>(stream_arrays(op_)) * static_cast<double>(n_) * sizeof(double);
-  }
+  double bytes() const override { return bytes_moved(); }
   std::string impl() const override {
     return fmt::format("own OpenMP, {} threads{}{}", threads_,
                        non_temporal_ ? ", non-temporal stores" : "",
@@ -133,6 +128,13 @@ class StreamKernel final : public Kernel {
         break;
     }
   }
+
+  double bytes_moved() const {
+    return static_cast<double>(stream_arrays(op_)) * static_cast<double>(n_) * sizeof(double);
+  }
+
+  // Above what one core's L1 can deliver (2 loads + 1 store of 64 bytes per cycle at ~3 GHz).
+  static constexpr double kMaxBpsPerThread = 500e9;
 
   StreamOp op_;
   int threads_;
