@@ -171,9 +171,7 @@ class ConvKernel final : public Kernel {
     // The heuristic's first choice that runs; then one timed call sizes the inner batch.
     std::string failures;
     for (const auto& perf : candidates_) {
-      // f32 stays f32 (FMA math, never TF32); the others take the math the heuristic chose.
-      TP_CUDNN_CHECK(cudnnSetConvolutionMathType(
-          conv, shape.dtype == DType::f32 ? CUDNN_FMA_MATH : perf.mathType));
+      TP_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, math_for(perf)));
       const cudnnStatus_t status = forward(perf.algo, 0);
       if (status == CUDNN_STATUS_SUCCESS) {
         algo_ = perf.algo;
@@ -264,15 +262,29 @@ class ConvKernel final : public Kernel {
         static_cast<int>(perf.size()), &returned, perf.data()));
     for (int i = 0; i < returned; ++i) {
       if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
-      if (static_cast<std::int64_t>(perf[i].memory) > workspace_limit) continue;
+      // The heuristic's `memory` is an estimate; the workspace an algorithm needs with the math
+      // type it will run with comes from cudnnGetConvolutionForwardWorkspaceSize.
+      TP_CUDNN_CHECK(cudnnSetConvolutionMathType(conv_desc_.get(), math_for(perf[i])));
+      std::size_t needed = 0;
+      if (cudnnGetConvolutionForwardWorkspaceSize(cudnn_->get(), x_desc_.get(), w_desc_.get(),
+                                                  conv_desc_.get(), y_desc_.get(), perf[i].algo,
+                                                  &needed) != CUDNN_STATUS_SUCCESS)
+        continue;
+      if (static_cast<std::int64_t>(needed) > workspace_limit) continue;
+      perf[i].memory = needed;
       candidates_.push_back(perf[i]);
       workspace_bytes_ =
-          std::max<std::int64_t>(workspace_bytes_, static_cast<std::int64_t>(perf[i].memory));
+          std::max<std::int64_t>(workspace_bytes_, static_cast<std::int64_t>(needed));
     }
     if (candidates_.empty())
       throw Unsupported(fmt::format(
           "cuDNN has no forward algorithm for conv {} in {} within {} of workspace", shape_.str(),
           nhwc_ ? "NHWC" : "NCHW", format_bytes(static_cast<double>(workspace_limit))));
+  }
+
+  // f32 stays f32 (FMA math, never TF32); the others take the math the heuristic chose.
+  cudnnMathType_t math_for(const cudnnConvolutionFwdAlgoPerf_t& perf) const {
+    return shape_.dtype == DType::f32 ? CUDNN_FMA_MATH : perf.mathType;
   }
 
   cudnnStatus_t forward(cudnnConvolutionFwdAlgo_t algo, int set) {
