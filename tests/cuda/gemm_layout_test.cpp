@@ -6,6 +6,9 @@
 #include <cmath>
 #include <vector>
 
+#include "calibrate/plan.hpp"
+#include "core/units.hpp"
+
 namespace truepeak::cuda_detail {
 namespace {
 
@@ -95,6 +98,18 @@ TEST(GemmLayout, ToleranceCoversOutputRoundingOnly) {
   // A wrong index (a different sum of the same size) falls outside every float tolerance.
   for (const DType dtype : {DType::f32, DType::tf32, DType::f16, DType::bf16, DType::fp8_e4m3})
     EXPECT_LT(gemm_tolerance(dtype, ref, abs_sum), 0.5 * ref) << to_string(dtype);
+}
+
+TEST(GemmLayout, EveryPlannedGemmMeetsTheAlignmentRules) {
+  DeviceDescription h200;
+  h200.id = "cuda:0";
+  h200.kind = "gpu";
+  h200.properties = {{"compute_capability", "9.0"}, {"sms", 132}};
+  h200.memory_bytes = 141 * kGiB;
+  h200.levels = {{"L2", 50 * kMiB}, {"HBM", h200.memory_bytes}};
+  for (const Suite suite : {Suite::quick, Suite::full})
+    for (const GemmShape& shape : gpu_plan(h200, suite).gemm)
+      EXPECT_FALSE(gemm_alignment_problem(shape)) << shape.str();
 }
 
 }  // namespace
