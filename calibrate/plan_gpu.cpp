@@ -73,8 +73,8 @@ std::vector<ConvShape> cnn_layers(DType dtype, std::int64_t n, bool quick) {
 }
 
 // Per dtype: squares first (the dtype's peak and efficiency curve), then decode-like skinny M,
-// small K and strided-batched shapes. The driver treats an Unsupported answer as true of the
-// whole dtype, so the shapes every library supports come first.
+// small K and strided-batched shapes (every one meets cuBLASLt's fp8/int8 alignment rules: k a
+// multiple of 16). The driver tries every shape; one it cannot run is listed as skipped.
 void add_gemms(std::vector<GemmShape>& out, DType dtype, bool quick) {
   const auto add = [&](std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch = 1) {
     out.push_back(GemmShape{dtype, m, n, k, batch});
@@ -158,8 +158,8 @@ Plan gpu_plan(const DeviceDescription& device, Suite suite) {
     std::vector<DType> conv_dtypes = {DType::f16};
     if (cc >= 80) conv_dtypes.push_back(DType::bf16);
     conv_dtypes.push_back(DType::f32);
-    // NHWC before NCHW: an Unsupported answer skips the rest of the dtype, and NCHW is the
-    // layout cuDNN is likelier to lack for the 16-bit types.
+    // NHWC (the tensor-core layout) first, then NCHW, which cuDNN may lack for the 16-bit types
+    // (such a layer is listed as skipped).
     for (const DType dtype : conv_dtypes) {
       for (const std::int64_t n : {1, 32})
         for (const auto& shape : cnn_layers(dtype, n, false))
