@@ -44,6 +44,7 @@ constexpr int kMaxSets = 256;
 constexpr int kCheckSamples = 256;
 constexpr double kTargetSampleS = 200e-6;  // inner batch: enough calls to make a sample this long
 constexpr int kCandidates = 4;             // heuristic candidates timed before choosing
+constexpr std::int64_t kScaleStrideBytes = 256;
 
 struct GemmTypes {
   cudaDataType_t ab, c;
@@ -163,13 +164,15 @@ class GemmKernel final : public Kernel {
     w_ = make_device_buffer(w_stride_ * sets_);
     c_ = make_device_buffer(c_stride_ * sets_);
     workspace_ = make_device_buffer(kWorkspaceBytes);
-    scales_ = make_device_buffer(2 * sizeof(float));
+    scales_ = make_device_buffer(2 * kScaleStrideBytes);
     fill_random(x_.get(), types_.ab_elem, x_stride_ * sets_ / types_.ab_bytes, 11, stream_.get());
     fill_random(w_.get(), types_.ab_elem, w_stride_ * sets_ / types_.ab_bytes, 12, stream_.get());
     fill_random(c_.get(), types_.c_elem, c_stride_ * sets_ / types_.c_bytes, 13, stream_.get());
-    const float ones[2] = {1.0f, 1.0f};
-    TP_CUDA_CHECK(
-        cudaMemcpyAsync(scales_.get(), ones, sizeof(ones), cudaMemcpyHostToDevice, stream_.get()));
+    // Two scale factors of 1.0, 256 bytes apart: each as aligned as a tensor of its own.
+    const float one = 1.0f;
+    for (int i = 0; i < 2; ++i)
+      TP_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(scales_.get()) + i * kScaleStrideBytes, &one,
+                                    sizeof(one), cudaMemcpyHostToDevice, stream_.get()));
 
     cublasLtMatmulDesc_t desc = nullptr;
     TP_CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc, types_.compute, types_.scale));
@@ -179,7 +182,7 @@ class GemmKernel final : public Kernel {
     if (shape.dtype == DType::fp8_e4m3) {
       // FP8 GEMMs take per-tensor scales (device pointers); 1.0 keeps the reference simple.
       const void* a_scale = scales_.as<float>();
-      const void* b_scale = scales_.as<float>() + 1;
+      const void* b_scale = static_cast<char*>(scales_.get()) + kScaleStrideBytes;
       set_desc(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, a_scale);
       set_desc(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, b_scale);
     }
