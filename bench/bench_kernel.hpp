@@ -2,14 +2,14 @@
 // timing (the kernel's own run_s(), which times the work only), after checking its output.
 #pragma once
 
+#include <benchmark/benchmark.h>
+
 #include <algorithm>
 #include <functional>
 #include <limits>
 #include <map>
 #include <memory>
 #include <string>
-
-#include <benchmark/benchmark.h>
 
 #include "core/backend.hpp"
 #include "core/error.hpp"

@@ -1,11 +1,11 @@
 // Convolution through the CPU backend (oneDNN). Benchmarks are named conv/<layout>/<shape>, e.g.
 // conv/any/f32_g1mb1ic64ih56oc64kh3sh1ph1dh1; add shapes with --shape=<shape> (repeatable, run in
 // every layout), pick with --benchmark_filter, set threads with --threads=N.
+#include <benchmark/benchmark.h>
+
 #include <cstdlib>
 #include <string>
 #include <vector>
-
-#include <benchmark/benchmark.h>
 
 #include "bench/bench_kernel.hpp"
 #include "kernels/cpu/cpu_backend.hpp"

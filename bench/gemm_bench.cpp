@@ -1,11 +1,11 @@
 // GEMM through the CPU backend (oneDNN matmul). Benchmarks are named gemm/<shape>, e.g.
 // gemm/f32_b1m2048n2048k2048; add shapes with --shape=<shape> (repeatable), pick with
 // --benchmark_filter, set threads with --threads=N.
+#include <benchmark/benchmark.h>
+
 #include <cstdlib>
 #include <string>
 #include <vector>
-
-#include <benchmark/benchmark.h>
 
 #include "bench/bench_kernel.hpp"
 #include "kernels/cpu/cpu_backend.hpp"

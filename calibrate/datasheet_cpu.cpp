@@ -8,9 +8,9 @@
 // FMA units per core are not visible in /proc/cpuinfo: AVX-512 server parts (Xeon) are taken to
 // have 2, others 1; AVX2 cores 2. The clock is cpufreq's maximum where readable, else the "cpu
 // MHz" of /proc/cpuinfo (on a VM the nominal clock, so turbo can put measured figures above it).
-#include <string>
-
 #include <fmt/format.h>
+
+#include <string>
 
 #include "calibrate/datasheet.hpp"
 

@@ -32,22 +32,22 @@ ConvShape conv(DType dtype, std::int64_t n, std::int64_t c, std::int64_t hw, std
 // block) and MobileNetV2 (depthwise 3x3, stride 1 and 2), per image (batch set later).
 std::vector<ConvShape> cnn_layers(DType dtype, bool quick) {
   std::vector<ConvShape> layers = {
-      conv(dtype, 1, 3, 224, 64, 7, 2, 3),     // stem 7x7/2
-      conv(dtype, 1, 64, 56, 64, 3, 1, 1),     // stage 1 3x3
-      conv(dtype, 1, 256, 14, 1024, 1, 1, 0),  // stage 3 1x1 expand
-      conv(dtype, 1, 512, 7, 512, 3, 1, 1),    // stage 4 3x3
-      conv(dtype, 1, 128, 56, 128, 3, 2, 1),   // stage 2 strided 3x3
+      conv(dtype, 1, 3, 224, 64, 7, 2, 3),         // stem 7x7/2
+      conv(dtype, 1, 64, 56, 64, 3, 1, 1),         // stage 1 3x3
+      conv(dtype, 1, 256, 14, 1024, 1, 1, 0),      // stage 3 1x1 expand
+      conv(dtype, 1, 512, 7, 512, 3, 1, 1),        // stage 4 3x3
+      conv(dtype, 1, 128, 56, 128, 3, 2, 1),       // stage 2 strided 3x3
       conv(dtype, 1, 144, 56, 144, 3, 1, 1, 144),  // MobileNetV2 depthwise
   };
   if (!quick) {
     const std::vector<ConvShape> more = {
-        conv(dtype, 1, 64, 56, 256, 1, 1, 0),    // stage 1 1x1 expand
-        conv(dtype, 1, 256, 56, 64, 1, 1, 0),    // stage 1 1x1 reduce
-        conv(dtype, 1, 128, 28, 128, 3, 1, 1),   // stage 2 3x3
-        conv(dtype, 1, 512, 28, 128, 1, 1, 0),   // stage 2 1x1 reduce
-        conv(dtype, 1, 256, 14, 256, 3, 1, 1),   // stage 3 3x3
-        conv(dtype, 1, 512, 7, 2048, 1, 1, 0),   // stage 4 1x1 expand
-        conv(dtype, 1, 2048, 7, 512, 1, 1, 0),   // stage 4 1x1 reduce
+        conv(dtype, 1, 64, 56, 256, 1, 1, 0),        // stage 1 1x1 expand
+        conv(dtype, 1, 256, 56, 64, 1, 1, 0),        // stage 1 1x1 reduce
+        conv(dtype, 1, 128, 28, 128, 3, 1, 1),       // stage 2 3x3
+        conv(dtype, 1, 512, 28, 128, 1, 1, 0),       // stage 2 1x1 reduce
+        conv(dtype, 1, 256, 14, 256, 3, 1, 1),       // stage 3 3x3
+        conv(dtype, 1, 512, 7, 2048, 1, 1, 0),       // stage 4 1x1 expand
+        conv(dtype, 1, 2048, 7, 512, 1, 1, 0),       // stage 4 1x1 reduce
         conv(dtype, 1, 32, 112, 32, 3, 1, 1, 32),    // MobileNetV2 depthwise, first block
         conv(dtype, 1, 96, 112, 96, 3, 2, 1, 96),    // MobileNetV2 depthwise, strided
         conv(dtype, 1, 576, 14, 576, 3, 1, 1, 576),  // MobileNetV2 depthwise, late block
@@ -63,15 +63,15 @@ void add_gemms(std::vector<GemmShape>& out, DType dtype, bool quick, bool subset
   };
   // Square: the efficiency curve from tiny to peak.
   const std::vector<std::int64_t> squares =
-      quick ? std::vector<std::int64_t>{64, 256, 1024, 2048}
-            : subset ? std::vector<std::int64_t>{64, 256, 1024, 2048, 4096}
-                     : std::vector<std::int64_t>{64, 128, 256, 512, 1024, 2048, 4096};
+      quick    ? std::vector<std::int64_t>{64, 256, 1024, 2048}
+      : subset ? std::vector<std::int64_t>{64, 256, 1024, 2048, 4096}
+               : std::vector<std::int64_t>{64, 128, 256, 512, 1024, 2048, 4096};
   for (const auto size : squares) {
     add(size, size, size);
   }
   // Skinny, decode-like: a few tokens against a large weight matrix (memory bound).
-  for (const std::int64_t m : quick || subset ? std::vector<std::int64_t>{1, 32}
-                                              : std::vector<std::int64_t>{1, 8, 32}) {
+  for (const std::int64_t m :
+       quick || subset ? std::vector<std::int64_t>{1, 32} : std::vector<std::int64_t>{1, 8, 32}) {
     add(m, 4096, 4096);
   }
   if (!quick && !subset) {

@@ -1,8 +1,8 @@
 // Convolution through oneDNN (v2 API), forward inference, direct algorithm.
+#include <fmt/format.h>
+
 #include <chrono>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 #include "core/error.hpp"
 #include "kernels/cpu/dnnl_check.hpp"
@@ -16,9 +16,12 @@ using tag = dnnl::memory::format_tag;
 
 std::string_view layout_name(ConvLayout layout) {
   switch (layout) {
-    case ConvLayout::nchw: return "nchw";
-    case ConvLayout::nhwc: return "nhwc";
-    case ConvLayout::any: return "any";
+    case ConvLayout::nchw:
+      return "nchw";
+    case ConvLayout::nhwc:
+      return "nhwc";
+    case ConvLayout::any:
+      return "any";
   }
   return "?";
 }
@@ -41,25 +44,27 @@ class ConvKernel final : public Kernel {
         grouped ? dnnl::memory::dims{shape.groups, shape.k / shape.groups, shape.c / shape.groups,
                                      shape.r, shape.s}
                 : dnnl::memory::dims{shape.k, shape.c, shape.r, shape.s};
-    const tag activation_tag =
-        layout == ConvLayout::nchw ? tag::nchw : layout == ConvLayout::nhwc ? tag::nhwc : tag::any;
+    const tag activation_tag = layout == ConvLayout::nchw   ? tag::nchw
+                               : layout == ConvLayout::nhwc ? tag::nhwc
+                                                            : tag::any;
 
     const auto desc = TRUEPEAK_DNNL(dnnl::convolution_forward::desc(
         dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
         plain_desc(src_dims, type, activation_tag), plain_desc(weight_dims, type, tag::any),
         plain_desc(dst_dims, type, activation_tag), {shape.stride, shape.stride},
         // oneDNN counts dilation from 0 (0 = dense); truepeak from 1.
-        {shape.dilation - 1, shape.dilation - 1}, {shape.pad, shape.pad},
-        {shape.pad, shape.pad}));
+        {shape.dilation - 1, shape.dilation - 1}, {shape.pad, shape.pad}, {shape.pad, shape.pad}));
     pd_ = TRUEPEAK_DNNL(dnnl::convolution_forward::primitive_desc(desc, context_.engine));
     primitive_ = TRUEPEAK_DNNL(dnnl::convolution_forward(pd_));
     impl_ = pd_.impl_info_str();
 
     // Reference operands in NCHW / (G)OIHW; reordered into the primitive's layouts before timing.
-    src_plain_ = TRUEPEAK_DNNL(dnnl::memory(plain_desc(src_dims, type, tag::nchw), context_.engine));
+    src_plain_ =
+        TRUEPEAK_DNNL(dnnl::memory(plain_desc(src_dims, type, tag::nchw), context_.engine));
     weights_plain_ = TRUEPEAK_DNNL(dnnl::memory(
         plain_desc(weight_dims, type, grouped ? tag::goihw : tag::oihw), context_.engine));
-    dst_plain_ = TRUEPEAK_DNNL(dnnl::memory(plain_desc(dst_dims, type, tag::nchw), context_.engine));
+    dst_plain_ =
+        TRUEPEAK_DNNL(dnnl::memory(plain_desc(dst_dims, type, tag::nchw), context_.engine));
     fill_memory(src_plain_, 0xc1);
     fill_memory(weights_plain_, 0xc2);
     src_ = reorder_to(context_, src_plain_, pd_.src_desc());
@@ -79,9 +84,7 @@ class ConvKernel final : public Kernel {
     requested_ = std::string(layout_name(layout));
   }
 
-  std::string name() const override {
-    return fmt::format("conv {} {}", shape_.str(), requested_);
-  }
+  std::string name() const override { return fmt::format("conv {} {}", shape_.str(), requested_); }
   double flops() const override { return shape_.flops(); }
   double bytes() const override { return shape_.bytes(); }
   std::string impl() const override { return impl_; }
@@ -128,9 +131,10 @@ std::unique_ptr<Kernel> make_conv_kernel(const OnednnContext& context, const Con
   try {
     return std::make_unique<ConvKernel>(context, shape, layout);
   } catch (const Unsupported& e) {
-    throw Unsupported(fmt::format("conv {}: oneDNN {} has no implementation for it on this CPU "
-                                  "(ISA {}): {}",
-                                  shape.str(), onednn_version(), onednn_effective_isa(), e.what()));
+    throw Unsupported(
+        fmt::format("conv {}: oneDNN {} has no implementation for it on this CPU "
+                    "(ISA {}): {}",
+                    shape.str(), onednn_version(), onednn_effective_isa(), e.what()));
   }
 }
 

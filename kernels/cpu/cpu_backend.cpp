@@ -2,11 +2,10 @@
 // (when built with it) and its own OpenMP STREAM and FMA kernels.
 #include "kernels/cpu/cpu_backend.hpp"
 
+#include <fmt/format.h>
 #include <omp.h>
 
 #include <algorithm>
-
-#include <fmt/format.h>
 
 #include "core/error.hpp"
 #include "kernels/cpu/cpu_info.hpp"
@@ -19,9 +18,9 @@ namespace truepeak {
 namespace {
 
 // ISA flags (as /proc/cpuinfo names them) that decide which kernels and peaks apply.
-constexpr const char* kIsaFlags[] = {"avx2",        "fma",         "avx512f",   "avx512bw",
-                                     "avx512vl",    "avx512_bf16", "avx512_fp16", "avx512_vnni",
-                                     "avx_vnni",    "amx_tile",    "amx_bf16",  "amx_int8"};
+constexpr const char* kIsaFlags[] = {"avx2",     "fma",         "avx512f",     "avx512bw",
+                                     "avx512vl", "avx512_bf16", "avx512_fp16", "avx512_vnni",
+                                     "avx_vnni", "amx_tile",    "amx_bf16",    "amx_int8"};
 
 DeviceDescription describe_cpu(const cpu::CpuInfo& info, int threads) {
   DeviceDescription d;
@@ -42,8 +41,9 @@ DeviceDescription describe_cpu(const cpu::CpuInfo& info, int threads) {
   p["frequency_mhz"] = info.cpuinfo_mhz ? nlohmann::json(*info.cpuinfo_mhz) : nlohmann::json();
   p["max_frequency_mhz"] = info.max_mhz ? nlohmann::json(*info.max_mhz) : nlohmann::json();
   p["frequency_source"] =
-      std::string("frequency_mhz: 'cpu MHz' in /proc/cpuinfo (current clock; a VM shows its "
-                  "nominal clock); max_frequency_mhz: ") +
+      std::string(
+          "frequency_mhz: 'cpu MHz' in /proc/cpuinfo (current clock; a VM shows its "
+          "nominal clock); max_frequency_mhz: ") +
       (info.max_mhz ? "/sys/devices/system/cpu/cpu*/cpufreq/cpuinfo_max_freq"
                     : "not readable here (no cpufreq)");
   nlohmann::json caches = nlohmann::json::array();
@@ -102,9 +102,10 @@ class CpuBackend final : public Backend {
 #ifdef TRUEPEAK_HAVE_ONEDNN
     return cpu::make_gemm_kernel(onednn_, shape);
 #else
-    throw Unsupported(fmt::format("gemm {}: truepeak was built without oneDNN "
-                                  "(install libdnnl-dev and configure with TRUEPEAK_ENABLE_ONEDNN=ON)",
-                                  shape.str()));
+    throw Unsupported(
+        fmt::format("gemm {}: truepeak was built without oneDNN "
+                    "(install libdnnl-dev and configure with TRUEPEAK_ENABLE_ONEDNN=ON)",
+                    shape.str()));
 #endif
   }
 
@@ -113,9 +114,10 @@ class CpuBackend final : public Backend {
     return cpu::make_conv_kernel(onednn_, shape, layout);
 #else
     (void)layout;
-    throw Unsupported(fmt::format("conv {}: truepeak was built without oneDNN "
-                                  "(install libdnnl-dev and configure with TRUEPEAK_ENABLE_ONEDNN=ON)",
-                                  shape.str()));
+    throw Unsupported(
+        fmt::format("conv {}: truepeak was built without oneDNN "
+                    "(install libdnnl-dev and configure with TRUEPEAK_ENABLE_ONEDNN=ON)",
+                    shape.str()));
 #endif
   }
 
@@ -136,7 +138,8 @@ class CpuBackend final : public Backend {
 #ifdef TRUEPEAK_HAVE_ONEDNN
     return cpu::make_tiny_op_kernel(onednn_);
 #else
-    throw Unsupported("tiny_op: truepeak was built without oneDNN, whose per-op overhead it measures");
+    throw Unsupported(
+        "tiny_op: truepeak was built without oneDNN, whose per-op overhead it measures");
 #endif
   }
 

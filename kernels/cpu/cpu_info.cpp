@@ -1,5 +1,6 @@
 #include "kernels/cpu/cpu_info.hpp"
 
+#include <fmt/format.h>
 #include <sched.h>
 
 #include <algorithm>
@@ -7,8 +8,6 @@
 #include <fstream>
 #include <map>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "core/error.hpp"
 
@@ -146,10 +145,17 @@ std::int64_t parse_cache_size(std::string_view text) {
   }
   std::int64_t scale = 1;
   switch (text.back()) {
-    case 'K': scale = 1024; break;
-    case 'M': scale = 1024 * 1024; break;
-    case 'G': scale = 1024 * 1024 * 1024; break;
-    default: break;
+    case 'K':
+      scale = 1024;
+      break;
+    case 'M':
+      scale = 1024 * 1024;
+      break;
+    case 'G':
+      scale = 1024 * 1024 * 1024;
+      break;
+    default:
+      break;
   }
   if (scale != 1) {
     text.remove_suffix(1);
@@ -213,8 +219,8 @@ CpuInfo read_cpu_info(int threads) {
     // Distinct instances of this cache over the CPUs in use (one per core, `used` of them).
     std::set<std::string> instances;
     for (int i = 0; i < used; ++i) {
-      const std::string other = fmt::format("{}/cache/index{}/shared_cpu_list",
-                                            cpu_dir(info.one_cpu_per_core[i]), index);
+      const std::string other =
+          fmt::format("{}/cache/index{}/shared_cpu_list", cpu_dir(info.one_cpu_per_core[i]), index);
       instances.insert(std::string(trim(read_text(other).value_or(std::to_string(i)))));
     }
     cache.instances_used = std::max<int>(1, static_cast<int>(instances.size()));

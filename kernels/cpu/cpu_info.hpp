@@ -23,8 +23,8 @@ struct CacheInfo {
 struct CpuInfo {
   std::string model_name;
   std::set<std::string> flags;
-  int logical_cpus = 0;    // CPUs this process may run on
-  int physical_cores = 0;  // of those, distinct cores
+  int logical_cpus = 0;               // CPUs this process may run on
+  int physical_cores = 0;             // of those, distinct cores
   std::vector<int> one_cpu_per_core;  // the first CPU of each core, in order
   std::optional<double> cpuinfo_mhz;  // "cpu MHz" of the first CPU: current clock (base on a VM)
   std::optional<double> max_mhz;      // cpufreq cpuinfo_max_freq, where readable

@@ -3,11 +3,11 @@
 // oneDNN has no implementation of the problem on this ISA, so it becomes Unsupported.
 #pragma once
 
+#include <fmt/format.h>
+
+#include <oneapi/dnnl/dnnl.hpp>
 #include <string>
 #include <utility>
-
-#include <fmt/format.h>
-#include <oneapi/dnnl/dnnl.hpp>
 
 #include "core/error.hpp"
 
@@ -15,13 +15,20 @@ namespace truepeak::cpu {
 
 inline const char* dnnl_status_name(dnnl_status_t status) {
   switch (status) {
-    case dnnl_success: return "dnnl_success";
-    case dnnl_out_of_memory: return "dnnl_out_of_memory";
-    case dnnl_invalid_arguments: return "dnnl_invalid_arguments";
-    case dnnl_unimplemented: return "dnnl_unimplemented";
-    case dnnl_iterator_ends: return "dnnl_iterator_ends";
-    case dnnl_runtime_error: return "dnnl_runtime_error";
-    case dnnl_not_required: return "dnnl_not_required";
+    case dnnl_success:
+      return "dnnl_success";
+    case dnnl_out_of_memory:
+      return "dnnl_out_of_memory";
+    case dnnl_invalid_arguments:
+      return "dnnl_invalid_arguments";
+    case dnnl_unimplemented:
+      return "dnnl_unimplemented";
+    case dnnl_iterator_ends:
+      return "dnnl_iterator_ends";
+    case dnnl_runtime_error:
+      return "dnnl_runtime_error";
+    case dnnl_not_required:
+      return "dnnl_not_required";
   }
   return "dnnl_unknown_status";
 }
@@ -44,6 +51,6 @@ decltype(auto) dnnl_call(Call&& call, const char* file, int line, const char* ex
 
 // Evaluates a oneDNN C++ API expression and yields its value; throws truepeak::Error (or
 // Unsupported for dnnl_unimplemented) on failure.
-#define TRUEPEAK_DNNL(...)                                                                      \
+#define TRUEPEAK_DNNL(...)                                                                        \
   ::truepeak::cpu::dnnl_call([&]() -> decltype(auto) { return __VA_ARGS__; }, __FILE__, __LINE__, \
                              #__VA_ARGS__)

@@ -1,13 +1,12 @@
 // The vector peak: every thread runs independent FMA chains. Every accumulator's final value is
 // stored and compared with a scalar fused multiply-add reference, which both checks the result
 // and keeps the compiler from dropping the work.
+#include <fmt/format.h>
 #include <omp.h>
 
 #include <algorithm>
 #include <chrono>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "core/error.hpp"
 #include "kernels/cpu/own_kernels.hpp"
@@ -26,7 +25,8 @@ class FmaKernel final : public Kernel {
       : threads_(std::max(1, threads)), variant_(best_fma_variant()), label_(std::move(label)) {
     const int per_thread = variant_.lanes * variant_.chains;
     // ~1 ms per run at 2 FMA/cycle and ~2.5 GHz unless told otherwise.
-    iterations_ = iterations > 0 ? iterations : std::max<std::int64_t>(1, 5'000'000 / variant_.chains);
+    iterations_ =
+        iterations > 0 ? iterations : std::max<std::int64_t>(1, 5'000'000 / variant_.chains);
     init_.resize(per_thread);
     for (int i = 0; i < per_thread; ++i) {
       init_[i] = 0.25f + 1.5f * static_cast<float>(i) / static_cast<float>(per_thread);

@@ -1,8 +1,8 @@
 // GEMM through oneDNN matmul (v2 API: matmul::desc, then primitive_desc).
+#include <fmt/format.h>
+
 #include <chrono>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 #include "core/error.hpp"
 #include "kernels/cpu/dnnl_check.hpp"
@@ -21,13 +21,16 @@ struct GemmTypes {
 
 GemmTypes gemm_types(DType dtype) {
   switch (dtype) {
-    case DType::f32: return {dt::f32, dt::f32, dt::f32};
-    case DType::bf16: return {dt::bf16, dt::bf16, dt::bf16};
-    case DType::int8: return {dt::s8, dt::s8, dt::s32};
+    case DType::f32:
+      return {dt::f32, dt::f32, dt::f32};
+    case DType::bf16:
+      return {dt::bf16, dt::bf16, dt::bf16};
+    case DType::int8:
+      return {dt::s8, dt::s8, dt::s32};
     default:
-      throw Unsupported(fmt::format(
-          "gemm {}: the CPU backend measures f32, bf16 and int8 GEMM through oneDNN",
-          to_string(dtype)));
+      throw Unsupported(
+          fmt::format("gemm {}: the CPU backend measures f32, bf16 and int8 GEMM through oneDNN",
+                      to_string(dtype)));
   }
 }
 
@@ -102,9 +105,10 @@ std::unique_ptr<Kernel> make_gemm_kernel(const OnednnContext& context, const Gem
   try {
     return std::make_unique<GemmKernel>(context, shape);
   } catch (const Unsupported& e) {
-    throw Unsupported(fmt::format("gemm {}: oneDNN {} has no matmul implementation for it on "
-                                  "this CPU (ISA {}): {}",
-                                  shape.str(), onednn_version(), onednn_effective_isa(), e.what()));
+    throw Unsupported(
+        fmt::format("gemm {}: oneDNN {} has no matmul implementation for it on "
+                    "this CPU (ISA {}): {}",
+                    shape.str(), onednn_version(), onednn_effective_isa(), e.what()));
   }
 }
 

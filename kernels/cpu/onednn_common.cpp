@@ -23,17 +23,28 @@ std::string onednn_version() {
 
 std::string onednn_effective_isa() {
   switch (dnnl::get_effective_cpu_isa()) {
-    case dnnl::cpu_isa::all: return "all";
-    case dnnl::cpu_isa::sse41: return "sse41";
-    case dnnl::cpu_isa::avx: return "avx";
-    case dnnl::cpu_isa::avx2: return "avx2";
-    case dnnl::cpu_isa::avx512_mic: return "avx512_mic";
-    case dnnl::cpu_isa::avx512_mic_4ops: return "avx512_mic_4ops";
-    case dnnl::cpu_isa::avx512_core: return "avx512_core";
-    case dnnl::cpu_isa::avx512_core_vnni: return "avx512_core_vnni";
-    case dnnl::cpu_isa::avx512_core_bf16: return "avx512_core_bf16";
-    case dnnl::cpu_isa::avx512_core_amx: return "avx512_core_amx";
-    case dnnl::cpu_isa::avx2_vnni: return "avx2_vnni";
+    case dnnl::cpu_isa::all:
+      return "all";
+    case dnnl::cpu_isa::sse41:
+      return "sse41";
+    case dnnl::cpu_isa::avx:
+      return "avx";
+    case dnnl::cpu_isa::avx2:
+      return "avx2";
+    case dnnl::cpu_isa::avx512_mic:
+      return "avx512_mic";
+    case dnnl::cpu_isa::avx512_mic_4ops:
+      return "avx512_mic_4ops";
+    case dnnl::cpu_isa::avx512_core:
+      return "avx512_core";
+    case dnnl::cpu_isa::avx512_core_vnni:
+      return "avx512_core_vnni";
+    case dnnl::cpu_isa::avx512_core_bf16:
+      return "avx512_core_bf16";
+    case dnnl::cpu_isa::avx512_core_amx:
+      return "avx512_core_amx";
+    case dnnl::cpu_isa::avx2_vnni:
+      return "avx2_vnni";
   }
   return fmt::format("0x{:x}", static_cast<unsigned>(dnnl_get_effective_cpu_isa()));
 }
@@ -45,8 +56,10 @@ dnnl::memory::desc plain_desc(const dnnl::memory::dims& dims, dt type,
 
 dt onednn_float_type(DType dtype) {
   switch (dtype) {
-    case DType::f32: return dt::f32;
-    case DType::bf16: return dt::bf16;
+    case DType::f32:
+      return dt::f32;
+    case DType::bf16:
+      return dt::bf16;
     default:
       throw Unsupported(fmt::format(
           "{} is not measured through oneDNN by the CPU backend (it measures f32, bf16 and int8 "
@@ -83,7 +96,8 @@ void fill_memory(const dnnl::memory& memory, std::uint64_t seed) {
     case dt::s8:
       fill_random_s8({static_cast<std::int8_t*>(handle), bytes}, seed);
       break;
-    default: throw Error("fill_memory: unexpected oneDNN data type");
+    default:
+      throw Error("fill_memory: unexpected oneDNN data type");
   }
 }
 

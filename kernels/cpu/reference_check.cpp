@@ -1,9 +1,9 @@
 #include "kernels/cpu/reference_check.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "core/error.hpp"
 #include "kernels/cpu/random_fill.hpp"
@@ -13,10 +13,14 @@ namespace {
 
 double load(DType dtype, const void* base, std::int64_t index) {
   switch (dtype) {
-    case DType::f32: return static_cast<const float*>(base)[index];
-    case DType::bf16: return bf16_to_f32(static_cast<const std::uint16_t*>(base)[index]);
-    case DType::int8: return static_cast<const std::int8_t*>(base)[index];
-    default: throw Error(fmt::format("reference check: no loader for {}", to_string(dtype)));
+    case DType::f32:
+      return static_cast<const float*>(base)[index];
+    case DType::bf16:
+      return bf16_to_f32(static_cast<const std::uint16_t*>(base)[index]);
+    case DType::int8:
+      return static_cast<const std::int8_t*>(base)[index];
+    default:
+      throw Error(fmt::format("reference check: no loader for {}", to_string(dtype)));
   }
 }
 
@@ -38,10 +42,11 @@ std::vector<std::int64_t> sample_indices(std::int64_t count, std::int64_t max_sa
   }
   for (std::int64_t j = 0; j < max_samples; ++j) {
     // Stride by a large odd step so samples cover rows, columns and batches unevenly.
-    indices.push_back(j == max_samples - 1 ? count - 1
-                                           : static_cast<std::int64_t>(
-                                                 (static_cast<unsigned __int128>(j) *
-                                                  0x9e3779b97f4a7c15ULL) % static_cast<unsigned __int128>(count)));
+    indices.push_back(j == max_samples - 1
+                          ? count - 1
+                          : static_cast<std::int64_t>(
+                                (static_cast<unsigned __int128>(j) * 0x9e3779b97f4a7c15ULL) %
+                                static_cast<unsigned __int128>(count)));
   }
   indices.front() = 0;
   return indices;
@@ -62,13 +67,15 @@ void compare(DType dtype, const std::string& what, std::int64_t terms, double ab
 double output_tolerance(DType dtype, std::int64_t terms, double abs_sum, double reference) {
   constexpr double kEpsF32 = 1.0 / (1 << 23);
   switch (dtype) {
-    case DType::int8: return 0.0;
+    case DType::int8:
+      return 0.0;
     case DType::f32:
       return 4.0 * std::sqrt(static_cast<double>(terms)) * kEpsF32 * abs_sum + 1e-30;
     case DType::bf16:
       return std::fabs(reference) / 128.0 +
              4.0 * std::sqrt(static_cast<double>(terms)) * kEpsF32 * abs_sum + 1e-30;
-    default: throw Error(fmt::format("reference check: no tolerance for {}", to_string(dtype)));
+    default:
+      throw Error(fmt::format("reference check: no tolerance for {}", to_string(dtype)));
   }
 }
 
@@ -82,13 +89,13 @@ std::int64_t check_gemm(const GemmShape& shape, const void* a, const void* b, co
     const std::int64_t j = index % n;
     double sum = 0, abs_sum = 0;
     for (std::int64_t p = 0; p < k; ++p) {
-      const double product =
-          load(shape.dtype, a, (batch * m + i) * k + p) * load(shape.dtype, b, (batch * k + p) * n + j);
+      const double product = load(shape.dtype, a, (batch * m + i) * k + p) *
+                             load(shape.dtype, b, (batch * k + p) * n + j);
       sum += product;
       abs_sum += std::fabs(product);
     }
-    compare(shape.dtype, fmt::format("gemm {} C[{}][{}][{}]", shape.str(), batch, i, j), k,
-            abs_sum, sum, load_output(shape.dtype, c, index));
+    compare(shape.dtype, fmt::format("gemm {} C[{}][{}][{}]", shape.str(), batch, i, j), k, abs_sum,
+            sum, load_output(shape.dtype, c, index));
   }
   return static_cast<std::int64_t>(indices.size());
 }
@@ -125,8 +132,7 @@ std::int64_t check_conv(const ConvShape& shape, const void* src, const void* wei
         }
       }
     }
-    compare(shape.dtype,
-            fmt::format("conv {} dst[{}][{}][{}][{}]", shape.str(), image, oc, y, x),
+    compare(shape.dtype, fmt::format("conv {} dst[{}][{}][{}][{}]", shape.str(), image, oc, y, x),
             cg * shape.r * shape.s, abs_sum, sum, load_output(shape.dtype, dst, index));
   }
   return static_cast<std::int64_t>(indices.size());

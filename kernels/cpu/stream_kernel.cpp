@@ -1,14 +1,13 @@
 // STREAM kernels (McCalpin's copy, scale, add, triad) on double arrays over OpenMP threads. Each
 // thread owns one contiguous part of every array (a static split, 64-byte aligned), initialises it
 // itself (first touch places its pages near that thread) and runs the loops over it.
+#include <fmt/format.h>
 #include <omp.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "core/error.hpp"
 #include "core/units.hpp"
@@ -37,7 +36,8 @@ Range thread_range(int thread, int threads, std::size_t n) {
 class StreamKernel final : public Kernel {
  public:
   StreamKernel(StreamOp op, std::int64_t bytes, const StreamOptions& options)
-      : op_(op), threads_(std::max(1, options.threads)),
+      : op_(op),
+        threads_(std::max(1, options.threads)),
         non_temporal_(options.non_temporal && stream_nt_available()) {
     const int arrays = stream_arrays(op);
     n_ = static_cast<std::size_t>(bytes / (arrays * static_cast<std::int64_t>(sizeof(double))));
@@ -51,7 +51,7 @@ class StreamKernel final : public Kernel {
     if (uses_a) a_ = AlignedBuffer<double>(n_);
     if (uses_b) b_ = AlignedBuffer<double>(n_);
     if (uses_c) c_ = AlignedBuffer<double>(n_);
-    // First touch by the thread that will use each part, with random values.
+      // First touch by the thread that will use each part, with random values.
 #pragma omp parallel num_threads(threads_)
     {
       const Range range = thread_range(omp_get_thread_num(), threads_, n_);
@@ -119,8 +119,8 @@ class StreamKernel final : public Kernel {
         (non_temporal_ ? stream_scale_nt : stream_scale)(b_.data() + at, c_.data() + at, q, count);
         break;
       case StreamOp::add:
-        (non_temporal_ ? stream_add_nt : stream_add)(c_.data() + at, a_.data() + at,
-                                                     b_.data() + at, count);
+        (non_temporal_ ? stream_add_nt : stream_add)(c_.data() + at, a_.data() + at, b_.data() + at,
+                                                     count);
         break;
       case StreamOp::triad:
         (non_temporal_ ? stream_triad_nt : stream_triad)(a_.data() + at, b_.data() + at,

@@ -13,8 +13,8 @@ TRUEPEAK_STREAM_CLONES void stream_copy(double* __restrict c, const double* __re
   }
 }
 
-TRUEPEAK_STREAM_CLONES void stream_scale(double* __restrict b, const double* __restrict c,
-                                         double q, std::size_t n) {
+TRUEPEAK_STREAM_CLONES void stream_scale(double* __restrict b, const double* __restrict c, double q,
+                                         std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) {
     b[i] = q * c[i];
   }
@@ -38,14 +38,14 @@ bool stream_nt_available() { return __builtin_cpu_supports("avx512f"); }
 
 // Non-temporal forms: 8 doubles per store, a scalar tail. Same arithmetic (no FMA contraction)
 // as the plain loops so that results are identical.
-#define TRUEPEAK_NT_LOOP(VECTOR_EXPR, SCALAR_EXPR, DST)          \
-  std::size_t i = 0;                                            \
-  for (; i + 8 <= n; i += 8) {                                  \
-    _mm512_stream_pd(DST + i, VECTOR_EXPR);                     \
-  }                                                             \
-  for (; i < n; ++i) {                                          \
-    DST[i] = SCALAR_EXPR;                                       \
-  }                                                             \
+#define TRUEPEAK_NT_LOOP(VECTOR_EXPR, SCALAR_EXPR, DST) \
+  std::size_t i = 0;                                    \
+  for (; i + 8 <= n; i += 8) {                          \
+    _mm512_stream_pd(DST + i, VECTOR_EXPR);             \
+  }                                                     \
+  for (; i < n; ++i) {                                  \
+    DST[i] = SCALAR_EXPR;                               \
+  }                                                     \
   _mm_sfence();
 
 __attribute__((target("avx512f"))) void stream_copy_nt(double* __restrict c,

@@ -1,9 +1,9 @@
 // The smallest real oneDNN primitive: ReLU over 64 floats. Its time is almost all fixed cost
 // (argument handling, dispatch, the OpenMP fork/join), which dominates small layers.
+#include <fmt/format.h>
+
 #include <chrono>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 #include "core/error.hpp"
 #include "kernels/cpu/dnnl_check.hpp"
@@ -17,8 +17,8 @@ constexpr std::int64_t kElements = 64;
 class TinyOpKernel final : public Kernel {
  public:
   explicit TinyOpKernel(const OnednnContext& context) : context_(context) {
-    const auto desc = plain_desc({kElements}, dnnl::memory::data_type::f32,
-                                 dnnl::memory::format_tag::a);
+    const auto desc =
+        plain_desc({kElements}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::a);
     const auto op = TRUEPEAK_DNNL(dnnl::eltwise_forward::desc(
         dnnl::prop_kind::forward_inference, dnnl::algorithm::eltwise_relu, desc, 0.0f, 0.0f));
     pd_ = TRUEPEAK_DNNL(dnnl::eltwise_forward::primitive_desc(op, context_.engine));
@@ -29,7 +29,9 @@ class TinyOpKernel final : public Kernel {
     args_ = {{DNNL_ARG_SRC, src_}, {DNNL_ARG_DST, dst_}};
   }
 
-  std::string name() const override { return fmt::format("tiny_op eltwise_relu f32 {}", kElements); }
+  std::string name() const override {
+    return fmt::format("tiny_op eltwise_relu f32 {}", kElements);
+  }
   double flops() const override { return 0; }
   double bytes() const override { return 2.0 * kElements * sizeof(float); }
   std::string impl() const override { return pd_.impl_info_str(); }
@@ -41,7 +43,8 @@ class TinyOpKernel final : public Kernel {
     for (std::int64_t i = 0; i < kElements; ++i) {
       const float expected = src[i] > 0 ? src[i] : 0.0f;
       if (dst[i] != expected) {
-        throw CheckFailed(fmt::format("{}: element {} is {}, expected {}", name(), i, dst[i], expected));
+        throw CheckFailed(
+            fmt::format("{}: element {} is {}, expected {}", name(), i, dst[i], expected));
       }
     }
   }

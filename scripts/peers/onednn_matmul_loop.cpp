@@ -6,10 +6,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <oneapi/dnnl/dnnl.hpp>
 #include <random>
 #include <vector>
-
-#include <oneapi/dnnl/dnnl.hpp>
 
 int main(int argc, char** argv) {
   const long n = argc > 1 ? std::atol(argv[1]) : 2048;

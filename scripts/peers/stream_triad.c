@@ -59,7 +59,8 @@ int main(void) {
     aj = bj + scalar * cj;
   }
   double err = 0;
-  for (j = 0; j < n; j += 997) err += fabs(a[j] - aj) / aj + fabs(b[j] - bj) / bj + fabs(c[j] - cj) / cj;
+  for (j = 0; j < n; j += 997)
+    err += fabs(a[j] - aj) / aj + fabs(b[j] - bj) / bj + fabs(c[j] - cj) / cj;
   if (err > 1e-10) {
     fprintf(stderr, "validation failed: %g\n", err);
     return 1;

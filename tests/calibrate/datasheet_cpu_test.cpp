@@ -24,8 +24,8 @@ DeviceDescription cpu(const std::string& name, int cores, double mhz,
 
 TEST(CpuDatasheet, XeonAvx512Bf16Vnni) {
   // This development VM: 2 cores, 2300 MHz, AVX-512 with BF16 and VNNI, no AMX exposed.
-  const auto sheet = cpu_datasheet(
-      cpu("Intel(R) Xeon(R) Processor", 2, 2300, {"avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni"}));
+  const auto sheet = cpu_datasheet(cpu("Intel(R) Xeon(R) Processor", 2, 2300,
+                                       {"avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni"}));
   const double f32 = 2 * 2.3e9 * 2 * 16 * 2;  // cores x Hz x units x lanes x 2
   EXPECT_DOUBLE_EQ(sheet.flops_per_s.at("f32"), f32);
   EXPECT_DOUBLE_EQ(sheet.vector_flops_per_s.at("f32"), f32);
@@ -46,7 +46,8 @@ TEST(CpuDatasheet, AmxUsesTileRates) {
 }
 
 TEST(CpuDatasheet, ClientAvx512HasOneUnitAndAvx2HasTwo) {
-  const auto client = cpu_datasheet(cpu("11th Gen Intel(R) Core(TM) i7", 4, 3000, {"avx2", "fma", "avx512f"}));
+  const auto client =
+      cpu_datasheet(cpu("11th Gen Intel(R) Core(TM) i7", 4, 3000, {"avx2", "fma", "avx512f"}));
   EXPECT_DOUBLE_EQ(client.flops_per_s.at("f32"), 4 * 3.0e9 * 1 * 16 * 2);
   EXPECT_EQ(client.flops_per_s.count("bf16"), 0u);
   EXPECT_EQ(client.flops_per_s.count("int8"), 0u);

@@ -1,7 +1,7 @@
 // The CPU plan: the sweep reaches DRAM and every level, and the grids hold the required classes.
-#include <algorithm>
-
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include "calibrate/plan.hpp"
 #include "core/units.hpp"
@@ -33,8 +33,7 @@ TEST_P(CpuPlanTest, StreamSweepSpansAllLevels) {
   EXPECT_GT(plan.stream_bytes.back(), 4 * 260 * kMiB);
   // At least one point inside each cache level (at most half its capacity).
   for (const auto& [lo, hi] : {std::pair{std::int64_t{0}, 48 * kKiB},
-                               std::pair{192 * kKiB, 2 * kMiB},
-                               std::pair{8 * kMiB, 130 * kMiB}}) {
+                               std::pair{192 * kKiB, 2 * kMiB}, std::pair{8 * kMiB, 130 * kMiB}}) {
     EXPECT_TRUE(std::any_of(plan.stream_bytes.begin(), plan.stream_bytes.end(),
                             [&](std::int64_t b) { return b > lo && b <= hi; }))
         << lo << ".." << hi;
@@ -48,17 +47,23 @@ TEST_P(CpuPlanTest, StreamSweepSpansAllLevels) {
 TEST_P(CpuPlanTest, GemmGridHasEveryClass) {
   const Plan plan = cpu_plan(this_kind_of_vm(), GetParam());
   for (const DType dtype : {DType::f32, DType::bf16, DType::int8}) {
-    EXPECT_TRUE(has_gemm(plan, dtype, [](const GemmShape& s) { return s.m == 64 && s.n == 64 && s.k == 64; }));
-    EXPECT_TRUE(has_gemm(plan, dtype, [](const GemmShape& s) { return s.m == s.n && s.n == s.k && s.m >= 2048; }));
-    EXPECT_TRUE(has_gemm(plan, dtype, [](const GemmShape& s) { return s.m == 1 && s.n >= 4096 && s.k >= 4096; }));
+    EXPECT_TRUE(has_gemm(plan, dtype,
+                         [](const GemmShape& s) { return s.m == 64 && s.n == 64 && s.k == 64; }));
+    EXPECT_TRUE(has_gemm(
+        plan, dtype, [](const GemmShape& s) { return s.m == s.n && s.n == s.k && s.m >= 2048; }));
+    EXPECT_TRUE(has_gemm(
+        plan, dtype, [](const GemmShape& s) { return s.m == 1 && s.n >= 4096 && s.k >= 4096; }));
     EXPECT_TRUE(has_gemm(plan, dtype, [](const GemmShape& s) { return s.k <= 64 && s.m >= 1024; }));
     EXPECT_TRUE(has_gemm(plan, dtype, [](const GemmShape& s) { return s.batch >= 12; }));
   }
   if (GetParam() == Suite::full) {
     for (const DType dtype : {DType::f32, DType::bf16, DType::int8}) {
-      EXPECT_TRUE(has_gemm(plan, dtype, [](const GemmShape& s) { return s.m == 4096 && s.n == 4096 && s.k == 4096; }));
+      EXPECT_TRUE(has_gemm(plan, dtype, [](const GemmShape& s) {
+        return s.m == 4096 && s.n == 4096 && s.k == 4096;
+      }));
     }
-    EXPECT_TRUE(has_gemm(plan, DType::f32, [](const GemmShape& s) { return s.m == 8 && s.n >= 4096; }));
+    EXPECT_TRUE(
+        has_gemm(plan, DType::f32, [](const GemmShape& s) { return s.m == 8 && s.n >= 4096; }));
   }
 }
 
@@ -71,11 +76,18 @@ TEST_P(CpuPlanTest, ConvGridHasEveryClass) {
   };
   for (const DType dtype : {DType::f32, DType::bf16}) {
     const auto blocked = ConvLayout::any;
-    EXPECT_TRUE(has(dtype, [&](const ConvShape& s, ConvLayout l) { return s.r == 7 && s.stride == 2 && l == blocked; }));
-    EXPECT_TRUE(has(dtype, [&](const ConvShape& s, ConvLayout) { return s.r == 1 && s.groups == 1; }));
-    EXPECT_TRUE(has(dtype, [&](const ConvShape& s, ConvLayout) { return s.r == 3 && s.groups == 1 && s.stride == 1; }));
-    EXPECT_TRUE(has(dtype, [&](const ConvShape& s, ConvLayout) { return s.r == 3 && s.stride == 2; }));
-    EXPECT_TRUE(has(dtype, [&](const ConvShape& s, ConvLayout) { return s.groups == s.c && s.groups > 1; }));
+    EXPECT_TRUE(has(dtype, [&](const ConvShape& s, ConvLayout l) {
+      return s.r == 7 && s.stride == 2 && l == blocked;
+    }));
+    EXPECT_TRUE(
+        has(dtype, [&](const ConvShape& s, ConvLayout) { return s.r == 1 && s.groups == 1; }));
+    EXPECT_TRUE(has(dtype, [&](const ConvShape& s, ConvLayout) {
+      return s.r == 3 && s.groups == 1 && s.stride == 1;
+    }));
+    EXPECT_TRUE(
+        has(dtype, [&](const ConvShape& s, ConvLayout) { return s.r == 3 && s.stride == 2; }));
+    EXPECT_TRUE(has(
+        dtype, [&](const ConvShape& s, ConvLayout) { return s.groups == s.c && s.groups > 1; }));
     EXPECT_TRUE(has(dtype, [&](const ConvShape& s, ConvLayout) { return s.n == 1; }));
     EXPECT_TRUE(has(dtype, [&](const ConvShape& s, ConvLayout) { return s.n >= 8; }));
     // Every ResNet stage resolution appears (56, 28 or a strided 56->28, 14, 7).
@@ -83,7 +95,8 @@ TEST_P(CpuPlanTest, ConvGridHasEveryClass) {
       EXPECT_TRUE(has(dtype, [&](const ConvShape& s, ConvLayout) { return s.h == hw; })) << hw;
     }
   }
-  EXPECT_TRUE(has(DType::f32, [](const ConvShape&, ConvLayout l) { return l == ConvLayout::nhwc; }));
+  EXPECT_TRUE(
+      has(DType::f32, [](const ConvShape&, ConvLayout l) { return l == ConvLayout::nhwc; }));
   for (const auto& [shape, layout] : plan.conv) {
     EXPECT_GT(shape.out_h(), 0);
     EXPECT_EQ(shape.c % shape.groups, 0);

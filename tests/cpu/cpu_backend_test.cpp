@@ -1,11 +1,12 @@
 // Tiny real runs of every CPU kernel: each is checked against its reference, runs, and declares
 // the right work. No timing thresholds.
-#include <memory>
+#include "kernels/cpu/cpu_backend.hpp"
 
 #include <gtest/gtest.h>
 
+#include <memory>
+
 #include "core/error.hpp"
-#include "kernels/cpu/cpu_backend.hpp"
 
 namespace truepeak {
 namespace {
@@ -90,11 +91,11 @@ TEST_F(CpuBackendTest, ConvShapesAndLayouts) {
     std::int64_t c, h, k, r, stride, pad, dilation, groups;
   };
   const Case cases[] = {
-      {8, 9, 16, 3, 1, 1, 1, 1},   // 3x3
-      {3, 15, 8, 7, 2, 3, 1, 1},   // stem-like 7x7/2
+      {8, 9, 16, 3, 1, 1, 1, 1},    // 3x3
+      {3, 15, 8, 7, 2, 3, 1, 1},    // stem-like 7x7/2
       {16, 8, 16, 3, 1, 1, 1, 16},  // depthwise
-      {8, 10, 8, 3, 2, 2, 2, 2},   // grouped, strided, dilated
-      {16, 6, 32, 1, 1, 0, 1, 1},  // 1x1
+      {8, 10, 8, 3, 2, 2, 2, 2},    // grouped, strided, dilated
+      {16, 6, 32, 1, 1, 0, 1, 1},   // 1x1
   };
   for (const DType dtype : {DType::f32, DType::bf16}) {
     for (const ConvLayout layout : {ConvLayout::any, ConvLayout::nhwc, ConvLayout::nchw}) {

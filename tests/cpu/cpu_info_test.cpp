@@ -1,7 +1,8 @@
+#include "kernels/cpu/cpu_info.hpp"
+
 #include <gtest/gtest.h>
 
 #include "core/error.hpp"
-#include "kernels/cpu/cpu_info.hpp"
 
 namespace truepeak::cpu {
 namespace {

@@ -1,15 +1,16 @@
 // The checkers must catch a wrong result: each test computes a correct output, shows that it
 // passes, then corrupts one element (or uses a mis-sized reference) and expects CheckFailed.
+#include "kernels/cpu/reference_check.hpp"
+
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <limits>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "core/error.hpp"
 #include "kernels/cpu/own_kernels.hpp"
 #include "kernels/cpu/random_fill.hpp"
-#include "kernels/cpu/reference_check.hpp"
 
 namespace truepeak::cpu {
 namespace {
