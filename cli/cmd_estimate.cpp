@@ -32,6 +32,8 @@ struct EstimateArgs {
   bool sweep = false;
   double max_latency_ms = 0;
   std::string conv_layout;
+  std::vector<std::string> input_shapes;  // ONNX: NAME=1x3x224x224
+  bool fuse_activations = false;          // ONNX: fold activations into GEMM/conv epilogues
 };
 
 Profile load_profile(const std::string& path, std::string& shown_path) {
@@ -94,6 +96,8 @@ class ModelSource {
       estimate::OnnxOptions o;
       o.batch = batch;
       if (args_.seq > 0) o.seq = args_.seq;
+      for (const auto& text : args_.input_shapes) o.input_shapes.push_back(estimate::parse_input_shape(text));
+      o.fuse_activations = args_.fuse_activations;
       auto imported = estimate::load_onnx(args_.model, o);
       for (const auto& w : imported.warnings)
         std::cerr << "truepeak: " << args_.model << ": " << w << "\n";
@@ -239,6 +243,10 @@ void add_estimate_command(CLI::App& app, const Context&) {
       "--conv-layout", args->conv_layout,
       "Use only convolution points of this layout (nchw, nhwc, blocked) as the target runtime does "
       "(default: the fastest layout measured at each shape)");
+  cmd->add_option("--input-shape", args->input_shapes,
+                  "ONNX: the shape of a graph input, NAME=1x3x224x224 (repeatable); wins over --batch/--seq");
+  cmd->add_flag("--fuse-activations", args->fuse_activations,
+                "ONNX: fold an activation that follows a GEMM/convolution into it (as inference runtimes do)");
   cmd->add_option("--format", args->format, "Output: table, json or md")->capture_default_str();
   cmd->add_flag("--sweep-batch", args->sweep,
                 "Sweep batch sizes (the --batch list, default 1..128): throughput, latency and "
