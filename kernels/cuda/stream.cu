@@ -1,8 +1,10 @@
-// STREAM kernels (copy, scale, add, triad) over doubles, moved as double2: 16-byte accesses.
+// STREAM kernels (copy, scale, add, triad) over doubles, moved as double2: 16-byte accesses,
+// several loads in flight per thread (stream_sweep.hpp).
 // Pointers are not __restrict__: with `passes` > 1 the compiler must reload every pass instead
 // of keeping values from the previous pass in registers.
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/device_kernels.hpp"
+#include "kernels/cuda/stream_sweep.hpp"
 
 namespace truepeak::cuda_detail {
 
@@ -10,25 +12,40 @@ namespace {
 
 constexpr int kStreamThreads = 256;
 
+struct Pair {
+  double2 x, y;
+};
+
 template <StreamKind Op>
 __global__ void stream_kernel(double2* a, double2* b, double2* c, double scalar,
                               std::int64_t count2, int passes) {
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   const std::int64_t first = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   for (int pass = 0; pass < passes; ++pass) {
-    for (std::int64_t i = first; i < count2; i += stride) {
-      if constexpr (Op == StreamKind::copy) {
-        c[i] = a[i];
-      } else if constexpr (Op == StreamKind::scale) {
-        const double2 x = c[i];
-        b[i] = make_double2(scalar * x.x, scalar * x.y);
-      } else if constexpr (Op == StreamKind::add) {
-        const double2 x = a[i], y = b[i];
-        c[i] = make_double2(x.x + y.x, x.y + y.y);
-      } else {
-        const double2 x = b[i], y = c[i];
-        a[i] = make_double2(x.x + scalar * y.x, x.y + scalar * y.y);
-      }
+    if constexpr (Op == StreamKind::copy) {
+      stream_sweep(
+          first, stride, count2, [&](std::int64_t i) { return a[i]; },
+          [&](std::int64_t i, double2 x) { c[i] = x; });
+    } else if constexpr (Op == StreamKind::scale) {
+      stream_sweep(
+          first, stride, count2, [&](std::int64_t i) { return c[i]; },
+          [&](std::int64_t i, double2 x) { b[i] = make_double2(scalar * x.x, scalar * x.y); });
+    } else if constexpr (Op == StreamKind::add) {
+      stream_sweep(
+          first, stride, count2,
+          [&](std::int64_t i) {
+            return Pair{a[i], b[i]};
+          },
+          [&](std::int64_t i, Pair p) { c[i] = make_double2(p.x.x + p.y.x, p.x.y + p.y.y); });
+    } else {
+      stream_sweep(
+          first, stride, count2,
+          [&](std::int64_t i) {
+            return Pair{b[i], c[i]};
+          },
+          [&](std::int64_t i, Pair p) {
+            a[i] = make_double2(p.x.x + scalar * p.y.x, p.x.y + scalar * p.y.y);
+          });
     }
   }
 }
