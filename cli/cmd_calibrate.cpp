@@ -63,6 +63,11 @@ void run(const CalibrateArgs& args, const Context& context) {
   options.stop = &g_stop_requested;
   options.progress = [](const std::string& line) { std::cerr << line << std::endl; };
   const auto out = args.out.empty() ? fmt::format("results/{}.json", options.label) : args.out;
+  if (args.out.empty()) {
+    // The default place is truepeak's own: make it. A directory named with --out must exist.
+    std::error_code ec;
+    std::filesystem::create_directories("results", ec);
+  }
   check_writable(out);
   for (const auto& note : selection.notes) std::cerr << "truepeak: " << note << "\n";
 
