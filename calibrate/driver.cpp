@@ -4,6 +4,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -94,6 +95,17 @@ class DeviceRun {
     total_points_ = int(plan.fma_dtypes.size()) + 2 + int(plan.gemm.size()) + int(plan.conv.size()) +
                     int(plan.stream_ops.size() * plan.stream_bytes.size()) + int(plan.device_copy_bytes.size()) +
                     int(plan.transfer_bytes.size()) * 4 + (plan.bidirectional_bytes > 0 ? 1 : 0);
+    if (plan.confirm_peaks) {
+      std::set<DType> gemm_dtypes;
+      for (const auto& g : plan.gemm) gemm_dtypes.insert(g.dtype);
+      const auto& levels = backend.describe().levels;
+      int device_memory_sizes = 0;
+      if (levels.size() >= 2 && levels[levels.size() - 2].bytes) {
+        for (const auto b : plan.stream_bytes) device_memory_sizes += b >= 4 * *levels[levels.size() - 2].bytes;
+      }
+      total_points_ += int(plan.fma_dtypes.size() + gemm_dtypes.size()) +
+                       device_memory_sizes * int(plan.stream_ops.size());
+    }
   }
 
   void run() {
@@ -105,6 +117,7 @@ class DeviceRun {
     measure_conv();
     measure_memory();
     measure_transfers();
+    confirm_peaks();
     finish();
   }
 
@@ -242,6 +255,10 @@ class DeviceRun {
         progress(what, format_Bps(m->best_Bps()));
       }
     }
+    set_memory_levels();
+  }
+
+  void set_memory_levels() {
     device_.memory_levels = level_bandwidths(backend_.describe().levels, device_.memory_sweep, "triad");
     const auto& levels = backend_.describe().levels;
     if (!device_.memory_levels.empty() && !levels.empty() && device_.memory_levels.back().name == levels.back().name) {
@@ -278,6 +295,66 @@ class DeviceRun {
         progress(what, format_Bps(m->best_Bps()));
       }
     }
+  }
+
+  // Interference on a shared host comes and goes over minutes (other tenants' memory traffic is
+  // invisible to a compute sentinel), and it only ever adds time. So the points behind the
+  // headline peaks are measured once more at the end, and the faster of the two runs is kept:
+  // the capability figure is the fastest seen over the whole calibration.
+  void confirm_peaks() {
+    if (!plan_.confirm_peaks) return;
+    for (const auto dtype : plan_.fma_dtypes) {
+      const auto name = std::string(to_string(dtype));
+      auto it = device_.peaks.vector_flops_per_s.find(name);
+      if (it == device_.peaks.vector_flops_per_s.end()) continue;
+      if (auto m = point("fma " + name, "confirm fma " + name, plan_.fma_rule, [&] { return backend_.fma(dtype); })) {
+        it->second = std::max(it->second, m->best_flops_per_s());
+        progress("confirm fma " + name, format_flops_per_s(it->second));
+      }
+    }
+    for (auto& [dtype, peak] : device_.peaks.flops_per_s) {
+      auto best = std::max_element(device_.gemm.begin(), device_.gemm.end(), [&](const auto& a, const auto& b) {
+        const bool a_in = std::string(to_string(a.shape.dtype)) == dtype;
+        const bool b_in = std::string(to_string(b.shape.dtype)) == dtype;
+        return a_in != b_in ? b_in : a.flops_per_s < b.flops_per_s;
+      });
+      if (best == device_.gemm.end() || std::string(to_string(best->shape.dtype)) != dtype) continue;
+      const auto what = "confirm gemm " + best->shape.str();
+      if (auto m = point("gemm " + dtype, what, plan_.gemm_rule, [&] { return backend_.gemm(best->shape); })) {
+        if (m->summary.min_s < best->timing.time_s) {
+          best->timing = timing_of(m->summary);
+          best->flops_per_s = m->best_flops_per_s();
+        }
+        peak = std::max(peak, best->flops_per_s);
+        progress(what, format_flops_per_s(best->flops_per_s));
+      }
+    }
+    const auto& levels = backend_.describe().levels;
+    if (levels.size() < 2 || !levels[levels.size() - 2].bytes) return;
+    const double device_memory_from = 4.0 * double(*levels[levels.size() - 2].bytes);
+    bool changed = false;
+    for (auto& p : device_.memory_sweep) {
+      if (double(p.bytes) < device_memory_from || p.kernel == "d2d_copy") continue;
+      const auto op = stream_op_named(p.kernel);
+      if (!op) continue;
+      const auto what = fmt::format("confirm stream {} {}", p.kernel, format_bytes(double(p.bytes)));
+      if (auto m = point("stream " + p.kernel, what, plan_.stream_rule, [&] { return backend_.stream(*op, p.bytes); })) {
+        if (m->best_Bps() > p.Bps) {
+          p.Bps = m->best_Bps();
+          p.median_Bps = m->median_Bps();
+          changed = true;
+        }
+        progress(what, format_Bps(p.Bps));
+      }
+    }
+    if (changed) set_memory_levels();
+  }
+
+  static std::optional<StreamOp> stream_op_named(const std::string& name) {
+    for (const auto op : {StreamOp::copy, StreamOp::scale, StreamOp::add, StreamOp::triad}) {
+      if (to_string(op) == name) return op;
+    }
+    return std::nullopt;
   }
 
   void finish() {
