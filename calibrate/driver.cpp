@@ -217,7 +217,7 @@ class DeviceRun {
       const auto what = "gemm " + shape.str();
       const auto klass = fmt::format("gemm {}", to_string(shape.dtype));
       if (auto m = point(klass, what, plan_.gemm_rule, [&] { return backend_.gemm(shape); })) {
-        GemmPoint p{shape, timing_of(m->summary), m->best_flops_per_s(), m->impl};
+        GemmPoint p{shape, timing_of(m->summary), m->best_flops_per_s(), m->impl, m->layout};
         auto& peak = device_.peaks.flops_per_s[std::string(to_string(shape.dtype))];
         peak = std::max(peak, p.flops_per_s);
         device_.gemm.push_back(std::move(p));

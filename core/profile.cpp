@@ -44,7 +44,8 @@ json to_json(const Device& d) {
                             {"n", p.shape.n},
                             {"k", p.shape.k},
                             {"batch", p.shape.batch},
-                            {"impl", p.impl}}));
+                            {"impl", p.impl},
+                            {"layout", p.layout}}));
   }
   json conv = json::array();
   for (const auto& p : d.conv) {
@@ -252,6 +253,7 @@ Device device_from_json(const Reader& r, const json& obj, const std::string& pat
       pt.timing = r.timing(g, p);
       pt.flops_per_s = r.number(g, p, "flops_per_s");
       pt.impl = r.optional_string(g, p, "impl");
+      pt.layout = r.optional_string(g, p, "layout");
       d.gemm.push_back(std::move(pt));
     }
   }

@@ -15,7 +15,7 @@
 namespace truepeak {
 
 inline constexpr int kSchemaMajor = 1;
-inline constexpr int kSchemaMinor = 0;
+inline constexpr int kSchemaMinor = 1;  // 1.1: gemm points record their layout
 std::string schema_version_string();  // "1.0"
 
 // Timing statistics of one measured point. time_s is the fastest sample (the capability figure);
@@ -32,6 +32,7 @@ struct GemmPoint {
   Timing timing;
   double flops_per_s = 0;  // shape.flops() / timing.time_s
   std::string impl;        // implementation that ran, where known
+  std::string layout;      // operand layouts, e.g. "row-major" or "row-major, blocked weights"
 };
 
 struct ConvPoint {

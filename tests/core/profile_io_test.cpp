@@ -33,7 +33,7 @@ class ProfileIo : public ::testing::Test {
     d.id = "cpu";
     d.kind = "cpu";
     d.name = "test cpu";
-    d.gemm.push_back({GemmShape{DType::f32, 64, 64, 64, 1}, {1e-5, 2e-5, 0.1, 10}, 2.0 * 64 * 64 * 64 / 1e-5, "x"});
+    d.gemm.push_back({GemmShape{DType::f32, 64, 64, 64, 1}, {1e-5, 2e-5, 0.1, 10}, 2.0 * 64 * 64 * 64 / 1e-5, "x", "row-major"});
     d.transfers["h2d_pinned"] = TransferFit{1e-6, 5e10, {{4096, 2e-6}}};
     d.overhead_op_s = 2e-6;
     p.devices.push_back(d);
@@ -73,7 +73,7 @@ TEST_F(ProfileIo, NumbersStayNumbersAndMissingIsNull) {
   EXPECT_TRUE(j["devices"][0]["gemm"][0]["flops_per_s"].is_number());
   EXPECT_TRUE(j["devices"][0]["overhead"]["graph_op_s"].is_null());
   EXPECT_TRUE(j["machine"]["price_per_hour_usd"].is_null());
-  EXPECT_EQ(j["schema_version"], "1.0");
+  EXPECT_EQ(j["schema_version"], "1.1");
 }
 
 TEST_F(ProfileIo, UnreadableFileSaysWhereAndWhy) {
