@@ -5,28 +5,14 @@
 #include <algorithm>
 
 #include "calibrate/plan.hpp"
+#include "calibrate/plan_common.hpp"
 #include "core/units.hpp"
 
 namespace truepeak {
 namespace {
 
-ConvShape conv(DType dtype, std::int64_t n, std::int64_t c, std::int64_t hw, std::int64_t k,
-               std::int64_t rs, std::int64_t stride, std::int64_t pad, std::int64_t groups = 1) {
-  ConvShape shape;
-  shape.dtype = dtype;
-  shape.n = n;
-  shape.c = c;
-  shape.h = hw;
-  shape.w = hw;
-  shape.k = k;
-  shape.r = rs;
-  shape.s = rs;
-  shape.stride = stride;
-  shape.pad = pad;
-  shape.dilation = 1;
-  shape.groups = groups;
-  return shape;
-}
+using plan_detail::conv;
+using plan_detail::rule;
 
 // Layers of ResNet-50 (stem, 1x1 and 3x3 at the four stages, the strided 3x3 of a stage's first
 // block) and MobileNetV2 (depthwise 3x3, stride 1 and 2), per image (batch set later).
@@ -91,19 +77,6 @@ void add_gemms(std::vector<GemmShape>& out, DType dtype, bool quick, bool subset
       add(512, 64, 512, 16);
     }
   }
-}
-
-StopRule rule(int min_samples, double budget_s, int stable_window, int warmup_runs = 2,
-              double warmup_s = 0.02) {
-  StopRule r;
-  r.min_samples = min_samples;
-  r.budget_s = budget_s;
-  r.stable_window = stable_window;
-  r.target_cv = 0.01;
-  r.min_rel_gain = 0.005;
-  r.warmup_runs = warmup_runs;
-  r.warmup_s = warmup_s;
-  return r;
 }
 
 // The last cache level's capacity (0 when the description has none).

@@ -6,10 +6,14 @@
 #include <string>
 
 #include "calibrate/plan.hpp"
+#include "calibrate/plan_common.hpp"
 #include "core/units.hpp"
 
 namespace truepeak {
 namespace {
+
+using plan_detail::conv;
+using plan_detail::rule;
 
 // Compute capability x 10 from the description ("9.0" -> 90); 0 when absent.
 int compute_capability(const DeviceDescription& device) {
@@ -34,24 +38,6 @@ std::int64_t l2_bytes(const DeviceDescription& device) {
 
 std::int64_t round_to(std::int64_t bytes, std::int64_t unit) {
   return std::max(unit, (bytes + unit - 1) / unit * unit);
-}
-
-ConvShape conv(DType dtype, std::int64_t n, std::int64_t c, std::int64_t hw, std::int64_t k,
-               std::int64_t rs, std::int64_t stride, std::int64_t pad, std::int64_t groups = 1) {
-  ConvShape shape;
-  shape.dtype = dtype;
-  shape.n = n;
-  shape.c = c;
-  shape.h = hw;
-  shape.w = hw;
-  shape.k = k;
-  shape.r = rs;
-  shape.s = rs;
-  shape.stride = stride;
-  shape.pad = pad;
-  shape.dilation = 1;
-  shape.groups = groups;
-  return shape;
 }
 
 // ResNet-50 and MobileNetV2 layers, as in the CPU plan, at batch `n`.
@@ -109,19 +95,6 @@ void add_gemms(std::vector<GemmShape>& out, DType dtype, bool quick) {
   add(512, 512, 64, 64);
   add(512, 64, 512, 64);
   add(2048, 2048, 128, 32);
-}
-
-StopRule rule(int min_samples, double budget_s, int stable_window, int warmup_runs,
-              double warmup_s) {
-  StopRule r;
-  r.min_samples = min_samples;
-  r.budget_s = budget_s;
-  r.stable_window = stable_window;
-  r.target_cv = 0.01;
-  r.min_rel_gain = 0.005;
-  r.warmup_runs = warmup_runs;
-  r.warmup_s = warmup_s;
-  return r;
 }
 
 }  // namespace
