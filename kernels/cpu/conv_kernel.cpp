@@ -1,7 +1,6 @@
 // Convolution through oneDNN (v2 API), forward inference, direct algorithm.
 #include <fmt/format.h>
 
-#include <chrono>
 #include <unordered_map>
 
 #include "core/error.hpp"
@@ -105,13 +104,7 @@ class ConvKernel final : public Kernel {
                plain.get_data_handle());
   }
 
-  double run_s() override {
-    const auto start = std::chrono::steady_clock::now();
-    TRUEPEAK_DNNL(primitive_.execute(context_.stream, args_));
-    TRUEPEAK_DNNL(context_.stream.wait());
-    const auto stop = std::chrono::steady_clock::now();
-    return std::chrono::duration<double>(stop - start).count();
-  }
+  double run_s() override { return timed_execute_s(context_, primitive_, args_); }
 
  private:
   OnednnContext context_;

@@ -1,7 +1,6 @@
 // GEMM through oneDNN matmul (v2 API: matmul::desc, then primitive_desc).
 #include <fmt/format.h>
 
-#include <chrono>
 #include <unordered_map>
 
 #include "core/error.hpp"
@@ -80,13 +79,7 @@ class GemmKernel final : public Kernel {
     check_gemm(shape_, a_.get_data_handle(), b_plain_.get_data_handle(), c_.get_data_handle());
   }
 
-  double run_s() override {
-    const auto start = std::chrono::steady_clock::now();
-    TRUEPEAK_DNNL(primitive_.execute(context_.stream, args_));
-    TRUEPEAK_DNNL(context_.stream.wait());
-    const auto stop = std::chrono::steady_clock::now();
-    return std::chrono::duration<double>(stop - start).count();
-  }
+  double run_s() override { return timed_execute_s(context_, primitive_, args_); }
 
  private:
   OnednnContext context_;

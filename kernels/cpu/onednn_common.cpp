@@ -1,5 +1,7 @@
 #include <fmt/format.h>
 
+#include <chrono>
+
 #include "core/error.hpp"
 #include "kernels/cpu/dnnl_check.hpp"
 #include "kernels/cpu/onednn_kernels.hpp"
@@ -99,6 +101,15 @@ void fill_memory(const dnnl::memory& memory, std::uint64_t seed) {
     default:
       throw Error("fill_memory: unexpected oneDNN data type");
   }
+}
+
+double timed_execute_s(OnednnContext& context, const dnnl::primitive& primitive,
+                       const std::unordered_map<int, dnnl::memory>& args) {
+  const auto start = std::chrono::steady_clock::now();
+  TRUEPEAK_DNNL(primitive.execute(context.stream, args));
+  TRUEPEAK_DNNL(context.stream.wait());
+  const auto stop = std::chrono::steady_clock::now();
+  return std::chrono::duration<double>(stop - start).count();
 }
 
 }  // namespace truepeak::cpu

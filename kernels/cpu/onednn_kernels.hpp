@@ -6,6 +6,7 @@
 #include <memory>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <string>
+#include <unordered_map>
 
 #include "core/backend.hpp"
 
@@ -41,6 +42,9 @@ dnnl::memory::data_type onednn_float_type(DType dtype);
 // Copies `from` into a new memory of `to` (the primitive's layout), or returns `from` if equal.
 dnnl::memory reorder_to(const OnednnContext& context, const dnnl::memory& from,
                         const dnnl::memory::desc& to);
+// Runs the primitive once and waits for it; the seconds between submission and completion.
+double timed_execute_s(OnednnContext& context, const dnnl::primitive& primitive,
+                       const std::unordered_map<int, dnnl::memory>& args);
 // Fills a plain memory with random values of its data type (f32, bf16, s8).
 void fill_memory(const dnnl::memory& memory, std::uint64_t seed);
 

@@ -2,7 +2,6 @@
 // (argument handling, dispatch, the OpenMP fork/join), which dominates small layers.
 #include <fmt/format.h>
 
-#include <chrono>
 #include <unordered_map>
 
 #include "core/error.hpp"
@@ -49,13 +48,7 @@ class TinyOpKernel final : public Kernel {
     }
   }
 
-  double run_s() override {
-    const auto start = std::chrono::steady_clock::now();
-    TRUEPEAK_DNNL(primitive_.execute(context_.stream, args_));
-    TRUEPEAK_DNNL(context_.stream.wait());
-    const auto stop = std::chrono::steady_clock::now();
-    return std::chrono::duration<double>(stop - start).count();
-  }
+  double run_s() override { return timed_execute_s(context_, primitive_, args_); }
 
  private:
   OnednnContext context_;
