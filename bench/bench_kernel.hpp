@@ -5,11 +5,14 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <exception>
 #include <functional>
 #include <limits>
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/backend.hpp"
 #include "core/error.hpp"
@@ -73,6 +76,47 @@ inline void run_kernel(benchmark::State& state, KernelCache& cache, const std::s
     label += " [" + kernel->layout() + "]";
   }
   state.SetLabel(label);
+}
+
+// Registers `name` to run the kernel `make` builds, with manual timing in `unit`.
+inline void register_kernel(KernelCache& cache, const std::string& name,
+                            std::function<std::unique_ptr<Kernel>()> make,
+                            benchmark::TimeUnit unit) {
+  benchmark::RegisterBenchmark(
+      name.c_str(),
+      [&cache, name, make](benchmark::State& state) { run_kernel(state, cache, name, make); })
+      ->UseManualTime()
+      ->Unit(unit);
+}
+
+// The command line every *_bench executable takes: `option` (e.g. "--shape=", repeatable; the
+// text after it goes to `on_value`), --threads=N into `threads`, and Google Benchmark's own flags.
+// Returns 0, or the exit status (2) after printing what was wrong.
+inline int parse_command_line(int argc, char** argv, const char* program, const std::string& option,
+                              const std::function<void(const std::string&)>& on_value,
+                              int& threads) {
+  std::vector<char*> rest;
+  try {
+    for (int i = 0; i < argc; ++i) {
+      const std::string arg = argv[i];
+      if (arg.rfind(option, 0) == 0) {
+        on_value(arg.substr(option.size()));
+      } else if (arg.rfind("--threads=", 0) == 0) {
+        threads = std::stoi(arg.substr(10));
+      } else {
+        rest.push_back(argv[i]);
+      }
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", program, e.what());
+    return 2;
+  }
+  int rest_count = static_cast<int>(rest.size());
+  benchmark::Initialize(&rest_count, rest.data());
+  if (benchmark::ReportUnrecognizedArguments(rest_count, rest.data())) {
+    return 2;
+  }
+  return 0;
 }
 
 }  // namespace truepeak::bench

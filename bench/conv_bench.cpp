@@ -37,26 +37,11 @@ int main(int argc, char** argv) {
     shapes.push_back(layer(dtype, 1, 8, 8, 8, 3, 1, 1));  // tiny: for smoke runs
   }
   CpuBackendOptions options;
-  std::vector<char*> rest;
-  try {
-    for (int i = 0; i < argc; ++i) {
-      const std::string arg = argv[i];
-      if (arg.rfind("--shape=", 0) == 0) {
-        shapes.push_back(ConvShape::parse(arg.substr(8)));
-      } else if (arg.rfind("--threads=", 0) == 0) {
-        options.threads = std::stoi(arg.substr(10));
-      } else {
-        rest.push_back(argv[i]);
-      }
-    }
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "conv_bench: %s\n", e.what());
-    return 2;
-  }
-  int rest_count = static_cast<int>(rest.size());
-  benchmark::Initialize(&rest_count, rest.data());
-  if (benchmark::ReportUnrecognizedArguments(rest_count, rest.data())) {
-    return 2;
+  if (const int status = bench::parse_command_line(
+          argc, argv, "conv_bench",
+          "--shape=", [&](const std::string& value) { shapes.push_back(ConvShape::parse(value)); },
+          options.threads)) {
+    return status;
   }
   auto backend = make_cpu_backend(options);
   bench::KernelCache cache;
@@ -65,13 +50,9 @@ int main(int argc, char** argv) {
   for (const auto& [layout, layout_name] : layouts) {
     for (const auto& shape : shapes) {
       const std::string name = std::string("conv/") + layout_name + "/" + shape.str();
-      benchmark::RegisterBenchmark(
-          name.c_str(),
-          [&backend, &cache, shape, layout = layout, name](benchmark::State& state) {
-            bench::run_kernel(state, cache, name, [&] { return backend->conv(shape, layout); });
-          })
-          ->UseManualTime()
-          ->Unit(benchmark::kMillisecond);
+      bench::register_kernel(
+          cache, name, [&backend, shape, layout = layout] { return backend->conv(shape, layout); },
+          benchmark::kMillisecond);
     }
   }
   benchmark::RunSpecifiedBenchmarks();

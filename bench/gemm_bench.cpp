@@ -23,38 +23,18 @@ int main(int argc, char** argv) {
     shapes.push_back({dtype, 128, 128, 64, 12});
   }
   CpuBackendOptions options;
-  std::vector<char*> rest;
-  try {
-    for (int i = 0; i < argc; ++i) {
-      const std::string arg = argv[i];
-      if (arg.rfind("--shape=", 0) == 0) {
-        shapes.push_back(GemmShape::parse(arg.substr(8)));
-      } else if (arg.rfind("--threads=", 0) == 0) {
-        options.threads = std::stoi(arg.substr(10));
-      } else {
-        rest.push_back(argv[i]);
-      }
-    }
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "gemm_bench: %s\n", e.what());
-    return 2;
-  }
-  int rest_count = static_cast<int>(rest.size());
-  benchmark::Initialize(&rest_count, rest.data());
-  if (benchmark::ReportUnrecognizedArguments(rest_count, rest.data())) {
-    return 2;
+  if (const int status = bench::parse_command_line(
+          argc, argv, "gemm_bench",
+          "--shape=", [&](const std::string& value) { shapes.push_back(GemmShape::parse(value)); },
+          options.threads)) {
+    return status;
   }
   auto backend = make_cpu_backend(options);
   bench::KernelCache cache;
   for (const auto& shape : shapes) {
     const std::string name = "gemm/" + shape.str();
-    benchmark::RegisterBenchmark(name.c_str(),
-                                 [&backend, &cache, shape, name](benchmark::State& state) {
-                                   bench::run_kernel(state, cache, name,
-                                                     [&] { return backend->gemm(shape); });
-                                 })
-        ->UseManualTime()
-        ->Unit(benchmark::kMillisecond);
+    bench::register_kernel(
+        cache, name, [&backend, shape] { return backend->gemm(shape); }, benchmark::kMillisecond);
   }
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

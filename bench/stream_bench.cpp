@@ -19,26 +19,11 @@ int main(int argc, char** argv) {
   using namespace truepeak;
   CpuBackendOptions options;
   std::vector<std::int64_t> extra;
-  std::vector<char*> rest;
-  try {
-    for (int i = 0; i < argc; ++i) {
-      const std::string arg = argv[i];
-      if (arg.rfind("--bytes=", 0) == 0) {
-        extra.push_back(parse_bytes(arg.substr(8)));
-      } else if (arg.rfind("--threads=", 0) == 0) {
-        options.threads = std::stoi(arg.substr(10));
-      } else {
-        rest.push_back(argv[i]);
-      }
-    }
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "stream_bench: %s\n", e.what());
-    return 2;
-  }
-  int rest_count = static_cast<int>(rest.size());
-  benchmark::Initialize(&rest_count, rest.data());
-  if (benchmark::ReportUnrecognizedArguments(rest_count, rest.data())) {
-    return 2;
+  if (const int status = bench::parse_command_line(
+          argc, argv, "stream_bench",
+          "--bytes=", [&](const std::string& value) { extra.push_back(parse_bytes(value)); },
+          options.threads)) {
+    return status;
   }
   auto backend = make_cpu_backend(options);
   std::int64_t llc = 8 * kMiB;
@@ -55,29 +40,16 @@ int main(int argc, char** argv) {
   for (const StreamOp op : {StreamOp::copy, StreamOp::scale, StreamOp::add, StreamOp::triad}) {
     for (const std::int64_t bytes : sizes) {
       const std::string name = "stream/" + std::string(to_string(op)) + "/" + std::to_string(bytes);
-      benchmark::RegisterBenchmark(name.c_str(),
-                                   [&backend, &cache, op, bytes, name](benchmark::State& state) {
-                                     bench::run_kernel(state, cache, name,
-                                                       [&] { return backend->stream(op, bytes); });
-                                   })
-          ->UseManualTime()
-          ->Unit(benchmark::kMicrosecond);
+      bench::register_kernel(
+          cache, name, [&backend, op, bytes] { return backend->stream(op, bytes); },
+          benchmark::kMicrosecond);
     }
   }
-  benchmark::RegisterBenchmark("fma/f32",
-                               [&backend, &cache](benchmark::State& state) {
-                                 bench::run_kernel(state, cache, "fma/f32",
-                                                   [&] { return backend->fma(DType::f32); });
-                               })
-      ->UseManualTime()
-      ->Unit(benchmark::kMicrosecond);
-  benchmark::RegisterBenchmark("overhead/tiny_op",
-                               [&backend, &cache](benchmark::State& state) {
-                                 bench::run_kernel(state, cache, "overhead/tiny_op",
-                                                   [&] { return backend->tiny_op(); });
-                               })
-      ->UseManualTime()
-      ->Unit(benchmark::kMicrosecond);
+  bench::register_kernel(
+      cache, "fma/f32", [&backend] { return backend->fma(DType::f32); }, benchmark::kMicrosecond);
+  bench::register_kernel(
+      cache, "overhead/tiny_op", [&backend] { return backend->tiny_op(); },
+      benchmark::kMicrosecond);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;
