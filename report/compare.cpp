@@ -8,8 +8,8 @@
 
 #include "core/dtype.hpp"
 #include "core/error.hpp"
+#include "core/table.hpp"
 #include "core/units.hpp"
-#include "report/text_table.hpp"
 
 namespace truepeak::report {
 
@@ -76,23 +76,22 @@ std::string format_rate(double v) {
 json optional_json(std::optional<double> v) { return v ? json(*v) : json(nullptr); }
 
 TextTable figures_table(const Comparison& c) {
-  TextTable t;
-  t.header.push_back("figure");
-  for (const auto& col : c.columns) t.header.push_back(col.label);
+  std::vector<std::string> header{"figure"};
+  for (const auto& col : c.columns) header.push_back(col.label);
+  TextTable t(std::move(header));
   for (const auto& row : c.rows) {
     std::vector<std::string> cells{row.group + " " + row.name};
     for (std::size_t i = 0; i < c.columns.size(); ++i) cells.push_back(format_cell(row, i));
-    t.rows.push_back(std::move(cells));
+    t.add_row(std::move(cells));
   }
   return t;
 }
 
 TextTable devices_table(const Comparison& c) {
-  TextTable t;
-  t.header = {"device", "kind", "name", "price"};
-  t.left_columns = {0, 1, 2};
+  TextTable t({"device", "kind", "name", "price"});
+  t.set_left_columns({0, 1, 2});
   for (const auto& col : c.columns) {
-    t.rows.push_back(
+    t.add_row(
         {col.label, col.device_kind, col.device_name,
          col.price_per_hour_usd ? fmt::format("${:.2f}/h", *col.price_per_hour_usd) : "-"});
   }
@@ -100,16 +99,15 @@ TextTable devices_table(const Comparison& c) {
 }
 
 TextTable cost_table(const Comparison& c) {
-  TextTable t;
-  t.header = {"device", "latency", "inferences/s", "USD per 1M", "datasheet-roofline latency", ""};
-  t.left_columns = {0, 5};
+  TextTable t({"device", "latency", "inferences/s", "USD per 1M", "datasheet-roofline latency", ""});
+  t.set_left_columns({0, 5});
   for (const auto& r : c.cost->rows) {
     if (!r.error.empty()) {
-      t.rows.push_back(
+      t.add_row(
           {c.columns[r.column].label, "-", "-", "-", "-", "cannot estimate: " + r.error});
       continue;
     }
-    t.rows.push_back(
+    t.add_row(
         {c.columns[r.column].label, format_time_s(r.latency_s), format_rate(r.inferences_per_s),
          r.usd_per_million ? fmt::format("{:.4g}", *r.usd_per_million) : "- (no price)",
          r.naive_latency_s ? format_time_s(*r.naive_latency_s) : "-",
@@ -271,30 +269,30 @@ void add_cost(Comparison& comparison, const std::vector<Profile>& profiles,
 }
 
 std::string comparison_to_text(const Comparison& c) {
-  std::string out = devices_table(c).to_text();
+  std::string out = devices_table(c).str();
   out += "\n";
-  out += figures_table(c).to_text();
+  out += figures_table(c).str();
   out += legend();
   if (c.cost) {
     out += "\n";
     out += cost_heading(*c.cost);
-    out += cost_table(c).to_text();
+    out += cost_table(c).str();
   }
   return out;
 }
 
 std::string comparison_to_markdown(const Comparison& c) {
   std::string out = "## Devices\n\n";
-  out += devices_table(c).to_markdown();
+  out += devices_table(c).markdown();
   out += "\n## Measured figures\n\n";
-  out += figures_table(c).to_markdown();
+  out += figures_table(c).markdown();
   out += "\n";
   out += legend();
   if (c.cost) {
     out += "\n## Cost\n\n";
     out += cost_heading(*c.cost);
     out += "\n";
-    out += cost_table(c).to_markdown();
+    out += cost_table(c).markdown();
   }
   return out;
 }
