@@ -43,8 +43,10 @@ OpRow cost_row(const Op& op, const Work& w, const RateModel& rates, const std::s
   if (r.time_s > 0) {
     const double roof =
         w.engine == Engine::vector ? rates.vector_flops_per_s() : rates.best_flops_per_s();
+    // Against the ceiling that bounds the op: the best matrix/vector rate, or the bandwidth of
+    // the memory level that holds its working set.
     r.peak_fraction =
-        r.compute_bound ? (w.flops / r.time_s) / roof : (w.bytes / r.time_s) / rates.best_Bps();
+        r.compute_bound ? (w.flops / r.time_s) / roof : (w.bytes / r.time_s) / rates.Bps(w.bytes);
   }
   const double naive_compute =
       w.flops / (w.engine == Engine::vector ? rates.naive_vector_flops_per_s()

@@ -74,7 +74,9 @@ struct OpRow {
   double time_s = 0;  // max(compute_s, memory_s) + overhead_s
   bool compute_bound = false;
   double achieved_flops_per_s = 0;  // rate used for compute_s
-  double peak_fraction = 0;         // (flops / time_s) / best measured rate of the dtype
+  // compute-bound: (flops / time_s) / best measured rate of the dtype; memory-bound:
+  // (bytes / time_s) / bandwidth of the level holding the working set. Under 1 by the overhead.
+  double peak_fraction = 0;
   double naive_s = 0;               // max(flops / datasheet peak, bytes / datasheet bandwidth)
 };
 

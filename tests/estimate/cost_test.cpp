@@ -54,6 +54,8 @@ TEST_F(FixtureCpu, MemoryBoundOpRunsAtTheBandwidthOfItsLevel) {
   // 512 KiB fits the 1 MiB L2: 2e11 B/s.
   const auto small = estimate(relu_model(1 << 16), cpu, batch(1));
   EXPECT_NEAR(small.ops.at(0).memory_s, 524288 / 2e11, 1e-15);
+  EXPECT_NEAR(small.ops.at(0).peak_fraction, (524288 / small.ops.at(0).time_s) / 2e11, 1e-9);
+  EXPECT_LT(small.ops.at(0).peak_fraction, 1.0);
 }
 
 TEST_F(FixtureCpu, InterpolatesBetweenTwoMeasuredPoints) {
