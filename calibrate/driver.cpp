@@ -98,10 +98,9 @@ class DeviceRun {
     if (plan.confirm_peaks) {
       std::set<DType> gemm_dtypes;
       for (const auto& g : plan.gemm) gemm_dtypes.insert(g.dtype);
-      const auto& levels = backend.describe().levels;
       int device_memory_sizes = 0;
-      if (levels.size() >= 2 && levels[levels.size() - 2].bytes) {
-        for (const auto b : plan.stream_bytes) device_memory_sizes += b >= 4 * *levels[levels.size() - 2].bytes;
+      if (const auto from = device_memory_from(backend.describe().levels)) {
+        for (const auto b : plan.stream_bytes) device_memory_sizes += b >= *from;
       }
       total_points_ += int(plan.fma_dtypes.size() + gemm_dtypes.size()) +
                        device_memory_sizes * int(plan.stream_ops.size());
@@ -312,13 +311,13 @@ class DeviceRun {
         progress("confirm fma " + name, format_flops_per_s(it->second));
       }
     }
-    for (auto& [dtype, peak] : device_.peaks.flops_per_s) {
-      auto best = std::max_element(device_.gemm.begin(), device_.gemm.end(), [&](const auto& a, const auto& b) {
-        const bool a_in = std::string(to_string(a.shape.dtype)) == dtype;
-        const bool b_in = std::string(to_string(b.shape.dtype)) == dtype;
-        return a_in != b_in ? b_in : a.flops_per_s < b.flops_per_s;
-      });
-      if (best == device_.gemm.end() || std::string(to_string(best->shape.dtype)) != dtype) continue;
+    std::map<std::string, GemmPoint*> best_gemm;
+    for (auto& g : device_.gemm) {
+      auto*& best = best_gemm[std::string(to_string(g.shape.dtype))];
+      if (best == nullptr || g.flops_per_s > best->flops_per_s) best = &g;
+    }
+    for (auto& [dtype, best] : best_gemm) {
+      auto& peak = device_.peaks.flops_per_s[dtype];
       const auto what = "confirm gemm " + best->shape.str();
       if (auto m = point("gemm " + dtype, what, plan_.gemm_rule, [&] { return backend_.gemm(best->shape); })) {
         if (m->summary.min_s < best->timing.time_s) {
@@ -329,12 +328,11 @@ class DeviceRun {
         progress(what, format_flops_per_s(best->flops_per_s));
       }
     }
-    const auto& levels = backend_.describe().levels;
-    if (levels.size() < 2 || !levels[levels.size() - 2].bytes) return;
-    const double device_memory_from = 4.0 * double(*levels[levels.size() - 2].bytes);
+    const auto from = device_memory_from(backend_.describe().levels);
+    if (!from) return;
     bool changed = false;
     for (auto& p : device_.memory_sweep) {
-      if (double(p.bytes) < device_memory_from || p.kernel == "d2d_copy") continue;
+      if (p.bytes < *from || p.kernel == "d2d_copy") continue;
       const auto op = stream_op_named(p.kernel);
       if (!op) continue;
       const auto what = fmt::format("confirm stream {} {}", p.kernel, format_bytes(double(p.bytes)));
@@ -348,6 +346,12 @@ class DeviceRun {
       }
     }
     if (changed) set_memory_levels();
+  }
+
+  // Working sets from 4x the last cache's capacity measure device memory (as level_bandwidths).
+  static std::optional<std::int64_t> device_memory_from(const std::vector<MemoryLevel>& levels) {
+    if (levels.size() < 2 || !levels[levels.size() - 2].bytes) return std::nullopt;
+    return 4 * *levels[levels.size() - 2].bytes;
   }
 
   static std::optional<StreamOp> stream_op_named(const std::string& name) {

@@ -160,7 +160,6 @@ Plan cpu_plan(const DeviceDescription& device, Suite suite) {
   }
   // The sentinel (~0.3 ms) runs between points: a few samples, no long warm-up.
   plan.sentinel_rule = rule(3, 0.01, 0, 1, 0.0);
-  plan.sentinel_slowdown = 1.15;
   plan.max_remeasure = quick ? 1 : 2;
   return plan;
 }
