@@ -62,6 +62,13 @@ void add_gemms(std::vector<GemmShape>& out, DType dtype, bool quick, bool subset
   }
   if (!quick && !subset) {
     add(8, 11008, 4096);  // an LLM MLP up-projection
+    // Smaller weights at M = 1 and 8 (a BERT/GPT-2-sized layer, its MLP up and down): skinny
+    // efficiency changes with M far faster than with N and K, so each M has its own points.
+    for (const std::int64_t m : {1, 8}) {
+      add(m, 1024, 1024);
+      add(m, 4096, 1024);
+      add(m, 1024, 4096);
+    }
   }
   // Small K: low arithmetic intensity per output.
   add(2048, 2048, 64);
@@ -100,21 +107,24 @@ Plan cpu_plan(const DeviceDescription& device, Suite suite) {
   add_gemms(plan.gemm, DType::bf16, quick, false);
   add_gemms(plan.gemm, DType::int8, quick, true);
 
-  // Blocked ("any": oneDNN's preferred layouts, what oneDNN-backed frameworks run) at batch 1 and
-  // a larger batch; a few plain NHWC / NCHW points beside them.
+  // Every CNN layer twice: in the layout oneDNN prefers when free to choose ("any"), and blocked
+  // (nChw16c / nChw8c), the layout frameworks that keep activations in oneDNN's own format run
+  // (PyTorch's mkldnn path). At batch 1 and a larger batch; a few plain NHWC / NCHW points beside.
   const std::int64_t large_batch = quick ? 8 : 16;
   for (const DType dtype : {DType::f32, DType::bf16}) {
-    for (const auto& layer : cnn_layers(dtype, quick)) {
-      plan.conv.push_back({layer, ConvLayout::any});
-    }
+    std::vector<ConvShape> shapes = cnn_layers(dtype, quick);
     const auto batched = cnn_layers(dtype, true);
     for (std::size_t i = 0; i < batched.size(); ++i) {
       if (quick && i != 1) {
         continue;  // quick: one larger-batch point per dtype
       }
-      ConvShape shape = batched[i];
-      shape.n = large_batch;
-      plan.conv.push_back({shape, ConvLayout::any});
+      shapes.push_back(batched[i]);
+      shapes.back().n = large_batch;
+    }
+    for (const auto& shape : shapes) {
+      for (const ConvLayout layout : {ConvLayout::any, ConvLayout::blocked}) {
+        plan.conv.push_back({shape, layout});
+      }
     }
   }
   const ConvShape plain_3x3 = conv(DType::f32, 1, 64, 56, 64, 3, 1, 1);

@@ -55,7 +55,10 @@ struct DeviceDescription {
   std::optional<std::int64_t> memory_bytes;
 };
 
-enum class ConvLayout { nchw, nhwc, any };
+// nchw / nhwc: plain activations. blocked: channels in blocks of the vector width (oneDNN's
+// nChw16c / nChw8c), as frameworks that keep activations in oneDNN's own format run them.
+// any: whatever the library prefers for the shape.
+enum class ConvLayout { nchw, nhwc, blocked, any };
 
 class Backend {
  public:

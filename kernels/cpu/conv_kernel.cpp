@@ -19,6 +19,8 @@ std::string_view layout_name(ConvLayout layout) {
       return "nchw";
     case ConvLayout::nhwc:
       return "nhwc";
+    case ConvLayout::blocked:
+      return "blocked";
     case ConvLayout::any:
       return "any";
   }
@@ -43,14 +45,28 @@ class ConvKernel final : public Kernel {
         grouped ? dnnl::memory::dims{shape.groups, shape.k / shape.groups, shape.c / shape.groups,
                                      shape.r, shape.s}
                 : dnnl::memory::dims{shape.k, shape.c, shape.r, shape.s};
-    const tag activation_tag = layout == ConvLayout::nchw   ? tag::nchw
-                               : layout == ConvLayout::nhwc ? tag::nhwc
-                                                            : tag::any;
+    // Blocked: channel blocks as wide as a vector register. An input whose channels do not fill
+    // a block (an RGB image) stays plain, as it arrives from outside the network.
+    const std::int64_t block = onednn_effective_isa().rfind("avx512", 0) == 0 ? 16 : 8;
+    const tag block_tag = block == 16 ? tag::nChw16c : tag::nChw8c;
+    const auto layout_tag = [&](std::int64_t channels) {
+      switch (layout) {
+        case ConvLayout::nchw:
+          return tag::nchw;
+        case ConvLayout::nhwc:
+          return tag::nhwc;
+        case ConvLayout::blocked:
+          return channels % block == 0 ? block_tag : tag::nchw;
+        case ConvLayout::any:
+          break;
+      }
+      return tag::any;
+    };
 
     const auto desc = TRUEPEAK_DNNL(dnnl::convolution_forward::desc(
         dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-        plain_desc(src_dims, type, activation_tag), plain_desc(weight_dims, type, tag::any),
-        plain_desc(dst_dims, type, activation_tag), {shape.stride, shape.stride},
+        plain_desc(src_dims, type, layout_tag(shape.c)), plain_desc(weight_dims, type, tag::any),
+        plain_desc(dst_dims, type, layout_tag(shape.k)), {shape.stride, shape.stride},
         // oneDNN counts dilation from 0 (0 = dense); truepeak from 1.
         {shape.dilation - 1, shape.dilation - 1}, {shape.pad, shape.pad}, {shape.pad, shape.pad}));
     pd_ = TRUEPEAK_DNNL(dnnl::convolution_forward::primitive_desc(desc, context_.engine));
@@ -71,11 +87,12 @@ class ConvKernel final : public Kernel {
     dst_ = TRUEPEAK_DNNL(dnnl::memory(pd_.dst_desc(), context_.engine));
     args_ = {{DNNL_ARG_SRC, src_}, {DNNL_ARG_WEIGHTS, weights_}, {DNNL_ARG_DST, dst_}};
 
-    // Name the layout that actually ran: with "any" oneDNN may still pick a plain one.
-    const auto& chosen = pd_.src_desc();
-    if (chosen == plain_desc(src_dims, type, tag::nhwc)) {
+    // Name the layout that actually ran: with "any" oneDNN may still pick a plain one. The output
+    // names it (a blocked layer may read a plain image).
+    const auto& chosen = pd_.dst_desc();
+    if (chosen == plain_desc(dst_dims, type, tag::nhwc)) {
       layout_ = "nhwc";
-    } else if (chosen == plain_desc(src_dims, type, tag::nchw)) {
+    } else if (chosen == plain_desc(dst_dims, type, tag::nchw)) {
       layout_ = "nchw";
     } else {
       layout_ = "blocked";

@@ -103,6 +103,8 @@ class ConvKernel final : public Kernel {
         nhwc_(layout != ConvLayout::nchw) {
     if (shape.groups <= 0 || shape.c % shape.groups != 0 || shape.k % shape.groups != 0)
       throw InputError(fmt::format("conv {}: channels must divide into the groups", shape.str()));
+    if (layout == ConvLayout::blocked)
+      throw Unsupported("cuDNN convolution runs NHWC or NCHW tensors, not channel-blocked ones");
     if (shape.dtype == DType::bf16 && device.cc() < 80)
       throw Unsupported(
           fmt::format("bf16 convolution needs compute capability 8.0 or newer; {} has {}.{}",

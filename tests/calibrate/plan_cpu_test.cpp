@@ -64,6 +64,14 @@ TEST_P(CpuPlanTest, GemmGridHasEveryClass) {
     }
     EXPECT_TRUE(
         has_gemm(plan, DType::f32, [](const GemmShape& s) { return s.m == 8 && s.n >= 4096; }));
+    // Decode-like M = 1 and 8 against layer-sized weights, not only the largest.
+    for (const DType dtype : {DType::f32, DType::bf16}) {
+      for (const std::int64_t m : {1, 8}) {
+        EXPECT_TRUE(has_gemm(plan, dtype, [&](const GemmShape& s) {
+          return s.m == m && s.n == 1024 && s.k == 1024;
+        })) << m;
+      }
+    }
   }
 }
 
@@ -75,9 +83,15 @@ TEST_P(CpuPlanTest, ConvGridHasEveryClass) {
     });
   };
   for (const DType dtype : {DType::f32, DType::bf16}) {
-    const auto blocked = ConvLayout::any;
+    // Every layer both as the library prefers and channel-blocked.
+    for (const auto& [shape, layout] : plan.conv) {
+      if (shape.dtype != dtype || layout != ConvLayout::any) continue;
+      EXPECT_TRUE(has(dtype, [&, s0 = shape](const ConvShape& s, ConvLayout l) {
+        return l == ConvLayout::blocked && s.str() == s0.str();
+      })) << shape.str();
+    }
     EXPECT_TRUE(has(dtype, [&](const ConvShape& s, ConvLayout l) {
-      return s.r == 7 && s.stride == 2 && l == blocked;
+      return s.r == 7 && s.stride == 2 && l == ConvLayout::any;
     }));
     EXPECT_TRUE(
         has(dtype, [&](const ConvShape& s, ConvLayout) { return s.r == 1 && s.groups == 1; }));

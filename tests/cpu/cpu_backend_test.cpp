@@ -98,7 +98,8 @@ TEST_F(CpuBackendTest, ConvShapesAndLayouts) {
       {16, 6, 32, 1, 1, 0, 1, 1},   // 1x1
   };
   for (const DType dtype : {DType::f32, DType::bf16}) {
-    for (const ConvLayout layout : {ConvLayout::any, ConvLayout::nhwc, ConvLayout::nchw}) {
+    for (const ConvLayout layout :
+         {ConvLayout::any, ConvLayout::nhwc, ConvLayout::nchw, ConvLayout::blocked}) {
       for (const Case& c : cases) {
         ConvShape shape;
         shape.dtype = dtype;
@@ -116,6 +117,9 @@ TEST_F(CpuBackendTest, ConvShapesAndLayouts) {
         }
         if (layout == ConvLayout::nchw) {
           EXPECT_EQ(used, "nchw");
+        }
+        if (layout == ConvLayout::blocked && c.k % 16 == 0) {
+          EXPECT_EQ(used, "blocked");  // 16 channels fill a block at every vector width
         }
       }
     }
