@@ -21,13 +21,18 @@ OpRow cost_row(const Op& op, const Work& w, const RateModel& rates, const std::s
   r.shape = w.shape;
   r.flops = w.flops;
   r.bytes = w.bytes;
+  r.memory_s = w.bytes > 0 ? w.bytes / rates.Bps(w.bytes) : 0;
+  // The bytes of an op of several products (attention) are shared in proportion to their work.
+  double product_flops = 0;
+  for (const auto& product : w.products) product_flops += product.second;
+  const auto share = [&](double f) { return product_flops > 0 ? w.bytes * f / product_flops : 0.0; };
   switch (w.engine) {
     case Engine::gemm:
-      for (const auto& [g, f] : w.products) r.compute_s += f / rates.gemm_flops_per_s(g);
+      for (const auto& [g, f] : w.products) r.compute_s += rates.gemm_time_s(g, share(f));
       break;
     case Engine::conv:
       for (const auto& [g, f] : w.products)
-        r.compute_s += f / rates.conv_flops_per_s(g, w.groups, w.depthwise);
+        r.compute_s += rates.conv_time_s(g, share(f), w.groups, w.depthwise);
       break;
     case Engine::vector:
       r.compute_s = w.flops / rates.vector_flops_per_s();
@@ -35,9 +40,12 @@ OpRow cost_row(const Op& op, const Work& w, const RateModel& rates, const std::s
     case Engine::none:
       break;
   }
-  r.memory_s = w.bytes > 0 ? w.bytes / rates.Bps(w.bytes) : 0;
   r.overhead_s = rates.overhead_s();
-  r.compute_bound = r.compute_s >= r.memory_s;
+  // GEMM and convolution times already hold their memory traffic; whether the op is bound by
+  // compute or memory is its roofline's verdict.
+  r.compute_bound = w.engine == Engine::gemm || w.engine == Engine::conv
+                        ? w.flops / rates.best_flops_per_s() >= r.memory_s
+                        : r.compute_s >= r.memory_s;
   r.time_s = std::max(r.compute_s, r.memory_s) + r.overhead_s;
   r.achieved_flops_per_s = r.compute_s > 0 ? w.flops / r.compute_s : 0;
   if (r.time_s > 0) {

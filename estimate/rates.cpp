@@ -32,7 +32,7 @@ int conv_class(std::int64_t groups, bool depthwise) {
 
 double RateModel::interpolate(const std::vector<Point>& points, std::array<double, 4> query) {
   if (points.empty()) return 0;
-  // Clamp into the measured box: outside the measured range the rate is that of the nearest
+  // Clamp into the measured box: outside the measured range the value is that of the nearest
   // measured shapes, so it can never extrapolate past what was measured.
   for (std::size_t d = 0; d < 4; ++d) {
     double lo = std::numeric_limits<double>::infinity(), hi = -lo;
@@ -43,18 +43,18 @@ double RateModel::interpolate(const std::vector<Point>& points, std::array<doubl
     query[d] = std::clamp(query[d], lo, hi);
   }
   // Nearest neighbours by Euclidean distance in log2 space (one unit = a factor of two).
-  std::vector<std::pair<double, double>> near;  // (squared distance, log rate)
+  std::vector<std::pair<double, double>> near;  // (squared distance, log value)
   near.reserve(points.size());
   for (const auto& p : points) {
     double d2 = 0;
     for (std::size_t d = 0; d < 4; ++d) d2 += (p.x[d] - query[d]) * (p.x[d] - query[d]);
-    near.emplace_back(d2, p.log_rate);
+    near.emplace_back(d2, p.log_value);
   }
   const std::size_t count = std::min(kNeighbours, near.size());
   std::partial_sort(near.begin(), near.begin() + static_cast<std::ptrdiff_t>(count), near.end());
   if (near.front().first < 1e-12) return std::exp(near.front().second);
-  // Inverse-distance weights (power 2) on log(rate): a weighted geometric mean, so the result
-  // always lies between the neighbours' rates.
+  // Inverse-distance weights (power 2) on the logarithm: a weighted geometric mean, so the
+  // result always lies between the neighbours' values.
   double wsum = 0, acc = 0;
   for (std::size_t i = 0; i < count; ++i) {
     const double w = 1.0 / near[i].first;
@@ -64,43 +64,21 @@ double RateModel::interpolate(const std::vector<Point>& points, std::array<doubl
   return std::exp(acc / wsum);
 }
 
-RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_layout) {
+RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_layout)
+    : dtype_(dtype) {
   const std::string dt(to_string(dtype));
-  for (const auto& g : device.gemm)
-    if (g.shape.dtype == dtype && g.flops_per_s > 0 && g.shape.batch > 1)
-      batched_gemm_points_ = true;
+  const auto conv_used = [&](const ConvPoint& c) {
+    return c.shape.dtype == dtype && c.flops_per_s > 0 &&
+           (conv_layout.empty() || c.layout == conv_layout);
+  };
   double best_point = 0;
   for (const auto& g : device.gemm) {
     if (g.shape.dtype != dtype || !(g.flops_per_s > 0)) continue;
-    const double b = static_cast<double>(g.shape.batch);
-    const auto x = batched_gemm_points_ ? coords(b, g.shape.m, g.shape.n, g.shape.k)
-                                        : coords(1, b * g.shape.m, g.shape.n, g.shape.k);
-    gemm_points_.push_back({x, std::log(g.flops_per_s)});
     best_point = std::max(best_point, g.flops_per_s);
+    if (g.shape.batch > 1) batched_gemm_points_ = true;
   }
-  for (const auto& c : device.conv) {
-    const auto& s = c.shape;
-    if (s.dtype != dtype || !(c.flops_per_s > 0)) continue;
-    if (!conv_layout.empty() && c.layout != conv_layout) continue;
-    const bool depthwise = s.groups == s.c && s.groups == s.k;
-    const double m = static_cast<double>(s.n * s.out_h() * s.out_w());
-    const double n = static_cast<double>(s.k / s.groups);
-    const double k = static_cast<double>(s.c / s.groups * s.r * s.s);
-    conv_points_[static_cast<std::size_t>(conv_class(s.groups, depthwise))].push_back(
-        {coords(static_cast<double>(s.groups), m, n, k), std::log(c.flops_per_s)});
-    best_point = std::max(best_point, c.flops_per_s);
-  }
-  // One value per measured shape: several layouts (or repeats) of one shape keep the fastest.
-  auto dedupe = [](std::vector<Point>& points) {
-    std::sort(points.begin(), points.end(), [](const Point& a, const Point& b) {
-      return a.x != b.x ? a.x < b.x : a.log_rate > b.log_rate;
-    });
-    points.erase(std::unique(points.begin(), points.end(),
-                             [](const Point& a, const Point& b) { return a.x == b.x; }),
-                 points.end());
-  };
-  dedupe(gemm_points_);
-  for (auto& c : conv_points_) dedupe(c);
+  for (const auto& c : device.conv)
+    if (conv_used(c)) best_point = std::max(best_point, c.flops_per_s);
   best_flops_per_s_ = std::max(best_point, lookup(device.peaks.flops_per_s, dtype).value_or(0));
   if (!(best_flops_per_s_ > 0))
     throw InputError(
@@ -138,6 +116,40 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
   dram_Bps_ = levels_.back().second;
   overhead_s_ = device.overhead_op_s.value_or(0);
 
+  // Each measured point as its efficiency: the time its roofline allows over the time it took.
+  const auto efficiency = [&](double flops, double bytes, double flops_per_s) {
+    return std::log(roofline_s(flops, bytes) / (flops / flops_per_s));
+  };
+  for (const auto& g : device.gemm) {
+    if (g.shape.dtype != dtype || !(g.flops_per_s > 0)) continue;
+    const double b = static_cast<double>(g.shape.batch);
+    const auto x = batched_gemm_points_ ? coords(b, g.shape.m, g.shape.n, g.shape.k)
+                                        : coords(1, b * g.shape.m, g.shape.n, g.shape.k);
+    gemm_points_.push_back({x, efficiency(g.shape.flops(), g.shape.bytes(), g.flops_per_s)});
+  }
+  for (const auto& c : device.conv) {
+    if (!conv_used(c)) continue;
+    const auto& s = c.shape;
+    const bool depthwise = s.groups == s.c && s.groups == s.k;
+    const double m = static_cast<double>(s.n * s.out_h() * s.out_w());
+    const double n = static_cast<double>(s.k / s.groups);
+    const double k = static_cast<double>(s.c / s.groups * s.r * s.s);
+    conv_points_[static_cast<std::size_t>(conv_class(s.groups, depthwise))].push_back(
+        {coords(static_cast<double>(s.groups), m, n, k),
+         efficiency(s.flops(), s.bytes(), c.flops_per_s)});
+  }
+  // One value per measured shape: several layouts (or repeats) of one shape keep the fastest.
+  auto dedupe = [](std::vector<Point>& points) {
+    std::sort(points.begin(), points.end(), [](const Point& a, const Point& b) {
+      return a.x != b.x ? a.x < b.x : a.log_value > b.log_value;
+    });
+    points.erase(std::unique(points.begin(), points.end(),
+                             [](const Point& a, const Point& b) { return a.x == b.x; }),
+                 points.end());
+  };
+  dedupe(gemm_points_);
+  for (auto& c : conv_points_) dedupe(c);
+
   naive_matrix_ = lookup(device.datasheet.flops_per_s, dtype).value_or(best_flops_per_s_);
   naive_vector_ = lookup(device.datasheet.vector_flops_per_s, dtype)
                       .value_or(lookup(device.datasheet.vector_flops_per_s, DType::f32)
@@ -145,17 +157,35 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
   naive_Bps_ = device.datasheet.memory_Bps.value_or(dram_Bps_);
 }
 
-double RateModel::gemm_flops_per_s(const GemmCoords& s) const {
-  if (gemm_points_.empty()) return best_flops_per_s_;
-  const auto q =
-      batched_gemm_points_ ? coords(s.batch, s.m, s.n, s.k) : coords(1, s.batch * s.m, s.n, s.k);
-  return std::min(interpolate(gemm_points_, q), best_flops_per_s_);
+double RateModel::roofline_s(double flops, double bytes) const {
+  return std::max(flops / best_flops_per_s_, bytes > 0 ? bytes / Bps(bytes) : 0.0);
 }
 
-double RateModel::conv_flops_per_s(const GemmCoords& s, std::int64_t groups, bool depthwise) const {
+double RateModel::product_s(const std::vector<Point>& points, const std::array<double, 4>& query,
+                            double flops, double bytes) const {
+  const double roof = roofline_s(flops, bytes);
+  if (points.empty()) return roof;
+  // Never faster than the best measured rate, even where a point beat its memory roof.
+  return std::max(roof / interpolate(points, query), flops / best_flops_per_s_);
+}
+
+double RateModel::gemm_time_s(const GemmCoords& s, double bytes) const {
+  const auto q =
+      batched_gemm_points_ ? coords(s.batch, s.m, s.n, s.k) : coords(1, s.batch * s.m, s.n, s.k);
+  return product_s(gemm_points_, q, 2 * s.batch * s.m * s.n * s.k, bytes);
+}
+
+double RateModel::conv_time_s(const GemmCoords& s, double bytes, std::int64_t groups,
+                              bool depthwise) const {
   const auto& points = conv_points_[static_cast<std::size_t>(conv_class(groups, depthwise))];
-  if (points.empty()) return gemm_flops_per_s(s);
-  return std::min(interpolate(points, coords(s.batch, s.m, s.n, s.k)), best_flops_per_s_);
+  if (points.empty()) return gemm_time_s(s, bytes);
+  return product_s(points, coords(s.batch, s.m, s.n, s.k), 2 * s.batch * s.m * s.n * s.k, bytes);
+}
+
+double RateModel::gemm_flops_per_s(const GemmCoords& s) const {
+  const double e = dtype_bytes(dtype_);
+  const double bytes = s.batch * ((s.m * s.k + s.k * s.n) * e + s.m * s.n * (dtype_ == DType::int8 ? 4 : e));
+  return 2 * s.batch * s.m * s.n * s.k / gemm_time_s(s, bytes);
 }
 
 double RateModel::Bps(double working_set_bytes) const {

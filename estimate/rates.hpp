@@ -1,7 +1,7 @@
-// What one device delivers, as the cost model asks for it: the achieved FLOP rate of a GEMM or
-// convolution shape (interpolated between the profile's measured points), the bandwidth of the
-// memory level that holds a working set, the per-op overhead, and the datasheet figures for the
-// naive roofline beside it. Built once per (device, dtype).
+// What one device delivers, as the cost model asks for it: the time of a GEMM or convolution shape
+// (its roofline over the efficiency interpolated between the profile's measured points), the
+// bandwidth of the memory level that holds a working set, the per-op overhead, and the datasheet
+// figures for the naive roofline beside it. Built once per (device, dtype).
 #pragma once
 
 #include <array>
@@ -26,13 +26,21 @@ class RateModel {
   // empty: at each measured shape the fastest layout measured.
   RateModel(const Device& device, DType dtype, const std::string& conv_layout = "");
 
-  // Interpolated in log-shape space; never above the best measured rate of the dtype.
-  double gemm_flops_per_s(const GemmCoords& shape) const;
+  // Time of one GEMM product moving `bytes`. Every measured point is held as its efficiency: the
+  // time its own roofline allows (max of FLOPs / best measured rate, bytes / bandwidth of the
+  // level holding them) over the time it took. The query's efficiency is interpolated in
+  // log-shape space and divides the query's roofline, so a memory-bound shape (a decode step)
+  // inherits how far measured memory-bound shapes fell short of their bandwidth, and a
+  // compute-bound one how far they fell short of the peak. Never faster than the best measured
+  // rate of the dtype.
+  double gemm_time_s(const GemmCoords& shape, double bytes) const;
   // Convolutions (forward, data- and weight-gradient) in implicit-GEMM coordinates, `groups`
   // separating dense, grouped and depthwise: measured conv points of the same class when the
-  // profile has them, else the GEMM points (batch = groups).
-  double conv_flops_per_s(const GemmCoords& implicit_gemm, std::int64_t groups,
-                          bool depthwise) const;
+  // profile has them, else the GEMM points (batch = groups). `bytes`: the convolution's own.
+  double conv_time_s(const GemmCoords& implicit_gemm, double bytes, std::int64_t groups,
+                     bool depthwise) const;
+  // The rate gemm_time_s gives a GEMM whose operands are read and written once.
+  double gemm_flops_per_s(const GemmCoords& shape) const;
   // Elementwise work (norms, activations): the vector FMA peak of the dtype.
   double vector_flops_per_s() const { return vector_flops_per_s_; }
   // Bandwidth of the smallest memory level that holds `working_set_bytes`.
@@ -49,16 +57,21 @@ class RateModel {
   double naive_Bps() const { return naive_Bps_; }
 
   // Interpolation over an arbitrary point set (exposed for tests): inverse-distance weighting of
-  // log(rate) over the nearest points in (log2 batch, log2 m, log2 n, log2 k), the query first
-  // clamped into the measured box.
+  // the log values of the nearest points in (log2 batch, log2 m, log2 n, log2 k), the query first
+  // clamped into the measured box; returns the value (exp of the weighted mean).
   struct Point {
     std::array<double, 4> x;  // log2 coordinates
-    double log_rate = 0;
+    double log_value = 0;
   };
   static double interpolate(const std::vector<Point>& points, std::array<double, 4> query);
 
  private:
-  std::vector<Point> gemm_points_;
+  double roofline_s(double flops, double bytes) const;
+  double product_s(const std::vector<Point>& points, const std::array<double, 4>& query,
+                   double flops, double bytes) const;
+
+  DType dtype_;
+  std::vector<Point> gemm_points_;  // log efficiency
   // Conv points by class: 0 dense (groups 1), 1 grouped, 2 depthwise.
   std::array<std::vector<Point>, 3> conv_points_;
   bool batched_gemm_points_ = false;

@@ -127,8 +127,10 @@ def transformer_classes():
 class Case:
     """One model at one batch: the module, its inputs, and how PyTorch runs it."""
 
-    def __init__(self, model, batch, dtype, module, inputs, runner, seq=None, context=None, input_names=None):
+    def __init__(self, model, batch, dtype, module, inputs, runner, seq=None, context=None, input_names=None,
+                 conv_layout=None):
         self.model, self.batch, self.dtype = model, batch, dtype
+        self.conv_layout = conv_layout
         self.module, self.inputs, self.runner = module, inputs, runner
         self.seq, self.context = seq, context
         self.input_names = input_names or ["input"]
@@ -149,7 +151,9 @@ def build_case(name, batch, seq, context):
         x = torch.randn(batch, 3, 224, 224)
         with torch.no_grad():
             frozen = torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.trace(module, x)))
-        return Case(name, batch, "f32", module, (x,), lambda: frozen(x))
+        # PyTorch's oneDNN path keeps activations channel-blocked (aBcd16b in ONEDNN_VERBOSE): the
+        # estimate uses the profile's blocked convolution points.
+        return Case(name, batch, "f32", module, (x,), lambda: frozen(x), conv_layout="blocked")
     encoder, decoder = transformer_classes()
     if name == "bert_base":
         module = encoder().eval()
@@ -248,6 +252,8 @@ def estimate(args, case, onnx_path):
            "--batch", str(case.batch), "--dtype", case.dtype]
     if case.seq and case.model != "gpt2_decode":
         cmd += ["--seq", str(case.seq)]
+    if case.conv_layout:
+        cmd += ["--conv-layout", case.conv_layout]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if out.returncode != 0:
         return {"error": (out.stderr.strip().splitlines() or [f"exit {out.returncode}"])[-1], "command": cmd}

@@ -73,9 +73,29 @@ TEST_F(FixtureCpu, InterpolatesBetweenTwoMeasuredPoints) {
 TEST_F(FixtureCpu, OutsideTheMeasuredRangeNeverExceedsTheNearestMeasuredRate) {
   const RateModel rates(cpu, DType::f32);
   EXPECT_DOUBLE_EQ(rates.gemm_flops_per_s({1, 8192, 8192, 8192}), 8e11);  // not extrapolated upward
-  EXPECT_DOUBLE_EQ(rates.gemm_flops_per_s({1, 16, 16, 16}), 2e11);
+  // 16^3 takes the efficiency of the nearest measured shape (256^3: 0.25 of its compute roof) on
+  // its own roofline: 3 x 16 x 16 x 4 B from L2 at 2e11 B/s (15.36 ns, above 8192 FLOP / 8e11).
+  EXPECT_NEAR(rates.gemm_flops_per_s({1, 16, 16, 16}), 8192 / (3072 / 2e11 / 0.25), 1);
+  EXPECT_LE(rates.gemm_flops_per_s({1, 16, 16, 16}), 2e11);
   for (double s : {1.0, 7.0, 100.0, 3000.0, 1e5})
     EXPECT_LE(rates.gemm_flops_per_s({1, s, s, s}), 8e11) << s;
+}
+
+TEST(FixtureSkinny, MemoryBoundShapeInheritsTheMeasuredShortfallOfItsBandwidth) {
+  // One measured point, M = 1 against a 4096 x 4096 f32 weight (64 MiB, DRAM at 5e10 B/s): it
+  // took twice its memory roof. Decode-like products are predicted at twice their own memory
+  // roof: from DRAM for a 2048 x 2048 weight (16 MiB), from L2 (2e11 B/s) for 256 x 256.
+  Profile p = fixture("fixture_cpu.json");
+  Device& d = p.devices.at(0);
+  const GemmShape big{DType::f32, 1, 4096, 4096, 1};
+  const double big_s = 2 * big.bytes() / 5e10;
+  d.gemm = {{big, {big_s, big_s, 0.01, 10}, big.flops() / big_s, "fixture", "row-major"}};
+  const RateModel rates(d, DType::f32);
+  const GemmShape dram{DType::f32, 1, 2048, 2048, 1};
+  EXPECT_NEAR(rates.gemm_time_s({1, 1, 2048, 2048}, dram.bytes()), 2 * dram.bytes() / 5e10, 1e-12);
+  const GemmShape l2{DType::f32, 1, 256, 256, 1};
+  EXPECT_NEAR(rates.gemm_time_s({1, 1, 256, 256}, l2.bytes()), 2 * l2.bytes() / 2e11, 1e-15);
+  EXPECT_NEAR(rates.gemm_flops_per_s({1, 1, 256, 256}), l2.flops() / (2 * l2.bytes() / 2e11), 1);
 }
 
 TEST_F(FixtureCpu, ConvWithoutConvPointsUsesItsImplicitGemmShape) {
