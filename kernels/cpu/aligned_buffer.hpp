@@ -1,6 +1,8 @@
 // A move-only, 64-byte-aligned (cache line and AVX-512 vector) heap buffer of trivially copyable
 // elements. Memory is left untouched on allocation so that the first write decides page placement
-// (first touch), which the STREAM kernels rely on.
+// (first touch), which the STREAM kernels rely on. Buffers of 2 MiB and more are aligned to 2 MiB
+// and asked to be backed by transparent huge pages (where the kernel offers them on request):
+// fewer TLB misses, and the same page placement from one run to the next.
 #pragma once
 
 #include <cstddef>
@@ -9,12 +11,15 @@
 #include <new>
 #include <span>
 
+#include <sys/mman.h>
+
 namespace truepeak::cpu {
 
 template <typename T>
 class AlignedBuffer {
  public:
   static constexpr std::size_t kAlignment = 64;
+  static constexpr std::size_t kHugePage = std::size_t{2} << 20;
 
   AlignedBuffer() = default;
   explicit AlignedBuffer(std::size_t count) : count_(count) {
@@ -22,10 +27,15 @@ class AlignedBuffer {
       return;
     }
     // aligned_alloc wants the size to be a multiple of the alignment.
-    const std::size_t bytes = (count * sizeof(T) + kAlignment - 1) / kAlignment * kAlignment;
-    data_.reset(static_cast<T*>(std::aligned_alloc(kAlignment, bytes)));
+    const std::size_t wanted = count * sizeof(T);
+    const std::size_t align = wanted >= kHugePage ? kHugePage : kAlignment;
+    const std::size_t bytes = (wanted + align - 1) / align * align;
+    data_.reset(static_cast<T*>(std::aligned_alloc(align, bytes)));
     if (!data_) {
       throw std::bad_alloc();
+    }
+    if (align == kHugePage) {
+      ::madvise(data_.get(), bytes, MADV_HUGEPAGE);  // advice only: without THP nothing changes
     }
   }
 
