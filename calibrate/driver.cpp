@@ -92,7 +92,8 @@ class DeviceRun {
             int device_count)
       : backend_(backend), plan_(plan), options_(options), device_(device),
         tag_(device_count > 1 ? fmt::format("{} {}/{}", device.id, position, device_count) : device.id) {
-    total_points_ = int(plan.fma_dtypes.size()) + 2 + int(plan.gemm.size()) + int(plan.conv.size()) +
+    total_points_ = int(plan.fma_dtypes.size()) + 2 +
+                    int(plan.gemm.size() + plan.gemm_cold.size()) + int(plan.conv.size()) +
                     int(plan.stream_ops.size() * plan.stream_bytes.size()) + int(plan.device_copy_bytes.size()) +
                     int(plan.transfer_bytes.size()) * 4 + (plan.bidirectional_bytes > 0 ? 1 : 0);
     if (plan.confirm_peaks) {
@@ -223,6 +224,17 @@ class DeviceRun {
         progress(what, format_flops_per_s(m->best_flops_per_s()));
       }
     }
+    // Cold weights: their own points, never a peak.
+    for (const auto& shape : plan_.gemm_cold) {
+      const auto what = "gemm " + shape.str() + " cold weights";
+      const auto klass = fmt::format("gemm {}", to_string(shape.dtype));
+      if (auto m = point(klass, what, plan_.gemm_rule,
+                         [&] { return backend_.gemm_cold_weights(shape); })) {
+        device_.gemm.push_back(
+            {shape, timing_of(m->summary), m->best_flops_per_s(), m->impl, m->layout, true});
+        progress(what, format_flops_per_s(m->best_flops_per_s()));
+      }
+    }
   }
 
   void measure_conv() {
@@ -313,6 +325,7 @@ class DeviceRun {
     }
     std::map<std::string, GemmPoint*> best_gemm;
     for (auto& g : device_.gemm) {
+      if (g.cold_weights) continue;
       auto*& best = best_gemm[std::string(to_string(g.shape.dtype))];
       if (best == nullptr || g.flops_per_s > best->flops_per_s) best = &g;
     }

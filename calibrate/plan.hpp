@@ -15,6 +15,9 @@ enum class Suite { quick, full };
 
 struct Plan {
   std::vector<GemmShape> gemm;
+  // Measured again with cold weights (Backend::gemm_cold_weights): the memory-bound, decode-like
+  // shapes, whose time is reading weights that a real model has long evicted from the caches.
+  std::vector<GemmShape> gemm_cold;
   std::vector<std::pair<ConvShape, ConvLayout>> conv;
   // Working-set sweep: every op in stream_ops at every size in stream_bytes (total bytes of all
   // arrays). The sweep must reach at least 4x the last-level cache.

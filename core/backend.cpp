@@ -4,6 +4,11 @@
 
 namespace truepeak {
 
+std::unique_ptr<Kernel> Backend::gemm_cold_weights(const GemmShape& shape) {
+  throw Unsupported("gemm " + shape.str() + " with cold weights is not measured on " +
+                    describe().id);
+}
+
 std::unique_ptr<Kernel> Backend::graph_tiny_op() {
   throw Unsupported("graph replay is not available on " + describe().id);
 }

@@ -68,6 +68,9 @@ class Backend {
   // Each factory throws Unsupported (with a reason that a user can act on) when this device or
   // library cannot run the problem, and Error on a failure.
   virtual std::unique_ptr<Kernel> gemm(const GemmShape& shape) = 0;
+  // The same GEMM with cold weights: every call reads B from main memory, as a layer of a model
+  // larger than the caches does. Unsupported by default.
+  virtual std::unique_ptr<Kernel> gemm_cold_weights(const GemmShape& shape);
   virtual std::unique_ptr<Kernel> conv(const ConvShape& shape, ConvLayout layout) = 0;
   // `bytes` is the total working set of all arrays together.
   virtual std::unique_ptr<Kernel> stream(StreamOp op, std::int64_t bytes) = 0;

@@ -45,7 +45,8 @@ json to_json(const Device& d) {
                             {"k", p.shape.k},
                             {"batch", p.shape.batch},
                             {"impl", p.impl},
-                            {"layout", p.layout}}));
+                            {"layout", p.layout},
+                            {"cold_weights", p.cold_weights}}));
   }
   json conv = json::array();
   for (const auto& p : d.conv) {
@@ -254,6 +255,7 @@ Device device_from_json(const Reader& r, const json& obj, const std::string& pat
       pt.flops_per_s = r.number(g, p, "flops_per_s");
       pt.impl = r.optional_string(g, p, "impl");
       pt.layout = r.optional_string(g, p, "layout");
+      pt.cold_weights = r.optional_field(g, p, "cold_weights") && r.boolean(g, p, "cold_weights");
       d.gemm.push_back(std::move(pt));
     }
   }

@@ -15,7 +15,7 @@
 namespace truepeak {
 
 inline constexpr int kSchemaMajor = 1;
-inline constexpr int kSchemaMinor = 1;  // 1.1: gemm points record their layout
+inline constexpr int kSchemaMinor = 2;  // 1.1: gemm points record their layout; 1.2: cold weights
 std::string schema_version_string();  // "1.0"
 
 // Timing statistics of one measured point. time_s is the fastest sample (the capability figure);
@@ -33,6 +33,7 @@ struct GemmPoint {
   double flops_per_s = 0;  // shape.flops() / timing.time_s
   std::string impl;        // implementation that ran, where known
   std::string layout;      // operand layouts, e.g. "row-major" or "row-major, blocked weights"
+  bool cold_weights = false;  // B read from main memory on every call (copies past the caches)
 };
 
 struct ConvPoint {

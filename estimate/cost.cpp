@@ -151,6 +151,7 @@ std::vector<Work> forward_work(const Op& op, const Bindings& b, double e) {
       const auto d = linear_dims(op, b);
       Work w = gemm_work("forward", {1, d.m, d.n, d.k}, (in + params + out) * e);
       w.flops += d.bias * d.m;
+      w.weight_bytes = params * e;
       return {w};
     }
     case OpKind::matmul: {
@@ -161,7 +162,9 @@ std::vector<Work> forward_work(const Op& op, const Bindings& b, double e) {
       const auto d = conv_dims(op, b);
       const double flops = 2 * d.n * d.k * d.oh * d.ow * (d.c / d.g) * d.r * d.s;
       const GemmCoords g{d.g, d.n * d.oh * d.ow, d.k / d.g, d.c / d.g * d.r * d.s};
-      return {conv_work(op, "forward", g, flops, (in + params + out) * e, d)};
+      Work w = conv_work(op, "forward", g, flops, (in + params + out) * e, d);
+      w.weight_bytes = params * e;
+      return {w};
     }
     case OpKind::attention: {
       const auto d = attention_dims(op, b);
@@ -178,9 +181,12 @@ std::vector<Work> forward_work(const Op& op, const Bindings& b, double e) {
     }
     case OpKind::elementwise:
     case OpKind::norm:
-    case OpKind::softmax:
-      return {vector_work("forward", flops_per_element(op) * out, (in + params + out) * e,
-                          dims_text(op.output.shape, b))};
+    case OpKind::softmax: {
+      Work w = vector_work("forward", flops_per_element(op) * out, (in + params + out) * e,
+                           dims_text(op.output.shape, b));
+      w.weight_bytes = params * e;
+      return {w};
+    }
     case OpKind::pool:
       return {vector_work("forward", out * static_cast<double>(op.kernel_h * op.kernel_w),
                           (in + out) * e, dims_text(op.output.shape, b))};

@@ -20,6 +20,7 @@ struct Work {
   Engine engine = Engine::vector;
   double flops = 0;
   double bytes = 0;
+  double weight_bytes = 0;  // the parameters' share of `bytes` (forward passes)
   std::vector<std::pair<GemmCoords, double>> products;  // (shape, flops) for gemm/conv engines
   std::int64_t groups = 1;
   bool depthwise = false;

@@ -13,7 +13,9 @@
 namespace truepeak::estimate {
 namespace {
 
-OpRow cost_row(const Op& op, const Work& w, const RateModel& rates, const std::string& phase) {
+// `model_weight_bytes`: all of the model's parameters, the level that serves each op's weights.
+OpRow cost_row(const Op& op, const Work& w, const RateModel& rates, const std::string& phase,
+               double model_weight_bytes) {
   OpRow r;
   r.name = op.name;
   r.kind = std::string(to_string(op.kind)) + (op.fn.empty() ? "" : ":" + op.fn);
@@ -21,15 +23,18 @@ OpRow cost_row(const Op& op, const Work& w, const RateModel& rates, const std::s
   r.shape = w.shape;
   r.flops = w.flops;
   r.bytes = w.bytes;
-  r.memory_s = w.bytes > 0 ? w.bytes / rates.Bps(w.bytes) : 0;
+  r.memory_s = rates.memory_s(w.bytes, w.weight_bytes, model_weight_bytes);
   // The bytes of an op of several products (attention) are shared in proportion to their work.
   double product_flops = 0;
   for (const auto& product : w.products) product_flops += product.second;
   const auto share = [&](double f) { return product_flops > 0 ? w.bytes * f / product_flops : 0.0; };
   switch (w.engine) {
-    case Engine::gemm:
-      for (const auto& [g, f] : w.products) r.compute_s += rates.gemm_time_s(g, share(f));
+    case Engine::gemm: {
+      // Weights read once a pass come back from memory when the model outgrows the caches.
+      const bool cold = w.weight_bytes > 0 && model_weight_bytes > rates.largest_cache_bytes();
+      for (const auto& [g, f] : w.products) r.compute_s += rates.gemm_time_s(g, share(f), cold);
       break;
+    }
     case Engine::conv:
       for (const auto& [g, f] : w.products)
         r.compute_s += rates.conv_time_s(g, share(f), w.groups, w.depthwise);
@@ -41,8 +46,8 @@ OpRow cost_row(const Op& op, const Work& w, const RateModel& rates, const std::s
       break;
   }
   r.overhead_s = rates.overhead_s();
-  // GEMM and convolution times already hold their memory traffic; whether the op is bound by
-  // compute or memory is its roofline's verdict.
+  // Whether a GEMM or convolution is bound by compute or memory is its roofline's verdict (its
+  // kernel time, interpolated from measured shapes, holds both).
   r.compute_bound = w.engine == Engine::gemm || w.engine == Engine::conv
                         ? w.flops / rates.best_flops_per_s() >= r.memory_s
                         : r.compute_s >= r.memory_s;
@@ -52,9 +57,8 @@ OpRow cost_row(const Op& op, const Work& w, const RateModel& rates, const std::s
     const double roof =
         w.engine == Engine::vector ? rates.vector_flops_per_s() : rates.best_flops_per_s();
     // Against the ceiling that bounds the op: the best matrix/vector rate, or the bandwidth of
-    // the memory level that holds its working set.
-    r.peak_fraction =
-        r.compute_bound ? (w.flops / r.time_s) / roof : (w.bytes / r.time_s) / rates.Bps(w.bytes);
+    // the memory levels its bytes come from.
+    r.peak_fraction = r.compute_bound ? (w.flops / r.time_s) / roof : r.memory_s / r.time_s;
   }
   const double naive_compute =
       w.flops / (w.engine == Engine::vector ? rates.naive_vector_flops_per_s()
@@ -75,8 +79,10 @@ void add_row(Totals& totals, std::vector<OpRow>* rows, OpRow row) {
 Totals run_forward(const Graph& g, const Bindings& b, double e, const RateModel& rates,
                    const std::string& phase, std::vector<OpRow>* rows) {
   Totals t;
+  const double weight_bytes = count_params(g, b) * e;
   for (const auto& op : g.ops)
-    for (const auto& w : forward_work(op, b, e)) add_row(t, rows, cost_row(op, w, rates, phase));
+    for (const auto& w : forward_work(op, b, e))
+      add_row(t, rows, cost_row(op, w, rates, phase, weight_bytes));
   return t;
 }
 
@@ -88,7 +94,7 @@ Totals run_backward(const Graph& g, const Bindings& b, double e, const RateModel
     std::vector<bool> needs;
     for (const auto& in : it->inputs) needs.push_back(need.count(in.name) > 0);
     for (const auto& w : backward_work(*it, b, e, needs))
-      add_row(t, rows, cost_row(*it, w, rates, w.phase));
+      add_row(t, rows, cost_row(*it, w, rates, w.phase, 0));
   }
   return t;
 }
@@ -163,7 +169,7 @@ Estimate estimate_with(const Model& model, const Device& device, const RateModel
     op.kind = OpKind::elementwise;
     op.fn = "update";
     Totals opt;
-    add_row(opt, rows, cost_row(op, w, rates, "optimizer"));
+    add_row(opt, rows, cost_row(op, w, rates, "optimizer", 0));
     est.optimizer_step = opt;
     est.latency_s = est.forward.time_s + est.backward->time_s + opt.time_s;
     est.naive_latency_s = est.forward.naive_s + est.backward->naive_s + opt.naive_s;

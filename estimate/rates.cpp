@@ -116,16 +116,19 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
   dram_Bps_ = levels_.back().second;
   overhead_s_ = device.overhead_op_s.value_or(0);
 
-  // Each measured point as its efficiency: the time its roofline allows over the time it took.
+  // Each measured point as its efficiency: the time its reference roofline allows over the time
+  // it took.
   const auto efficiency = [&](double flops, double bytes, double flops_per_s) {
     return std::log(roofline_s(flops, bytes) / (flops / flops_per_s));
   };
+  std::vector<Point> cold;
   for (const auto& g : device.gemm) {
     if (g.shape.dtype != dtype || !(g.flops_per_s > 0)) continue;
     const double b = static_cast<double>(g.shape.batch);
     const auto x = batched_gemm_points_ ? coords(b, g.shape.m, g.shape.n, g.shape.k)
                                         : coords(1, b * g.shape.m, g.shape.n, g.shape.k);
-    gemm_points_.push_back({x, efficiency(g.shape.flops(), g.shape.bytes(), g.flops_per_s)});
+    (g.cold_weights ? cold : gemm_points_)
+        .push_back({x, efficiency(g.shape.flops(), g.shape.bytes(), g.flops_per_s)});
   }
   for (const auto& c : device.conv) {
     if (!conv_used(c)) continue;
@@ -149,6 +152,15 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
   };
   dedupe(gemm_points_);
   for (auto& c : conv_points_) dedupe(c);
+  // With cold weights: the warm points, each replaced by its cold measurement where there is one.
+  dedupe(cold);
+  gemm_cold_points_ = cold;
+  for (const auto& p : gemm_points_)
+    if (!std::binary_search(cold.begin(), cold.end(), p,
+                            [](const Point& a, const Point& b) { return a.x < b.x; }))
+      gemm_cold_points_.push_back(p);
+  for (const auto& [bytes, Bps] : levels_)
+    if (std::isfinite(bytes)) largest_cache_bytes_ = std::max(largest_cache_bytes_, bytes);
 
   naive_matrix_ = lookup(device.datasheet.flops_per_s, dtype).value_or(best_flops_per_s_);
   naive_vector_ = lookup(device.datasheet.vector_flops_per_s, dtype)
@@ -158,21 +170,29 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
 }
 
 double RateModel::roofline_s(double flops, double bytes) const {
-  return std::max(flops / best_flops_per_s_, bytes > 0 ? bytes / Bps(bytes) : 0.0);
+  return std::max(flops / best_flops_per_s_, bytes / dram_Bps_);
+}
+
+double RateModel::memory_s(double bytes, double weight_bytes, double model_weight_bytes) const {
+  if (!(bytes > 0)) return 0;
+  weight_bytes = std::clamp(weight_bytes, 0.0, bytes);
+  return (bytes - weight_bytes) / Bps(bytes) +
+         weight_bytes / Bps(std::max(bytes, model_weight_bytes));
 }
 
 double RateModel::product_s(const std::vector<Point>& points, const std::array<double, 4>& query,
                             double flops, double bytes) const {
   const double roof = roofline_s(flops, bytes);
   if (points.empty()) return roof;
-  // Never faster than the best measured rate, even where a point beat its memory roof.
+  // Never faster than the best measured rate, even where a point beat its reference roof.
   return std::max(roof / interpolate(points, query), flops / best_flops_per_s_);
 }
 
-double RateModel::gemm_time_s(const GemmCoords& s, double bytes) const {
+double RateModel::gemm_time_s(const GemmCoords& s, double bytes, bool cold_weights) const {
   const auto q =
       batched_gemm_points_ ? coords(s.batch, s.m, s.n, s.k) : coords(1, s.batch * s.m, s.n, s.k);
-  return product_s(gemm_points_, q, 2 * s.batch * s.m * s.n * s.k, bytes);
+  return product_s(cold_weights ? gemm_cold_points_ : gemm_points_, q,
+                   2 * s.batch * s.m * s.n * s.k, bytes);
 }
 
 double RateModel::conv_time_s(const GemmCoords& s, double bytes, std::int64_t groups,
@@ -184,7 +204,8 @@ double RateModel::conv_time_s(const GemmCoords& s, double bytes, std::int64_t gr
 
 double RateModel::gemm_flops_per_s(const GemmCoords& s) const {
   const double e = dtype_bytes(dtype_);
-  const double bytes = s.batch * ((s.m * s.k + s.k * s.n) * e + s.m * s.n * (dtype_ == DType::int8 ? 4 : e));
+  const double out = dtype_ == DType::int8 ? 4 : e;
+  const double bytes = s.batch * ((s.m * s.k + s.k * s.n) * e + s.m * s.n * out);
   return 2 * s.batch * s.m * s.n * s.k / gemm_time_s(s, bytes);
 }
 

@@ -1,5 +1,5 @@
 // What one device delivers, as the cost model asks for it: the time of a GEMM or convolution shape
-// (its roofline over the efficiency interpolated between the profile's measured points), the
+// (a reference roofline over the efficiency interpolated between the profile's points), the
 // bandwidth of the memory level that holds a working set, the per-op overhead, and the datasheet
 // figures for the naive roofline beside it. Built once per (device, dtype).
 #pragma once
@@ -26,19 +26,25 @@ class RateModel {
   // empty: at each measured shape the fastest layout measured.
   RateModel(const Device& device, DType dtype, const std::string& conv_layout = "");
 
-  // Time of one GEMM product moving `bytes`. Every measured point is held as its efficiency: the
-  // time its own roofline allows (max of FLOPs / best measured rate, bytes / bandwidth of the
-  // level holding them) over the time it took. The query's efficiency is interpolated in
-  // log-shape space and divides the query's roofline, so a memory-bound shape (a decode step)
-  // inherits how far measured memory-bound shapes fell short of their bandwidth, and a
-  // compute-bound one how far they fell short of the peak. Never faster than the best measured
-  // rate of the dtype.
-  double gemm_time_s(const GemmCoords& shape, double bytes) const;
+  // Kernel time of one GEMM product that reads and writes `bytes`. Every measured point is held
+  // as its efficiency against a reference roofline, max(FLOPs / best measured rate of the dtype,
+  // bytes / main-memory bandwidth), the same for every shape: for compute-bound shapes that is the
+  // rate over the best rate, for memory-bound ones (a decode step) the effective bandwidth over
+  // main memory's. The query's efficiency is interpolated in log-shape space and divides the
+  // query's reference roofline. Never faster than the best measured rate of the dtype. Where the
+  // operands sit (memory_s) is the cost model's other bound. `cold_weights`: the weights were
+  // evicted since their last use (a model larger than the caches); the profile's cold-weight
+  // points then stand in for the warm ones of the same shape.
+  double gemm_time_s(const GemmCoords& shape, double bytes, bool cold_weights = false) const;
   // Convolutions (forward, data- and weight-gradient) in implicit-GEMM coordinates, `groups`
   // separating dense, grouped and depthwise: measured conv points of the same class when the
   // profile has them, else the GEMM points (batch = groups). `bytes`: the convolution's own.
   double conv_time_s(const GemmCoords& implicit_gemm, double bytes, std::int64_t groups,
                      bool depthwise) const;
+  // Time to move `bytes`, `weight_bytes` of them parameters. Activations come from the level that
+  // holds the op's bytes; parameters from the level that holds all of the model's
+  // (`model_weight_bytes`): a pass reads each weight once, after every other layer's.
+  double memory_s(double bytes, double weight_bytes = 0, double model_weight_bytes = 0) const;
   // The rate gemm_time_s gives a GEMM whose operands are read and written once.
   double gemm_flops_per_s(const GemmCoords& shape) const;
   // Elementwise work (norms, activations): the vector FMA peak of the dtype.
@@ -46,6 +52,8 @@ class RateModel {
   // Bandwidth of the smallest memory level that holds `working_set_bytes`.
   double Bps(double working_set_bytes) const;
   double overhead_s() const { return overhead_s_; }
+  // The largest cache (0 when the profile has no cache level).
+  double largest_cache_bytes() const { return largest_cache_bytes_; }
 
   // The roofs for "% of peak": best measured GEMM rate and best bandwidth (DRAM/HBM).
   double best_flops_per_s() const { return best_flops_per_s_; }
@@ -71,7 +79,9 @@ class RateModel {
                    double flops, double bytes) const;
 
   DType dtype_;
-  std::vector<Point> gemm_points_;  // log efficiency
+  std::vector<Point> gemm_points_;       // log efficiency, warm caches
+  std::vector<Point> gemm_cold_points_;  // the same with cold-weight measurements where made
+  double largest_cache_bytes_ = 0;
   // Conv points by class: 0 dense (groups 1), 1 grouped, 2 depthwise.
   std::array<std::vector<Point>, 3> conv_points_;
   bool batched_gemm_points_ = false;

@@ -70,7 +70,7 @@ ExportResult export_calculon(const Profile& profile, const Device& device) {
     const auto name = calculon_dtype(dtype);
     std::vector<SizedRate> points;
     for (const auto& p : device.gemm) {
-      if (to_string(p.shape.dtype) == dtype)
+      if (to_string(p.shape.dtype) == dtype && !p.cold_weights)  // Calculon's table: warm caches
         points.push_back({p.shape.flops() / 1e9, p.flops_per_s});
     }
     if (!name) {

@@ -66,7 +66,7 @@ ExportResult export_csv(const Profile& profile, const std::vector<const Device*>
       return r;
     };
     for (const auto& p : d->gemm) {
-      auto r = base("gemm", p.shape.str());
+      auto r = base("gemm", p.shape.str() + (p.cold_weights ? " cold weights" : ""));
       r.cells["dtype"] = std::string(to_string(p.shape.dtype));
       r.cells["impl"] = p.impl;
       r.cells["batch"] = num(p.shape.batch);

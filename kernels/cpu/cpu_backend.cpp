@@ -109,6 +109,18 @@ class CpuBackend final : public Backend {
 #endif
   }
 
+  std::unique_ptr<Kernel> gemm_cold_weights(const GemmShape& shape) override {
+#ifdef TRUEPEAK_HAVE_ONEDNN
+    // Copies of the weights spanning twice the largest cache: each call's are long evicted.
+    std::int64_t largest_cache = 0;
+    for (const auto& level : description_.levels)
+      if (level.name != "DRAM" && level.bytes) largest_cache = std::max(largest_cache, *level.bytes);
+    return cpu::make_gemm_kernel(onednn_, shape, 2 * largest_cache);
+#else
+    return gemm(shape);
+#endif
+  }
+
   std::unique_ptr<Kernel> conv(const ConvShape& shape, ConvLayout layout) override {
 #ifdef TRUEPEAK_HAVE_ONEDNN
     return cpu::make_conv_kernel(onednn_, shape, layout);

@@ -64,6 +64,14 @@ TEST_P(CpuPlanTest, GemmGridHasEveryClass) {
     }
     EXPECT_TRUE(
         has_gemm(plan, DType::f32, [](const GemmShape& s) { return s.m == 8 && s.n >= 4096; }));
+    // Every decode-like shape is measured a second time with cold weights, and only those.
+    for (const auto& shape : plan.gemm) {
+      const bool skinny = shape.m <= 8 && shape.batch == 1;
+      EXPECT_EQ(std::count(plan.gemm_cold.begin(), plan.gemm_cold.end(), shape), skinny ? 1 : 0)
+          << shape.str();
+    }
+    EXPECT_EQ(plan.gemm_cold.size(), std::size_t(std::count_if(plan.gemm.begin(), plan.gemm.end(),
+                                                   [](const GemmShape& s) { return s.m <= 8 && s.batch == 1; })));
     // Decode-like M = 1 and 8 against layer-sized weights, not only the largest.
     for (const DType dtype : {DType::f32, DType::bf16}) {
       for (const std::int64_t m : {1, 8}) {

@@ -34,6 +34,8 @@ class ProfileIo : public ::testing::Test {
     d.kind = "cpu";
     d.name = "test cpu";
     d.gemm.push_back({GemmShape{DType::f32, 64, 64, 64, 1}, {1e-5, 2e-5, 0.1, 10}, 2.0 * 64 * 64 * 64 / 1e-5, "x", "row-major"});
+    d.gemm.push_back({GemmShape{DType::f32, 1, 64, 64, 1}, {1e-6, 1e-6, 0.1, 10}, 2.0 * 64 * 64 / 1e-6, "x",
+                      "row-major, cold weights", true});
     d.transfers["h2d_pinned"] = TransferFit{1e-6, 5e10, {{4096, 2e-6}}};
     d.overhead_op_s = 2e-6;
     p.devices.push_back(d);
@@ -60,6 +62,8 @@ TEST_F(ProfileIo, WriteThenReadKeepsValues) {
   EXPECT_EQ(d.gemm[0].shape, (GemmShape{DType::f32, 64, 64, 64, 1}));
   EXPECT_DOUBLE_EQ(d.gemm[0].timing.median_s, 2e-5);
   EXPECT_EQ(d.gemm[0].impl, "x");
+  EXPECT_FALSE(d.gemm[0].cold_weights);
+  EXPECT_TRUE(d.gemm[1].cold_weights);
   EXPECT_DOUBLE_EQ(*d.transfers.at("h2d_pinned").Bps, 5e10);
   EXPECT_DOUBLE_EQ(*d.overhead_op_s, 2e-6);
   EXPECT_FALSE(d.overhead_graph_op_s.has_value());
@@ -73,7 +77,8 @@ TEST_F(ProfileIo, NumbersStayNumbersAndMissingIsNull) {
   EXPECT_TRUE(j["devices"][0]["gemm"][0]["flops_per_s"].is_number());
   EXPECT_TRUE(j["devices"][0]["overhead"]["graph_op_s"].is_null());
   EXPECT_TRUE(j["machine"]["price_per_hour_usd"].is_null());
-  EXPECT_EQ(j["schema_version"], "1.1");
+  EXPECT_EQ(j["schema_version"], "1.2");
+  EXPECT_EQ(j["devices"][0]["gemm"][1]["cold_weights"], true);
 }
 
 TEST_F(ProfileIo, UnreadableFileSaysWhereAndWhy) {

@@ -126,6 +126,17 @@ TEST_F(CpuBackendTest, ConvShapesAndLayouts) {
   }
 }
 
+TEST_F(CpuBackendTest, GemmWithColdWeightsIsCheckedAndSaysSo) {
+  // Copies of B span twice the largest cache; the result is checked like any GEMM's.
+  for (const DType dtype : {DType::f32, DType::bf16}) {
+    auto kernel = backend().gemm_cold_weights(GemmShape{dtype, 1, 256, 512, 1});
+    exercise(*kernel);
+    EXPECT_NE(kernel->layout().find("cold weights"), std::string::npos) << kernel->layout();
+  }
+  EXPECT_EQ(backend().gemm(GemmShape{DType::f32, 1, 256, 512, 1})->layout().find("cold"),
+            std::string::npos);
+}
+
 TEST_F(CpuBackendTest, StreamEachOp) {
   for (const StreamOp op : {StreamOp::copy, StreamOp::scale, StreamOp::add, StreamOp::triad}) {
     for (const std::int64_t bytes : {std::int64_t{48} << 10, std::int64_t{6} << 20}) {

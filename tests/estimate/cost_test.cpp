@@ -74,17 +74,19 @@ TEST_F(FixtureCpu, OutsideTheMeasuredRangeNeverExceedsTheNearestMeasuredRate) {
   const RateModel rates(cpu, DType::f32);
   EXPECT_DOUBLE_EQ(rates.gemm_flops_per_s({1, 8192, 8192, 8192}), 8e11);  // not extrapolated upward
   // 16^3 takes the efficiency of the nearest measured shape (256^3: 0.25 of its compute roof) on
-  // its own roofline: 3 x 16 x 16 x 4 B from L2 at 2e11 B/s (15.36 ns, above 8192 FLOP / 8e11).
-  EXPECT_NEAR(rates.gemm_flops_per_s({1, 16, 16, 16}), 8192 / (3072 / 2e11 / 0.25), 1);
+  // its own reference roofline: 3 x 16 x 16 x 4 B at main memory's 5e10 B/s (61.44 ns, above
+  // 8192 FLOP / 8e11).
+  EXPECT_NEAR(rates.gemm_flops_per_s({1, 16, 16, 16}), 8192 / (3072 / 5e10 / 0.25), 1);
   EXPECT_LE(rates.gemm_flops_per_s({1, 16, 16, 16}), 2e11);
   for (double s : {1.0, 7.0, 100.0, 3000.0, 1e5})
     EXPECT_LE(rates.gemm_flops_per_s({1, s, s, s}), 8e11) << s;
 }
 
-TEST(FixtureSkinny, MemoryBoundShapeInheritsTheMeasuredShortfallOfItsBandwidth) {
-  // One measured point, M = 1 against a 4096 x 4096 f32 weight (64 MiB, DRAM at 5e10 B/s): it
-  // took twice its memory roof. Decode-like products are predicted at twice their own memory
-  // roof: from DRAM for a 2048 x 2048 weight (16 MiB), from L2 (2e11 B/s) for 256 x 256.
+TEST(FixtureSkinny, SkinnyShapeTakesTheMeasuredEffectiveBandwidthOfSkinnyShapes) {
+  // One measured point, M = 1 against a 4096 x 4096 f32 weight: it moved its bytes at half of
+  // main memory's 5e10 B/s. Decode-like products are predicted at that effective bandwidth, for
+  // a 2048 x 2048 weight (16 MiB, in DRAM) and for a 256 x 256 one (in L2, which could serve it
+  // at 2e11 B/s), not at the measured FLOP rate of the larger product.
   Profile p = fixture("fixture_cpu.json");
   Device& d = p.devices.at(0);
   const GemmShape big{DType::f32, 1, 4096, 4096, 1};
@@ -94,8 +96,55 @@ TEST(FixtureSkinny, MemoryBoundShapeInheritsTheMeasuredShortfallOfItsBandwidth) 
   const GemmShape dram{DType::f32, 1, 2048, 2048, 1};
   EXPECT_NEAR(rates.gemm_time_s({1, 1, 2048, 2048}, dram.bytes()), 2 * dram.bytes() / 5e10, 1e-12);
   const GemmShape l2{DType::f32, 1, 256, 256, 1};
-  EXPECT_NEAR(rates.gemm_time_s({1, 1, 256, 256}, l2.bytes()), 2 * l2.bytes() / 2e11, 1e-15);
-  EXPECT_NEAR(rates.gemm_flops_per_s({1, 1, 256, 256}), l2.flops() / (2 * l2.bytes() / 2e11), 1);
+  EXPECT_NEAR(rates.gemm_time_s({1, 1, 256, 256}, l2.bytes()), 2 * l2.bytes() / 5e10, 1e-15);
+  EXPECT_NEAR(rates.gemm_flops_per_s({1, 1, 256, 256}), l2.flops() / (2 * l2.bytes() / 5e10), 1);
+}
+
+TEST_F(FixtureCpu, WeightsComeFromTheLevelThatHoldsAllOfTheModelsWeights) {
+  // Eight 256 x 256 f32 linears at batch 1: each weight (256 KiB) fits the 1 MiB L2, all eight
+  // (2 MiB) do not, so a pass reads every weight from DRAM (5e10 B/s); the activations (1 KiB
+  // in, 1 KiB out) stay in L2 (2e11 B/s).
+  GraphBuilder b;
+  const TensorRef* x = &b.input("x", {Dim::symbol("N"), 256});
+  for (int i = 0; i < 8; ++i) x = &b.add(make_linear("fc" + std::to_string(i), *x, 256, false));
+  Model m;
+  m.name = "stack";
+  m.forward = b.take();
+  const auto est = estimate(m, cpu, batch(1));
+  ASSERT_EQ(est.ops.size(), 8u);
+  const double weights = 256.0 * 256 * 4, activations = 2 * 256.0 * 4;
+  for (const auto& r : est.ops) {
+    EXPECT_NEAR(r.memory_s, activations / 2e11 + weights / 5e10, 1e-15) << r.name;
+    EXPECT_FALSE(r.compute_bound);
+  }
+  // One such linear alone keeps its weight in L2.
+  const auto one = estimate(linear_model(256, 256), cpu, batch(1));
+  EXPECT_NEAR(one.ops.at(0).memory_s, (activations + weights) / 2e11, 1e-15);
+  const RateModel rates(cpu, DType::f32);
+  EXPECT_NEAR(rates.memory_s(1000, 600, 4e6), 400 / 2e11 + 600 / 5e10, 1e-18);
+}
+
+TEST(FixtureCold, LinearsOfAModelLargerThanTheCachesTakeTheColdWeightPoints) {
+  // 1 x 256 x 256 measured warm (10 us) and with cold weights (30 us). One such linear (256 KiB
+  // of weights, inside the 1 MiB L2) runs warm; each of a stack of eight (2 MiB) runs cold.
+  Profile p = fixture("fixture_cpu.json");
+  Device& d = p.devices.at(0);
+  const GemmShape s{DType::f32, 1, 256, 256, 1};
+  d.gemm = {{s, {10e-6, 10e-6, 0.01, 10}, s.flops() / 10e-6, "fixture", "row-major"},
+            {s, {30e-6, 30e-6, 0.01, 10}, s.flops() / 30e-6, "fixture", "row-major", true}};
+  const auto one = estimate(linear_model(256, 256), d, batch(1));
+  EXPECT_NEAR(one.ops.at(0).compute_s, 10e-6, 1e-12);
+  GraphBuilder b;
+  const TensorRef* x = &b.input("x", {Dim::symbol("N"), 256});
+  for (int i = 0; i < 8; ++i) x = &b.add(make_linear("fc" + std::to_string(i), *x, 256, false));
+  Model m;
+  m.name = "stack";
+  m.forward = b.take();
+  const auto stack = estimate(m, d, batch(1));
+  for (const auto& r : stack.ops) {
+    EXPECT_NEAR(r.compute_s, 30e-6, 1e-12) << r.name;
+    EXPECT_NEAR(r.time_s, 30e-6 + kOverhead, 1e-12) << r.name;
+  }
 }
 
 TEST_F(FixtureCpu, ConvWithoutConvPointsUsesItsImplicitGemmShape) {
