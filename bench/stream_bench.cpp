@@ -26,12 +26,7 @@ int main(int argc, char** argv) {
     return status;
   }
   auto backend = make_cpu_backend(options);
-  std::int64_t llc = 8 * kMiB;
-  for (const auto& level : backend->describe().levels) {
-    if (level.name != "DRAM" && level.bytes) {
-      llc = std::max(llc, *level.bytes);
-    }
-  }
+  const std::int64_t llc = std::max(8 * kMiB, largest_cache_bytes(backend->describe().levels));
   std::vector<std::int64_t> sizes = {48 * kKiB, 1 * kMiB, 32 * kMiB,
                                      (4 * llc + llc / 4 + kMiB - 1) / kMiB * kMiB};
   sizes.insert(sizes.end(), extra.begin(), extra.end());

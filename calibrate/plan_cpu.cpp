@@ -86,17 +86,6 @@ void add_gemms(std::vector<GemmShape>& out, DType dtype, bool quick, bool subset
   }
 }
 
-// The last cache level's capacity (0 when the description has none).
-std::int64_t last_level_cache_bytes(const DeviceDescription& device) {
-  std::int64_t llc = 0;
-  for (const auto& level : device.levels) {
-    if (level.name != "DRAM" && level.bytes) {
-      llc = std::max(llc, *level.bytes);
-    }
-  }
-  return llc;
-}
-
 }  // namespace
 
 Plan cpu_plan(const DeviceDescription& device, Suite suite) {
@@ -143,7 +132,7 @@ Plan cpu_plan(const DeviceDescription& device, Suite suite) {
   plan.stream_ops = quick ? std::vector<StreamOp>{StreamOp::copy, StreamOp::triad}
                           : std::vector<StreamOp>{StreamOp::copy, StreamOp::scale, StreamOp::add,
                                                   StreamOp::triad};
-  const std::int64_t llc = std::max<std::int64_t>(last_level_cache_bytes(device), 8 * kMiB);
+  const std::int64_t llc = std::max<std::int64_t>(largest_cache_bytes(device.levels), 8 * kMiB);
   // First DRAM size: 4x LLC plus a quarter, rounded up to 64 MiB.
   const std::int64_t dram = (4 * llc + llc / 4 + 64 * kMiB - 1) / (64 * kMiB) * (64 * kMiB);
   std::vector<std::int64_t> sizes;

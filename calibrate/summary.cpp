@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/backend.hpp"
 #include "core/table.hpp"
 #include "core/units.hpp"
 
@@ -48,7 +49,7 @@ std::string device_summary(const Device& d) {
     t.add_row({"vector FMA " + dtype, format_flops_per_s(rate), ds ? format_flops_per_s(*ds) : kNone, ratio(rate, ds)});
   }
   for (const auto& level : d.memory_levels) {
-    const bool is_memory = level.name == "DRAM" || level.name == "HBM";
+    const bool is_memory = is_device_memory(level.name);
     const auto ds = is_memory ? d.datasheet.memory_Bps : std::nullopt;
     const auto size = level.bytes ? " (" + format_bytes(double(*level.bytes)) + ")" : std::string();
     t.add_row({"triad " + level.name + size, format_Bps(level.Bps), ds ? format_Bps(*ds) : kNone, ratio(level.Bps, ds)});

@@ -45,6 +45,19 @@ struct MemoryLevel {
   std::optional<std::int64_t> bytes;
 };
 
+// Whether a level of that name is device memory rather than a cache.
+inline bool is_device_memory(const std::string& level_name) {
+  return level_name == "DRAM" || level_name == "HBM";
+}
+
+// The largest cache's capacity (0 when the levels name none).
+inline std::int64_t largest_cache_bytes(const std::vector<MemoryLevel>& levels) {
+  std::int64_t largest = 0;
+  for (const auto& level : levels)
+    if (!is_device_memory(level.name) && level.bytes && *level.bytes > largest) largest = *level.bytes;
+  return largest;
+}
+
 struct DeviceDescription {
   std::string id;    // "cpu", "cuda:0"
   std::string kind;  // "cpu", "gpu"

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/backend.hpp"
 #include "core/error.hpp"
 
 namespace truepeak::estimate {
@@ -159,8 +160,9 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
     if (!std::binary_search(cold.begin(), cold.end(), p,
                             [](const Point& a, const Point& b) { return a.x < b.x; }))
       gemm_cold_points_.push_back(p);
-  for (const auto& [bytes, Bps] : levels_)
-    if (std::isfinite(bytes)) largest_cache_bytes_ = std::max(largest_cache_bytes_, bytes);
+  for (const auto& l : device.memory_levels)
+    if (l.bytes && !is_device_memory(l.name))
+      largest_cache_bytes_ = std::max(largest_cache_bytes_, static_cast<double>(*l.bytes));
 
   naive_matrix_ = lookup(device.datasheet.flops_per_s, dtype).value_or(best_flops_per_s_);
   naive_vector_ = lookup(device.datasheet.vector_flops_per_s, dtype)

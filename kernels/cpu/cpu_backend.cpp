@@ -80,12 +80,7 @@ class CpuBackend final : public Backend {
     // The only place the oneDNN thread count can be set with its OpenMP runtime is the
     // process-wide OpenMP default; our own kernels name their thread count explicitly.
     omp_set_num_threads(threads_);
-    for (auto it = description_.levels.rbegin(); it != description_.levels.rend(); ++it) {
-      if (it->name != "DRAM" && it->bytes) {
-        llc_bytes_ = *it->bytes;
-        break;
-      }
-    }
+    llc_bytes_ = largest_cache_bytes(description_.levels);
 #ifdef TRUEPEAK_HAVE_ONEDNN
     onednn_ = cpu::make_onednn_context();
     description_.libraries["onednn"] = cpu::onednn_version();
@@ -112,10 +107,7 @@ class CpuBackend final : public Backend {
   std::unique_ptr<Kernel> gemm_cold_weights(const GemmShape& shape) override {
 #ifdef TRUEPEAK_HAVE_ONEDNN
     // Copies of the weights spanning twice the largest cache: each call's are long evicted.
-    std::int64_t largest_cache = 0;
-    for (const auto& level : description_.levels)
-      if (level.name != "DRAM" && level.bytes) largest_cache = std::max(largest_cache, *level.bytes);
-    return cpu::make_gemm_kernel(onednn_, shape, 2 * largest_cache);
+    return cpu::make_gemm_kernel(onednn_, shape, 2 * llc_bytes_);
 #else
     return gemm(shape);
 #endif
