@@ -95,8 +95,11 @@ Plan cpu_plan(const DeviceDescription& device, Suite suite) {
   add_gemms(plan.gemm, DType::f32, quick, false);
   add_gemms(plan.gemm, DType::bf16, quick, false);
   add_gemms(plan.gemm, DType::int8, quick, true);
+  // Cold weights where the weights alone would sit in the caches (larger ones are cold anyway).
+  const std::int64_t caches = largest_cache_bytes(device.levels);
   for (const auto& shape : plan.gemm)
-    if (shape.m <= 8 && shape.batch == 1) plan.gemm_cold.push_back(shape);
+    if (shape.m <= 8 && shape.batch == 1 && shape.k * shape.n * dtype_bytes(shape.dtype) < 2 * caches)
+      plan.gemm_cold.push_back(shape);
 
   // Every CNN layer twice: in the layout oneDNN prefers when free to choose ("any"), and blocked
   // (nChw16c / nChw8c), the layout frameworks that keep activations in oneDNN's own format run

@@ -32,12 +32,12 @@ OpRow cost_row(const Op& op, const Work& w, const RateModel& rates, const std::s
     case Engine::gemm: {
       // Weights read once a pass come back from memory when the model outgrows the caches.
       const bool cold = w.weight_bytes > 0 && model_weight_bytes > rates.largest_cache_bytes();
-      for (const auto& [g, f] : w.products) r.compute_s += rates.gemm_time_s(g, share(f), cold);
+      for (const auto& [g, f] : w.products) r.compute_s += rates.gemm_time_s(g, f, share(f), cold);
       break;
     }
     case Engine::conv:
       for (const auto& [g, f] : w.products)
-        r.compute_s += rates.conv_time_s(g, share(f), w.groups, w.depthwise);
+        r.compute_s += rates.conv_time_s(g, f, share(f), w.groups, w.depthwise);
       break;
     case Engine::vector:
       r.compute_s = w.flops / rates.vector_flops_per_s();

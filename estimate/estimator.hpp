@@ -68,14 +68,20 @@ struct OpRow {
   std::string shape;  // GEMM "m x n x k" (batch b), conv "mb1ic64ih56oc64kh3sh1ph1", else output
   double flops = 0;
   double bytes = 0;
-  double compute_s = 0;  // flops / achieved rate
-  double memory_s = 0;   // bytes / achieved bandwidth of the level holding the working set
+  // GEMM/conv: the kernel time interpolated from measured shapes (efficiency against the
+  // reference roofline, rates.hpp); other ops: flops / measured vector peak.
+  double compute_s = 0;
+  // Activation bytes / bandwidth of the level holding the op's bytes, plus weight bytes /
+  // bandwidth of the level holding all of the model's weights.
+  double memory_s = 0;
   double overhead_s = 0;
   double time_s = 0;  // max(compute_s, memory_s) + overhead_s
+  // The roofline's verdict: flops at the best measured rate take longer than memory_s (for a
+  // GEMM/conv, compute_s may exceed memory_s on a memory-bound row: it holds the shortfall).
   bool compute_bound = false;
-  double achieved_flops_per_s = 0;  // rate used for compute_s
+  double achieved_flops_per_s = 0;  // flops / compute_s
   // compute-bound: (flops / time_s) / best measured rate of the dtype; memory-bound:
-  // (bytes / time_s) / bandwidth of the level holding the working set. Under 1 by the overhead.
+  // memory_s / time_s, the share of the time the memory roof accounts for.
   double peak_fraction = 0;
   double naive_s = 0;               // max(flops / datasheet peak, bytes / datasheet bandwidth)
 };

@@ -119,28 +119,34 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
 
   // Each measured point as its efficiency: the time its reference roofline allows over the time
   // it took.
-  const auto efficiency = [&](double flops, double bytes, double flops_per_s) {
-    return std::log(roofline_s(flops, bytes) / (flops / flops_per_s));
+  // A point whose work or traffic is not positive (a malformed profile) tells nothing: skipped.
+  const auto efficiency = [&](double flops, double bytes,
+                              double flops_per_s) -> std::optional<double> {
+    if (!(flops > 0 && bytes > 0 && flops_per_s > 0)) return std::nullopt;
+    const double e = std::log(roofline_s(flops, bytes) / (flops / flops_per_s));
+    return std::isfinite(e) ? std::optional<double>(e) : std::nullopt;
   };
   std::vector<Point> cold;
   for (const auto& g : device.gemm) {
-    if (g.shape.dtype != dtype || !(g.flops_per_s > 0)) continue;
+    if (g.shape.dtype != dtype) continue;
+    const auto e = efficiency(g.shape.flops(), g.shape.bytes(), g.flops_per_s);
+    if (!e) continue;
     const double b = static_cast<double>(g.shape.batch);
     const auto x = batched_gemm_points_ ? coords(b, g.shape.m, g.shape.n, g.shape.k)
                                         : coords(1, b * g.shape.m, g.shape.n, g.shape.k);
-    (g.cold_weights ? cold : gemm_points_)
-        .push_back({x, efficiency(g.shape.flops(), g.shape.bytes(), g.flops_per_s)});
+    (g.cold_weights ? cold : gemm_points_).push_back({x, *e});
   }
   for (const auto& c : device.conv) {
     if (!conv_used(c)) continue;
     const auto& s = c.shape;
+    const auto e = efficiency(s.flops(), s.bytes(), c.flops_per_s);
+    if (!e) continue;
     const bool depthwise = s.groups == s.c && s.groups == s.k;
     const double m = static_cast<double>(s.n * s.out_h() * s.out_w());
     const double n = static_cast<double>(s.k / s.groups);
     const double k = static_cast<double>(s.c / s.groups * s.r * s.s);
     conv_points_[static_cast<std::size_t>(conv_class(s.groups, depthwise))].push_back(
-        {coords(static_cast<double>(s.groups), m, n, k),
-         efficiency(s.flops(), s.bytes(), c.flops_per_s)});
+        {coords(static_cast<double>(s.groups), m, n, k), *e});
   }
   // One value per measured shape: several layouts (or repeats) of one shape keep the fastest.
   auto dedupe = [](std::vector<Point>& points) {
@@ -160,7 +166,7 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
     if (!std::binary_search(cold.begin(), cold.end(), p,
                             [](const Point& a, const Point& b) { return a.x < b.x; }))
       gemm_cold_points_.push_back(p);
-  for (const auto& l : device.memory_levels)
+  for (const auto& l : device.memory_levels)  // caches only: device memory has a size too
     if (l.bytes && !is_device_memory(l.name))
       largest_cache_bytes_ = std::max(largest_cache_bytes_, static_cast<double>(*l.bytes));
 
@@ -190,25 +196,24 @@ double RateModel::product_s(const std::vector<Point>& points, const std::array<d
   return std::max(roof / interpolate(points, query), flops / best_flops_per_s_);
 }
 
-double RateModel::gemm_time_s(const GemmCoords& s, double bytes, bool cold_weights) const {
+double RateModel::gemm_time_s(const GemmCoords& s, double flops, double bytes,
+                              bool cold_weights) const {
   const auto q =
       batched_gemm_points_ ? coords(s.batch, s.m, s.n, s.k) : coords(1, s.batch * s.m, s.n, s.k);
-  return product_s(cold_weights ? gemm_cold_points_ : gemm_points_, q,
-                   2 * s.batch * s.m * s.n * s.k, bytes);
+  return product_s(cold_weights ? gemm_cold_points_ : gemm_points_, q, flops, bytes);
 }
 
-double RateModel::conv_time_s(const GemmCoords& s, double bytes, std::int64_t groups,
-                              bool depthwise) const {
+double RateModel::conv_time_s(const GemmCoords& s, double flops, double bytes,
+                              std::int64_t groups, bool depthwise) const {
   const auto& points = conv_points_[static_cast<std::size_t>(conv_class(groups, depthwise))];
-  if (points.empty()) return gemm_time_s(s, bytes);
-  return product_s(points, coords(s.batch, s.m, s.n, s.k), 2 * s.batch * s.m * s.n * s.k, bytes);
+  if (points.empty()) return gemm_time_s(s, flops, bytes);
+  return product_s(points, coords(s.batch, s.m, s.n, s.k), flops, bytes);
 }
 
 double RateModel::gemm_flops_per_s(const GemmCoords& s) const {
-  const double e = dtype_bytes(dtype_);
-  const double out = dtype_ == DType::int8 ? 4 : e;
-  const double bytes = s.batch * ((s.m * s.k + s.k * s.n) * e + s.m * s.n * out);
-  return 2 * s.batch * s.m * s.n * s.k / gemm_time_s(s, bytes);
+  const GemmShape shape{dtype_, static_cast<std::int64_t>(s.m), static_cast<std::int64_t>(s.n),
+                        static_cast<std::int64_t>(s.k), static_cast<std::int64_t>(s.batch)};
+  return shape.flops() / gemm_time_s(s, shape.flops(), shape.bytes());
 }
 
 double RateModel::Bps(double working_set_bytes) const {

@@ -35,12 +35,14 @@ class RateModel {
   // operands sit (memory_s) is the cost model's other bound. `cold_weights`: the weights were
   // evicted since their last use (a model larger than the caches); the profile's cold-weight
   // points then stand in for the warm ones of the same shape.
-  double gemm_time_s(const GemmCoords& shape, double bytes, bool cold_weights = false) const;
+  // `flops`: the product's work (a causal attention product does half of its coordinates').
+  double gemm_time_s(const GemmCoords& shape, double flops, double bytes,
+                     bool cold_weights = false) const;
   // Convolutions (forward, data- and weight-gradient) in implicit-GEMM coordinates, `groups`
   // separating dense, grouped and depthwise: measured conv points of the same class when the
   // profile has them, else the GEMM points (batch = groups). `bytes`: the convolution's own.
-  double conv_time_s(const GemmCoords& implicit_gemm, double bytes, std::int64_t groups,
-                     bool depthwise) const;
+  double conv_time_s(const GemmCoords& implicit_gemm, double flops, double bytes,
+                     std::int64_t groups, bool depthwise) const;
   // Time to move `bytes`, `weight_bytes` of them parameters. Activations come from the level that
   // holds the op's bytes; parameters from the level that holds all of the model's
   // (`model_weight_bytes`): a pass reads each weight once, after every other layer's.

@@ -2,7 +2,7 @@
 // elements. Memory is left untouched on allocation so that the first write decides page placement
 // (first touch), which the STREAM kernels rely on. Buffers of 2 MiB and more are aligned to 2 MiB
 // and asked to be backed by transparent huge pages (where the kernel offers them on request):
-// fewer TLB misses, and the same page placement from one run to the next.
+// fewer TLB misses while streaming through main memory.
 #pragma once
 
 #include <cstddef>
@@ -34,9 +34,11 @@ class AlignedBuffer {
     if (!data_) {
       throw std::bad_alloc();
     }
+#ifdef MADV_HUGEPAGE
     if (align == kHugePage) {
       ::madvise(data_.get(), bytes, MADV_HUGEPAGE);  // advice only: without THP nothing changes
     }
+#endif
   }
 
   T* data() { return data_.get(); }

@@ -107,6 +107,9 @@ class CpuBackend final : public Backend {
   std::unique_ptr<Kernel> gemm_cold_weights(const GemmShape& shape) override {
 #ifdef TRUEPEAK_HAVE_ONEDNN
     // Copies of the weights spanning twice the largest cache: each call's are long evicted.
+    if (llc_bytes_ <= 0)
+      throw Unsupported("gemm " + shape.str() +
+                        " with cold weights: the cache sizes of this CPU are unknown");
     return cpu::make_gemm_kernel(onednn_, shape, 2 * llc_bytes_);
 #else
     return gemm(shape);

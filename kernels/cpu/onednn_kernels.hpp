@@ -22,8 +22,8 @@ OnednnContext make_onednn_context();
 // matmul: f32 (f32 out), bf16 (bf16 out, f32 accumulation), int8 (s8 x s8 -> s32); batch > 1 is
 // a 3-D batched matmul. Operands row-major, as eager frameworks pass them (oneDNN packs the
 // weights inside each call).
-// `weight_span_bytes` > 0: cold weights, B copied until the copies span that many bytes and one
-// copy used per call in turn.
+// `weight_span_bytes` > 0: cold weights, B copied until the copies span that many bytes (at most
+// 4096 copies) and one copy used per call in turn.
 std::unique_ptr<Kernel> make_gemm_kernel(const OnednnContext& context, const GemmShape& shape,
                                          std::int64_t weight_span_bytes = 0);
 // Forward-inference direct convolution, f32 or bf16, in the given activation layout ("any" lets

@@ -94,9 +94,9 @@ TEST(FixtureSkinny, SkinnyShapeTakesTheMeasuredEffectiveBandwidthOfSkinnyShapes)
   d.gemm = {{big, {big_s, big_s, 0.01, 10}, big.flops() / big_s, "fixture", "row-major"}};
   const RateModel rates(d, DType::f32);
   const GemmShape dram{DType::f32, 1, 2048, 2048, 1};
-  EXPECT_NEAR(rates.gemm_time_s({1, 1, 2048, 2048}, dram.bytes()), 2 * dram.bytes() / 5e10, 1e-12);
+  EXPECT_NEAR(rates.gemm_time_s({1, 1, 2048, 2048}, dram.flops(), dram.bytes()), 2 * dram.bytes() / 5e10, 1e-12);
   const GemmShape l2{DType::f32, 1, 256, 256, 1};
-  EXPECT_NEAR(rates.gemm_time_s({1, 1, 256, 256}, l2.bytes()), 2 * l2.bytes() / 5e10, 1e-15);
+  EXPECT_NEAR(rates.gemm_time_s({1, 1, 256, 256}, l2.flops(), l2.bytes()), 2 * l2.bytes() / 5e10, 1e-15);
   EXPECT_NEAR(rates.gemm_flops_per_s({1, 1, 256, 256}), l2.flops() / (2 * l2.bytes() / 5e10), 1);
 }
 
@@ -104,13 +104,7 @@ TEST_F(FixtureCpu, WeightsComeFromTheLevelThatHoldsAllOfTheModelsWeights) {
   // Eight 256 x 256 f32 linears at batch 1: each weight (256 KiB) fits the 1 MiB L2, all eight
   // (2 MiB) do not, so a pass reads every weight from DRAM (5e10 B/s); the activations (1 KiB
   // in, 1 KiB out) stay in L2 (2e11 B/s).
-  GraphBuilder b;
-  const TensorRef* x = &b.input("x", {Dim::symbol("N"), 256});
-  for (int i = 0; i < 8; ++i) x = &b.add(make_linear("fc" + std::to_string(i), *x, 256, false));
-  Model m;
-  m.name = "stack";
-  m.forward = b.take();
-  const auto est = estimate(m, cpu, batch(1));
+  const auto est = estimate(testing::linear_stack(8, 256), cpu, batch(1));
   ASSERT_EQ(est.ops.size(), 8u);
   const double weights = 256.0 * 256 * 4, activations = 2 * 256.0 * 4;
   for (const auto& r : est.ops) {
@@ -125,26 +119,42 @@ TEST_F(FixtureCpu, WeightsComeFromTheLevelThatHoldsAllOfTheModelsWeights) {
 }
 
 TEST(FixtureCold, LinearsOfAModelLargerThanTheCachesTakeTheColdWeightPoints) {
-  // 1 x 256 x 256 measured warm (10 us) and with cold weights (30 us). One such linear (256 KiB
-  // of weights, inside the 1 MiB L2) runs warm; each of a stack of eight (2 MiB) runs cold.
+  // 1 x 256 x 256 measured warm (30 us) and with cold weights (10 us; faster than warm only so
+  // that a warm point left beside its cold twin would show). One such linear (256 KiB of
+  // weights, inside the 1 MiB L2) runs warm; each of a stack of eight (2 MiB) runs cold.
   Profile p = fixture("fixture_cpu.json");
   Device& d = p.devices.at(0);
   const GemmShape s{DType::f32, 1, 256, 256, 1};
-  d.gemm = {{s, {10e-6, 10e-6, 0.01, 10}, s.flops() / 10e-6, "fixture", "row-major"},
-            {s, {30e-6, 30e-6, 0.01, 10}, s.flops() / 30e-6, "fixture", "row-major", true}};
+  d.gemm = {{s, {30e-6, 30e-6, 0.01, 10}, s.flops() / 30e-6, "fixture", "row-major"},
+            {s, {10e-6, 10e-6, 0.01, 10}, s.flops() / 10e-6, "fixture", "row-major", true}};
   const auto one = estimate(linear_model(256, 256), d, batch(1));
-  EXPECT_NEAR(one.ops.at(0).compute_s, 10e-6, 1e-12);
-  GraphBuilder b;
-  const TensorRef* x = &b.input("x", {Dim::symbol("N"), 256});
-  for (int i = 0; i < 8; ++i) x = &b.add(make_linear("fc" + std::to_string(i), *x, 256, false));
-  Model m;
-  m.name = "stack";
-  m.forward = b.take();
-  const auto stack = estimate(m, d, batch(1));
+  EXPECT_NEAR(one.ops.at(0).compute_s, 30e-6, 1e-12);
+  const auto stack = estimate(testing::linear_stack(8, 256), d, batch(1));
+  ASSERT_EQ(stack.ops.size(), 8u);
   for (const auto& r : stack.ops) {
-    EXPECT_NEAR(r.compute_s, 30e-6, 1e-12) << r.name;
-    EXPECT_NEAR(r.time_s, 30e-6 + kOverhead, 1e-12) << r.name;
+    EXPECT_NEAR(r.compute_s, 10e-6, 1e-12) << r.name;
+    EXPECT_NEAR(r.time_s, 10e-6 + kOverhead, 1e-12) << r.name;
   }
+}
+
+TEST_F(FixtureCpu, CausalAttentionTakesHalfTheTimeOfFullAttention) {
+  // 16 heads x 1024 x 1024 x 64: compute-bound, so skipping the masked half halves the time.
+  const auto attention = [&](bool causal) {
+    GraphBuilder b;
+    const auto& q = b.input("q", {Dim::symbol("N"), 16, 1024, 64});
+    const auto& k = b.input("k", {Dim::symbol("N"), 16, 1024, 64});
+    const auto& v = b.input("v", {Dim::symbol("N"), 16, 1024, 64});
+    b.add(make_attention("attn", q, k, v, causal));
+    Model m;
+    m.name = "attention";
+    m.forward = b.take();
+    return estimate(m, cpu, batch(1)).ops.at(0);
+  };
+  const auto full = attention(false), causal = attention(true);
+  ASSERT_TRUE(full.compute_bound);
+  EXPECT_DOUBLE_EQ(causal.flops, full.flops / 2);
+  EXPECT_NEAR(causal.compute_s, full.compute_s / 2, 1e-12);
+  EXPECT_NEAR(causal.achieved_flops_per_s, full.achieved_flops_per_s, 1);
 }
 
 TEST_F(FixtureCpu, ConvWithoutConvPointsUsesItsImplicitGemmShape) {

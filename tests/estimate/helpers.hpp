@@ -24,6 +24,18 @@ inline Model linear_model(std::int64_t k, std::int64_t n) {
   return m;
 }
 
+// `count` chained linears of width x width (no bias): x [N, width] -> ... -> [N, width].
+inline Model linear_stack(int count, std::int64_t width) {
+  GraphBuilder b;
+  const TensorRef* x = &b.input("x", {Dim::symbol("N"), width});
+  for (int i = 0; i < count; ++i)
+    x = &b.add(make_linear("fc" + std::to_string(i), *x, width, false));
+  Model m;
+  m.name = "stack";
+  m.forward = b.take();
+  return m;
+}
+
 inline Model relu_model(std::int64_t width) {
   GraphBuilder b;
   const auto& x = b.input("x", {Dim::symbol("N"), width});
