@@ -199,12 +199,20 @@ Chart gemm_efficiency_chart(const std::vector<DeviceView>& views) {
         suffix = " (of best measured)";
         any_measured_reference = true;
       }
-      Series s{prefix(views, v) + dt + suffix, {}, true, false, Marker::circle, color++};
+      // Square problems as a line by size; the other shapes (skinny, small K, batched) as
+      // markers of the same colour; cold-weight repeats left out (warm caches here).
+      Series square{prefix(views, v) + dt + suffix + " square", {}, true, false, Marker::circle,
+                    color};
+      Series other{prefix(views, v) + dt + " other shapes", {}, false, false, Marker::square,
+                   color++};
       for (const auto& p : v.device->gemm) {
-        if (to_string(p.shape.dtype) == dt && reference)
-          s.points.push_back({p.shape.flops(), p.flops_per_s / *reference});
+        if (to_string(p.shape.dtype) != dt || !reference || p.cold_weights) continue;
+        const bool is_square = p.shape.m == p.shape.n && p.shape.n == p.shape.k && p.shape.batch == 1;
+        (is_square ? square : other).points.push_back({p.shape.flops(), p.flops_per_s / *reference});
       }
-      if (!s.points.empty()) chart.series.push_back(std::move(s));
+      std::sort(square.points.begin(), square.points.end());
+      for (auto* series : {&square, &other})
+        if (!series->points.empty()) chart.series.push_back(std::move(*series));
     }
   }
   double top = 1.0;
