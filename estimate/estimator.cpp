@@ -270,13 +270,13 @@ std::optional<std::int64_t> max_batch(const Model& model, const Options& options
 }
 
 Estimate estimate(const Model& model, const Device& device, const Options& options) {
-  const RateModel rates(device, options.dtype, options.conv_layout);
+  const RateModel rates(device, options.dtype, options.conv_layout, options.op_overhead_s);
   return estimate_with(model, device, rates, options);
 }
 
 Sweep sweep_batch(const Model& model, const Device& device, const Options& options,
                   const std::vector<std::int64_t>& batches, std::optional<double> max_latency_s) {
-  const RateModel rates(device, options.dtype, options.conv_layout);
+  const RateModel rates(device, options.dtype, options.conv_layout, options.op_overhead_s);
   Sweep sweep;
   sweep.max_latency_s = max_latency_s;
   Options o = options;

@@ -58,6 +58,9 @@ struct Options {
   // Convolution points of this layout only ("nchw", "nhwc", "blocked"); empty: the fastest
   // layout measured at each shape.
   std::string conv_layout;
+  // Fixed cost of one op in the target runtime (framework dispatch included), in place of the
+  // profile's measured library-level per-op overhead; unset: the profile's.
+  std::optional<double> op_overhead_s;
 };
 
 // One row of the per-op table. A training step has forward, dgrad, wgrad and optimizer rows.

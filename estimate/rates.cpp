@@ -65,7 +65,8 @@ double RateModel::interpolate(const std::vector<Point>& points, std::array<doubl
   return std::exp(acc / wsum);
 }
 
-RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_layout)
+RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_layout,
+                     std::optional<double> op_overhead_s)
     : dtype_(dtype) {
   const std::string dt(to_string(dtype));
   const auto conv_used = [&](const ConvPoint& c) {
@@ -115,7 +116,7 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
   for (std::size_t i = levels_.size() - 1; i-- > 0;)
     levels_[i].second = std::max(levels_[i].second, levels_[i + 1].second);
   dram_Bps_ = levels_.back().second;
-  overhead_s_ = device.overhead_op_s.value_or(0);
+  overhead_s_ = op_overhead_s.value_or(device.overhead_op_s.value_or(0));
 
   // Each measured point as its efficiency: the time its reference roofline allows over the time
   // it took.

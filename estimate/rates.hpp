@@ -24,7 +24,9 @@ class RateModel {
   // Throws InputError when the device has nothing for the dtype (no points, no peaks).
   // `conv_layout`: use only convolution points of that layout ("nchw", "nhwc", "blocked");
   // empty: at each measured shape the fastest layout measured.
-  RateModel(const Device& device, DType dtype, const std::string& conv_layout = "");
+  // `op_overhead_s`: the per-op overhead to charge instead of the profile's.
+  RateModel(const Device& device, DType dtype, const std::string& conv_layout = "",
+            std::optional<double> op_overhead_s = std::nullopt);
 
   // Kernel time of one GEMM product that reads and writes `bytes`. Every measured point is held
   // as its efficiency against a reference roofline, max(FLOPs / best measured rate of the dtype,

@@ -14,6 +14,10 @@ How the runs are made (DESIGN.md, "Measurement rules"):
   PyTorch sends bf16 linears and batched matmuls to oneDNN. A probe run with ONEDNN_VERBOSE=1
   counts which oneDNN primitives each model executed; the output says so.
 - Threads as in calibration (the profile's thread count, else all cores).
+- The estimate is told PyTorch's own fixed cost per op (--op-overhead-us), measured in this process
+  with chains of tiny ops that reach oneDNN the way the cases do (1x1 convolutions in a frozen
+  graph, bf16 linears in eager mode); the profile's per-op overhead is oneDNN's alone, without the
+  framework's dispatch. --library-overhead estimates with the profile's instead.
 - Warm-up, then several rounds; in each round every model x batch runs a few times, so
   interference spreads over all of them. The fastest run is the measured time (the estimator
   predicts the undisturbed time, as calibration measures it); median and spread sit beside it.
@@ -127,9 +131,10 @@ def transformer_classes():
 class Case:
     """One model at one batch: the module, its inputs, and how PyTorch runs it."""
 
-    def __init__(self, model, batch, dtype, module, inputs, runner, seq=None, context=None, input_names=None,
-                 conv_layout=None):
+    def __init__(self, model, batch, dtype, module, inputs, runner, runtime, seq=None, context=None,
+                 input_names=None, conv_layout=None):
         self.model, self.batch, self.dtype = model, batch, dtype
+        self.runtime = runtime  # "frozen" (TorchScript graph) or "eager"
         self.conv_layout = conv_layout
         self.module, self.inputs, self.runner = module, inputs, runner
         self.seq, self.context = seq, context
@@ -153,18 +158,20 @@ def build_case(name, batch, seq, context):
             frozen = torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.trace(module, x)))
         # PyTorch's oneDNN path keeps activations channel-blocked (aBcd16b in ONEDNN_VERBOSE): the
         # estimate uses the profile's blocked convolution points.
-        return Case(name, batch, "f32", module, (x,), lambda: frozen(x), conv_layout="blocked")
+        return Case(name, batch, "f32", module, (x,), lambda: frozen(x), "frozen", conv_layout="blocked")
     encoder, decoder = transformer_classes()
     if name == "bert_base":
         module = encoder().eval()
         ids = torch.randint(0, 30522, (batch, seq))
         run = copy.deepcopy(module).to(torch.bfloat16)
-        return Case(name, batch, "bf16", module, (ids,), lambda: run(ids), seq=seq, input_names=["input_ids"])
+        return Case(name, batch, "bf16", module, (ids,), lambda: run(ids), "eager", seq=seq,
+                    input_names=["input_ids"])
     if name == "gpt2_prefill":
         module = decoder().eval()
         ids = torch.randint(0, 50257, (batch, seq))
         run = copy.deepcopy(module).to(torch.bfloat16)
-        return Case(name, batch, "bf16", module, (ids,), lambda: run(ids), seq=seq, input_names=["input_ids"])
+        return Case(name, batch, "bf16", module, (ids,), lambda: run(ids), "eager", seq=seq,
+                    input_names=["input_ids"])
     if name == "gpt2_decode":
         module = decoder().eval()
         ids = torch.randint(0, 50257, (batch, 1))
@@ -172,9 +179,52 @@ def build_case(name, batch, seq, context):
         run = copy.deepcopy(module).to(torch.bfloat16)
         past_bf16 = tuple(p.to(torch.bfloat16) for p in past)
         names = ["input_ids"] + [f"past_{kv}_{i}" for i in range(12) for kv in ("k", "v")]
-        return Case(name, batch, "bf16", module, (ids, *past), lambda: run(ids, *past_bf16), seq=1,
+        return Case(name, batch, "bf16", module, (ids, *past), lambda: run(ids, *past_bf16), "eager", seq=1,
                     context=context, input_names=names)
     raise SystemExit(f"validate.py: unknown model '{name}' (known: {', '.join(DEFAULT_MODELS)})")
+
+
+# ---- runtime per-op overhead ----------------------------------------------------------------
+
+def runtime_overheads_us(repeats=30):
+    """Fixed cost of one op in each way the cases run, from chains of tiny ops that reach oneDNN:
+    1x1 convolutions (16 channels, 4x4) in a frozen TorchScript graph, bf16 linears (16 -> 16) in
+    eager mode. Per op: (time of 64 - time of 1) / 63, each the fastest of `repeats` runs."""
+    import torch
+    from torch import nn
+
+    def fastest(f):
+        for _ in range(5):
+            f()
+        best = float("inf")
+        for _ in range(repeats):
+            start = time.perf_counter()
+            f()
+            best = min(best, time.perf_counter() - start)
+        return best
+
+    def per_op(make_run):
+        return (fastest(make_run(64)) - fastest(make_run(1))) / 63 * 1e6
+
+    def frozen_convs(n):
+        x = torch.randn(1, 16, 4, 4)
+        chain = nn.Sequential(*[nn.Conv2d(16, 16, 1) for _ in range(n)]).eval()
+        graph = torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.trace(chain, x)))
+        return lambda: graph(x)
+
+    def eager_linears(n):
+        x = torch.randn(1, 16).to(torch.bfloat16)
+        layers = [nn.Linear(16, 16).to(torch.bfloat16) for _ in range(n)]
+
+        def run():
+            y = x
+            for layer in layers:
+                y = layer(y)
+        return run
+
+    torch.manual_seed(0)
+    with torch.no_grad():
+        return {"frozen": max(0.0, per_op(frozen_convs)), "eager": max(0.0, per_op(eager_linears))}
 
 
 # ---- oneDNN probe ---------------------------------------------------------------------------
@@ -247,13 +297,15 @@ def find_key(doc, key):
     return None
 
 
-def estimate(args, case, onnx_path):
+def estimate(args, case, onnx_path, overhead_us=None):
     cmd = [args.truepeak, "estimate", "--profile", args.profile, "--model", onnx_path, "--format", "json",
            "--batch", str(case.batch), "--dtype", case.dtype]
     if case.seq and case.model != "gpt2_decode":
         cmd += ["--seq", str(case.seq)]
     if case.conv_layout:
         cmd += ["--conv-layout", case.conv_layout]
+    if overhead_us is not None:
+        cmd += ["--op-overhead-us", f"{overhead_us:.3f}"]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if out.returncode != 0:
         return {"error": (out.stderr.strip().splitlines() or [f"exit {out.returncode}"])[-1], "command": cmd}
@@ -367,7 +419,10 @@ def write_report(rows, summary, meta, out_base):
         json.dump({"meta": meta, "rows": rows, "summary": summary}, f, indent=2)
     lines = [f"Validation on {meta['machine']} ({meta['date_utc']}), profile `{meta['profile']}`, "
              f"{meta['threads']} threads, {meta['rounds']} rounds x {meta['runs']} runs.",
-             f"Command: `{meta['command']}`", "",
+             f"Command: `{meta['command']}`",
+             "Per-op overhead: " + ("; ".join(f"{k} PyTorch {v:.1f} us" for k, v in meta["runtime_overhead_us"].items())
+                                    + " (tiny-op chains measured in this run)" if meta.get("runtime_overhead_us")
+                                    else "the profile's (oneDNN alone)") + ".", "",
              "| model | batch | dtype | measured ms (fastest) | median ms | spread | predicted ms | error | "
              "naive ms | naive error | library |",
              "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"]
@@ -422,7 +477,7 @@ def main():
     parser.add_argument("--truepeak", default=None, help="the truepeak executable (default: build/cli/truepeak)")
     parser.add_argument("--models", default=",".join(DEFAULT_MODELS))
     parser.add_argument("--batches", default="1,8")
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--runs", type=int, default=3, help="runs of each case per round")
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--seq", type=int, default=128, help="sequence (prefill) length of the transformers")
@@ -435,6 +490,9 @@ def main():
                         help="also profile each case and compare time per op family with the estimate's")
     parser.add_argument("--reuse-onnx", action="store_true", help="use ONNX files already in --onnx-dir")
     parser.add_argument("--no-probe", action="store_true", help="skip the ONEDNN_VERBOSE probe runs")
+    parser.add_argument("--library-overhead", action="store_true",
+                        help="estimate with the profile's per-op overhead (oneDNN's alone) instead of "
+                             "PyTorch's, measured here with chains of tiny ops")
     parser.add_argument("--probe", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
@@ -456,6 +514,12 @@ def main():
             libraries[m] = onednn_summary(m, args)
             print(f"  {m}: {library_text(libraries[m])}", file=sys.stderr, flush=True)
 
+    overheads = None
+    if not args.library_overhead:
+        overheads = runtime_overheads_us()
+        print("  PyTorch per-op overhead: " + ", ".join(f"{k} {v:.1f} us" for k, v in overheads.items()),
+              file=sys.stderr, flush=True)
+
     cases = [build_case(m, b, args.seq, args.context) for m in models for b in batches]
     onnx_dir = args.onnx_dir or tempfile.mkdtemp(prefix="truepeak-validate-")
     os.makedirs(onnx_dir, exist_ok=True)
@@ -467,7 +531,7 @@ def main():
             print(f"  exporting {case.model} to {path}", file=sys.stderr, flush=True)
             export_onnx(case, path)
         exported.add(case.model)
-        estimates[case.key] = estimate(args, case, path)
+        estimates[case.key] = estimate(args, case, path, overheads and overheads[case.runtime])
         e = estimates[case.key]
         print(f"  {case.key}: predicted {fmt(e.get('latency_s') and e['latency_s'] * 1e3, '.2f')} ms"
               + (f" ({e['error']})" if "error" in e else ""), file=sys.stderr, flush=True)
@@ -512,6 +576,7 @@ def main():
         "profile": os.path.relpath(args.profile, ROOT) if args.profile.startswith(ROOT) else args.profile,
         "truepeak": args.truepeak, "torch": torch.__version__, "threads": args.threads,
         "rounds": args.rounds, "runs": args.runs, "command": " ".join(["scripts/validate.py"] + sys.argv[1:]),
+        "runtime_overhead_us": overheads,
     }
     print(write_report(rows, summary, meta, args.out))
 

@@ -157,6 +157,16 @@ TEST_F(FixtureCpu, CausalAttentionTakesHalfTheTimeOfFullAttention) {
   EXPECT_NEAR(causal.achieved_flops_per_s, full.achieved_flops_per_s, 1);
 }
 
+TEST_F(FixtureCpu, RuntimeOverheadReplacesTheProfilesPerOpOverhead) {
+  Options o = batch(4);
+  const auto library = estimate(relu_model(1 << 10), cpu, o);
+  o.op_overhead_s = 20e-6;
+  const auto runtime = estimate(relu_model(1 << 10), cpu, o);
+  EXPECT_DOUBLE_EQ(library.ops.at(0).overhead_s, kOverhead);
+  EXPECT_DOUBLE_EQ(runtime.ops.at(0).overhead_s, 20e-6);
+  EXPECT_NEAR(runtime.latency_s - library.latency_s, 20e-6 - kOverhead, 1e-15);
+}
+
 TEST_F(FixtureCpu, ConvWithoutConvPointsUsesItsImplicitGemmShape) {
   // 1x1 conv of 256 -> 256 channels on 16x16: implicit GEMM m = 256, n = 256, k = 256 -> 2e11.
   GraphBuilder b;
