@@ -40,9 +40,11 @@ struct Plan {
   // is measured again (at most `max_remeasure` times).
   double sentinel_slowdown = 1.15;
   int max_remeasure = 2;
-  // Measure the points behind the headline peaks (FMA, best GEMM per dtype, device-memory
-  // stream points) once more at the end of the run and keep the faster result.
+  // Measure the points behind the headline peaks (FMA, the `confirm_gemms` fastest GEMMs per
+  // dtype, device-memory stream points) once more at the end of the run and keep the faster
+  // result.
   bool confirm_peaks = true;
+  int confirm_gemms = 3;
 };
 
 Plan cpu_plan(const DeviceDescription& device, Suite suite);
