@@ -161,6 +161,8 @@ TEST_F(CpuBackendTest, FmaSentinelAndTinyOp) {
 
   auto sentinel = backend().sentinel();
   exercise(*sentinel);
+  // Short enough to run between every two points.
+  EXPECT_LT(sentinel->flops(), 1e9);
 
   if (kHaveOnednn) {
     auto tiny = backend().tiny_op();
