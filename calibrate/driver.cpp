@@ -35,8 +35,10 @@ struct Measured {
   double median_Bps() const { return bytes / summary.median_s; }
 };
 
-// A short fixed kernel timed between points. The fastest time seen is the quiet baseline; a probe
-// slower than baseline x slowdown means others are using the machine.
+// A short fixed kernel timed between points. A probe slower than the fastest of the recent probes
+// x slowdown means others are using the machine right now: the point is worth measuring again.
+// The window forgets: a host that stays slower for longer than `kWindow` probes is the machine as
+// found, and measuring every point again would only spend time.
 class Sentinel {
  public:
   Sentinel(std::unique_ptr<Kernel> kernel, StopRule rule, double slowdown)
@@ -49,15 +51,22 @@ class Sentinel {
     baseline_s_ = measure(*kernel_, baseline_rule, stop).summary.min_s;
   }
 
-  // True when the machine is busier than in its quiet state.
+  // True when the machine is busier than it was a moment ago.
   bool slowed(const std::atomic<bool>* stop) {
     const double t = measure(*kernel_, rule_, stop).summary.min_s;
     probes_s_.push_back(t);
     baseline_s_ = std::min(baseline_s_, t);
-    const bool slow = t > baseline_s_ * slowdown_;
+    // The quiet reference: the baseline run, then the fastest of the last kWindow probes.
+    double recent = probes_s_.size() <= kWindow ? baseline_s_ : t;
+    for (std::size_t i = probes_s_.size() > kWindow ? probes_s_.size() - kWindow : 0;
+         i < probes_s_.size(); ++i)
+      recent = std::min(recent, probes_s_[i]);
+    const bool slow = t > recent * slowdown_;
     slow_probes_ += slow ? 1 : 0;
     return slow;
   }
+
+  static constexpr std::size_t kWindow = 16;
 
   nlohmann::json report(int remeasured) const {
     nlohmann::json j = {{"kernel", kernel_->name()},

@@ -24,8 +24,9 @@ class FakeKernel : public Kernel {
   }
   double run_s() override {
     if (on_run_) on_run_();
-    return time_s_;
+    return time_fn ? time_fn() : time_s_;
   }
+  std::function<double()> time_fn;  // when set, the time of each run
   std::string impl() const override { return "fake_impl"; }
   std::string layout() const override { return "nhwc"; }
 
@@ -62,7 +63,12 @@ class FakeBackend : public Backend {
   }
   std::unique_ptr<Kernel> fma(DType) override { return std::make_unique<FakeKernel>("fma", 1e-3, 2e9, 0); }
   std::unique_ptr<Kernel> tiny_op() override { return std::make_unique<FakeKernel>("tiny", 3e-6, 1, 8); }
-  std::unique_ptr<Kernel> sentinel() override { return std::make_unique<FakeKernel>("sentinel", 1e-4, 1e6, 0); }
+  std::unique_ptr<Kernel> sentinel() override {
+    auto kernel = std::make_unique<FakeKernel>("sentinel", 1e-4, 1e6, 0);
+    kernel->time_fn = sentinel_time;
+    return kernel;
+  }
+  std::function<double()> sentinel_time;  // when set, the sentinel's time per run
   std::function<void()> on_run;
   // Rate of a GEMM kernel by shape and by how many kernels of that shape were made before.
   std::function<double(const GemmShape&, int)> gemm_rate;
@@ -146,6 +152,29 @@ TEST(Driver, ConfirmationPassMeasuresTheFewFastestGemmsAgain) {
     EXPECT_NEAR(device.peaks.flops_per_s.at("f32"), confirmed == 2 ? 2e12 : 1e12, 1) << confirmed;
     EXPECT_NEAR(device.gemm[0].flops_per_s, confirmed == 2 ? 2e12 : 0.5e12, 1) << confirmed;
   }
+}
+
+TEST(Driver, SentinelReMeasuresInABusySpellButNotForeverOnASlowerHost) {
+  // 60 GEMM points. The sentinel runs at 0.1 ms, and from its 20th run on at 0.2 ms for good:
+  // the points measured right after the change are measured again; once the recent probes are
+  // all slow the host is taken as found, and the rest are not.
+  FakeBackend backend;
+  int sentinel_runs = 0;
+  backend.sentinel_time = [&] { return ++sentinel_runs < 20 ? 1e-4 : 2e-4; };
+  Plan plan = small_plan();
+  plan.gemm.clear();
+  for (int i = 1; i <= 60; ++i) plan.gemm.push_back({DType::f32, 8 * i, 64, 64, 1});
+  plan.confirm_peaks = false;
+  Device device;
+  ASSERT_TRUE(calibrate_device(backend, plan, {}, device));
+  const int remeasured = device.conditions["sentinel"]["points_remeasured"];
+  EXPECT_GT(remeasured, 0);
+  EXPECT_LE(remeasured, 20);  // about one window of probes, not every remaining point twice
+  // A sentinel that never changes triggers nothing.
+  FakeBackend quiet;
+  Device calm;
+  ASSERT_TRUE(calibrate_device(quiet, plan, {}, calm));
+  EXPECT_EQ(calm.conditions["sentinel"]["points_remeasured"], 0);
 }
 
 TEST(Driver, StopFlagEndsEarlyAndKeepsWhatWasMeasured) {
