@@ -54,13 +54,14 @@ class Sentinel {
   // True when the machine is busier than it was a moment ago.
   bool slowed(const std::atomic<bool>* stop) {
     const double t = measure(*kernel_, rule_, stop).summary.min_s;
-    probes_s_.push_back(t);
-    baseline_s_ = std::min(baseline_s_, t);
-    // The quiet reference: the baseline run, then the fastest of the last kWindow probes.
-    double recent = probes_s_.size() <= kWindow ? baseline_s_ : t;
+    // The quiet reference: the fastest of the last kWindow probes (the baseline run while there
+    // are fewer).
+    double recent = probes_s_.size() < kWindow ? baseline_s_ : probes_s_.back();
     for (std::size_t i = probes_s_.size() > kWindow ? probes_s_.size() - kWindow : 0;
          i < probes_s_.size(); ++i)
       recent = std::min(recent, probes_s_[i]);
+    probes_s_.push_back(t);
+    baseline_s_ = std::min(baseline_s_, t);
     const bool slow = t > recent * slowdown_;
     slow_probes_ += slow ? 1 : 0;
     return slow;
@@ -72,6 +73,7 @@ class Sentinel {
     nlohmann::json j = {{"kernel", kernel_->name()},
                         {"baseline_s", baseline_s_},
                         {"slowdown_threshold", slowdown_},
+                        {"window_probes", kWindow},
                         {"probes", probes_s_.size()},
                         {"slow_probes", slow_probes_},
                         {"points_remeasured", remeasured}};
@@ -108,7 +110,8 @@ class DeviceRun {
       std::map<DType, int> gemms;
       for (const auto& g : plan.gemm) ++gemms[g.dtype];
       int confirmed_gemms = 0;
-      for (const auto& [dtype, count] : gemms) confirmed_gemms += std::min(count, plan.confirm_gemms);
+      for (const auto& [dtype, count] : gemms)
+        confirmed_gemms += std::min(count, std::max(plan.confirm_gemms, 1));
       int device_memory_sizes = 0;
       if (const auto from = device_memory_from(backend.describe().levels)) {
         for (const auto b : plan.stream_bytes) device_memory_sizes += b >= *from;

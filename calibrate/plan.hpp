@@ -36,7 +36,8 @@ struct Plan {
   StopRule overhead_rule;
   StopRule transfer_rule;
   StopRule sentinel_rule;
-  // A point measured while the sentinel ran slower than its quiet time by more than this ratio
+  // A point measured while the sentinel ran slower than its recent quiet time (the fastest of
+  // its last probes) by more than this ratio
   // is measured again (at most `max_remeasure` times).
   double sentinel_slowdown = 1.15;
   int max_remeasure = 2;

@@ -3,6 +3,7 @@
 
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
@@ -32,7 +33,7 @@ struct EstimateArgs {
   bool sweep = false;
   double max_latency_ms = 0;
   std::string conv_layout;
-  double op_overhead_us = -1;             // < 0: the profile's per-op overhead
+  std::optional<double> op_overhead_us;   // unset: the profile's per-op overhead
   std::vector<std::string> input_shapes;  // ONNX: NAME=1x3x224x224
   bool fuse_activations = false;          // ONNX: fold activations into GEMM/conv epilogues
 };
@@ -148,7 +149,12 @@ void run_estimate(const EstimateArgs& args) {
     throw InputError(
         fmt::format("--conv-layout {}: expected nchw, nhwc or blocked", args.conv_layout));
   options.conv_layout = args.conv_layout;
-  if (args.op_overhead_us >= 0) options.op_overhead_s = args.op_overhead_us * 1e-6;
+  if (args.op_overhead_us) {
+    if (!(*args.op_overhead_us >= 0))
+      throw InputError(fmt::format("--op-overhead-us {}: must be 0 or more microseconds",
+                                   *args.op_overhead_us));
+    options.op_overhead_s = *args.op_overhead_us * 1e-6;
+  }
   const auto format = parse_format(args.format);
   for (auto b : args.batches)
     if (b < 1) throw InputError(fmt::format("--batch {}: batch sizes must be at least 1", b));
@@ -247,14 +253,7 @@ void add_estimate_command(CLI::App& app, const Context&) {
       "(default: the fastest layout measured at each shape)");
   cmd->add_option("--op-overhead-us", args->op_overhead_us,
                   "Fixed cost of one op in the target runtime, framework dispatch included, in "
-                  "microseconds (default: the profile's per-op overhead, the library's alone)")
-      ->check([](const std::string& value) -> std::string {
-        try {
-          return std::stod(value) >= 0 ? "" : "must be 0 or more microseconds";
-        } catch (const std::exception&) {
-          return "expected a number of microseconds";
-        }
-      });
+                  "microseconds (default: the profile's per-op overhead, the library's alone)");
   cmd->add_option("--input-shape", args->input_shapes,
                   "ONNX: the shape of a graph input, NAME=1x3x224x224 (repeatable); wins over --batch/--seq");
   cmd->add_flag("--fuse-activations", args->fuse_activations,

@@ -16,8 +16,8 @@ How the runs are made (DESIGN.md, "Measurement rules"):
 - Threads as in calibration (the profile's thread count, else all cores).
 - The estimate is told PyTorch's own fixed cost per op (--op-overhead-us), measured in this process
   with chains of tiny ops that reach oneDNN the way the cases do (1x1 convolutions in a frozen
-  graph, bf16 linears in eager mode); the profile's per-op overhead is oneDNN's alone, without the
-  framework's dispatch. --library-overhead estimates with the profile's instead.
+  graph, small bf16 linears in eager mode); the profile's per-op overhead is oneDNN's alone,
+  without the framework's dispatch. --library-overhead estimates with the profile's instead.
 - Warm-up, then several rounds; in each round every model x batch runs a few times, so
   interference spreads over all of them. The fastest run is the measured time (the estimator
   predicts the undisturbed time, as calibration measures it); median and spread sit beside it.
@@ -188,8 +188,10 @@ def build_case(name, batch, seq, context):
 
 def runtime_overheads_us(repeats=30):
     """Fixed cost of one op in each way the cases run, from chains of tiny ops that reach oneDNN:
-    1x1 convolutions (16 channels, 4x4) in a frozen TorchScript graph, bf16 linears (16 -> 16) in
-    eager mode. Per op: (time of 64 - time of 1) / 63, each the fastest of `repeats` runs."""
+    1x1 convolutions (16 channels, 4x4) in a frozen TorchScript graph, bf16 linears (1 x 128 ->
+    128: PyTorch sends bf16 GEMMs of at least 16^3 multiply-adds to oneDNN matmul) in eager mode.
+    Per op: (time of 64 - time of 1) / 63, each the fastest of `repeats` runs. None where noise
+    leaves nothing measurable."""
     import torch
     from torch import nn
 
@@ -213,8 +215,8 @@ def runtime_overheads_us(repeats=30):
         return lambda: graph(x)
 
     def eager_linears(n):
-        x = torch.randn(1, 16).to(torch.bfloat16)
-        layers = [nn.Linear(16, 16).to(torch.bfloat16) for _ in range(n)]
+        x = torch.randn(1, 128).to(torch.bfloat16)
+        layers = [nn.Linear(128, 128).to(torch.bfloat16) for _ in range(n)]
 
         def run():
             y = x
@@ -224,7 +226,8 @@ def runtime_overheads_us(repeats=30):
 
     torch.manual_seed(0)
     with torch.no_grad():
-        return {"frozen": max(0.0, per_op(frozen_convs)), "eager": max(0.0, per_op(eager_linears))}
+        found = {"frozen": per_op(frozen_convs), "eager": per_op(eager_linears)}
+    return {k: (v if v > 0 else None) for k, v in found.items()}
 
 
 # ---- oneDNN probe ---------------------------------------------------------------------------
@@ -420,7 +423,7 @@ def write_report(rows, summary, meta, out_base):
     lines = [f"Validation on {meta['machine']} ({meta['date_utc']}), profile `{meta['profile']}`, "
              f"{meta['threads']} threads, {meta['rounds']} rounds x {meta['runs']} runs.",
              f"Command: `{meta['command']}`",
-             "Per-op overhead: " + ("; ".join(f"{k} PyTorch {v:.1f} us" for k, v in meta["runtime_overhead_us"].items())
+             "Per-op overhead: " + ("; ".join(f"{k} PyTorch {fmt(v, '.1f')} us" for k, v in meta["runtime_overhead_us"].items())
                                     + " (tiny-op chains measured in this run)" if meta.get("runtime_overhead_us")
                                     else "the profile's (oneDNN alone)") + ".", "",
              "| model | batch | dtype | measured ms (fastest) | median ms | spread | predicted ms | error | "
@@ -517,8 +520,9 @@ def main():
     overheads = None
     if not args.library_overhead:
         overheads = runtime_overheads_us()
-        print("  PyTorch per-op overhead: " + ", ".join(f"{k} {v:.1f} us" for k, v in overheads.items()),
-              file=sys.stderr, flush=True)
+        print("  PyTorch per-op overhead: " + ", ".join(
+            f"{k} {fmt(v, '.1f')} us" + ("" if v is not None else " (not measurable: the profile's)")
+            for k, v in overheads.items()), file=sys.stderr, flush=True)
 
     cases = [build_case(m, b, args.seq, args.context) for m in models for b in batches]
     onnx_dir = args.onnx_dir or tempfile.mkdtemp(prefix="truepeak-validate-")
@@ -531,7 +535,7 @@ def main():
             print(f"  exporting {case.model} to {path}", file=sys.stderr, flush=True)
             export_onnx(case, path)
         exported.add(case.model)
-        estimates[case.key] = estimate(args, case, path, overheads and overheads[case.runtime])
+        estimates[case.key] = estimate(args, case, path, None if overheads is None else overheads[case.runtime])
         e = estimates[case.key]
         print(f"  {case.key}: predicted {fmt(e.get('latency_s') and e['latency_s'] * 1e3, '.2f')} ms"
               + (f" ({e['error']})" if "error" in e else ""), file=sys.stderr, flush=True)

@@ -153,7 +153,7 @@ TEST_F(CpuBackendTest, StreamEachOp) {
   }
 }
 
-TEST_F(CpuBackendTest, FmaSentinelAndTinyOp) {
+TEST_F(CpuBackendTest, FmaTinyOpAndSentinel) {
   auto fma = backend().fma(DType::f32);
   exercise(*fma);
   EXPECT_GT(fma->flops(), 0.0);

@@ -102,6 +102,35 @@ TEST(ReportCharts, RooflinePlacesPointsByIntensity) {
   EXPECT_DOUBLE_EQ(points->points[0].second, first.flops_per_s);
 }
 
+TEST(ReportCharts, EfficiencySortsSquaresAndLeavesOutColdWeights) {
+  // A square point out of order and a cold-weight repeat added to the CPU fixture.
+  Profile p = cpu_fixture();
+  auto& gemm = p.devices.at(0).gemm;
+  const GemmShape small{DType::f32, 32, 32, 32, 1}, skinny{DType::f32, 1, 4096, 4096, 1};
+  gemm.push_back({small, {1e-6, 1e-6, 0.01, 10}, small.flops() / 1e-6, "x", "row-major"});
+  gemm.push_back({skinny, {1e-3, 1e-3, 0.01, 10}, skinny.flops() / 1e-3, "x", "row-major", true});
+  const std::vector<Profile> profiles = {p};
+  const auto eff = gemm_efficiency_chart(all_devices(profiles));
+  const Series* square = nullptr;
+  const Series* other = nullptr;
+  for (const auto& s : eff.series) {
+    if (s.name == "f32 square") square = &s;  // one device: no machine prefix
+    if (s.name == "f32 other shapes") other = &s;
+  }
+  ASSERT_NE(square, nullptr);
+  EXPECT_TRUE(square->line);
+  EXPECT_TRUE(std::is_sorted(square->points.begin(), square->points.end()));
+  EXPECT_DOUBLE_EQ(square->points.front().first, small.flops());
+  std::size_t warm_other = 0;
+  for (const auto& g : gemm)
+    warm_other += g.shape.dtype == DType::f32 && !g.cold_weights &&
+                  !(g.shape.m == g.shape.n && g.shape.n == g.shape.k && g.shape.batch == 1);
+  ASSERT_GT(warm_other, 0u);
+  ASSERT_NE(other, nullptr);
+  EXPECT_FALSE(other->line);
+  EXPECT_EQ(other->points.size(), warm_other);  // the cold repeat is not among them
+}
+
 TEST(ReportCharts, EfficiencyBandwidthTransfers) {
   const std::vector<Profile> profiles = {cpu_fixture(), gpu_fixture()};
   const auto views = all_devices(profiles);
