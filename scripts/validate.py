@@ -15,9 +15,10 @@ How the runs are made (DESIGN.md, "Measurement rules"):
   counts which oneDNN primitives each model executed; the output says so.
 - Threads as in calibration (the profile's thread count, else all cores).
 - The estimate is told PyTorch's own fixed cost per op (--op-overhead-us), measured in this process
-  with chains of tiny ops that reach oneDNN the way the cases do (1x1 convolutions in a frozen
-  graph, small bf16 linears in eager mode); the profile's per-op overhead is oneDNN's alone,
-  without the framework's dispatch. --library-overhead estimates with the profile's instead.
+  with chains of tiny ops (1x1 convolutions through oneDNN in a frozen graph; in eager mode, bf16
+  linears too small for oneDNN: the dispatch every eager op pays); the profile's per-op overhead
+  is oneDNN's alone, without the framework's dispatch. --library-overhead estimates with the
+  profile's instead.
 - Warm-up, then several rounds; in each round every model x batch runs a few times, so
   interference spreads over all of them. The fastest run is the measured time (the estimator
   predicts the undisturbed time, as calibration measures it); median and spread sit beside it.
@@ -187,11 +188,13 @@ def build_case(name, batch, seq, context):
 # ---- runtime per-op overhead ----------------------------------------------------------------
 
 def runtime_overheads_us(repeats=30):
-    """Fixed cost of one op in each way the cases run, from chains of tiny ops that reach oneDNN:
-    1x1 convolutions (16 channels, 4x4) in a frozen TorchScript graph, bf16 linears (1 x 128 ->
-    128: PyTorch sends bf16 GEMMs of at least 16^3 multiply-adds to oneDNN matmul) in eager mode.
-    Per op: (time of 64 - time of 1) / 63, each the fastest of `repeats` runs. None where noise
-    leaves nothing measurable."""
+    """Fixed cost of one op in each way the cases run, from chains of tiny ops: in a frozen
+    TorchScript graph, 1x1 convolutions (16 channels, 4x4), which go to oneDNN as nearly all of a
+    frozen CNN's ops do; in eager mode, bf16 linears of 1 x 16 -> 16, below the size PyTorch sends
+    to oneDNN, so the cost every eager op pays for its dispatch (most of a transformer's ops,
+    the norms, activations, views and copies, run in PyTorch's own kernels; a linear that reaches
+    oneDNN pays more). Per op: (time of 64 - time of 1) / 63, each the fastest of `repeats` runs.
+    None where noise leaves nothing measurable."""
     import torch
     from torch import nn
 
@@ -215,8 +218,8 @@ def runtime_overheads_us(repeats=30):
         return lambda: graph(x)
 
     def eager_linears(n):
-        x = torch.randn(1, 128).to(torch.bfloat16)
-        layers = [nn.Linear(128, 128).to(torch.bfloat16) for _ in range(n)]
+        x = torch.randn(1, 16).to(torch.bfloat16)
+        layers = [nn.Linear(16, 16).to(torch.bfloat16) for _ in range(n)]
 
         def run():
             y = x
