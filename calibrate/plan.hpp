@@ -46,6 +46,8 @@ struct Plan {
   // result.
   bool confirm_peaks = true;
   int confirm_gemms = 3;
+  // Before confirming, wait up to this long for the sentinel to run as fast as it ever did.
+  double quiet_wait_s = 0;
 };
 
 Plan cpu_plan(const DeviceDescription& device, Suite suite);

@@ -165,6 +165,7 @@ Plan cpu_plan(const DeviceDescription& device, Suite suite) {
   // The sentinel (~0.3 ms) runs between points: a few samples, no long warm-up.
   plan.sentinel_rule = rule(3, 0.01, 0, 1, 0.0);
   plan.max_remeasure = quick ? 1 : 2;
+  plan.quiet_wait_s = quick ? 0 : 20;
   return plan;
 }
 

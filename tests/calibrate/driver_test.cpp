@@ -1,5 +1,6 @@
 // The driver on a fake backend: what it records, skips and marks incomplete.
 #include <atomic>
+#include <chrono>
 #include <map>
 
 #include <gtest/gtest.h>
@@ -175,6 +176,44 @@ TEST(Driver, SentinelReMeasuresInABusySpellButNotForeverOnASlowerHost) {
   Device calm;
   ASSERT_TRUE(calibrate_device(quiet, plan, {}, calm));
   EXPECT_EQ(calm.conditions["sentinel"]["points_remeasured"], 0);
+}
+
+TEST(Driver, WaitsForAQuietMachineBeforeConfirmingWithinItsBudget) {
+  Plan plan = small_plan();
+  plan.quiet_wait_s = 0.8;
+  // Never busy: no wait.
+  {
+    FakeBackend backend;
+    Device device;
+    ASSERT_TRUE(calibrate_device(backend, plan, {}, device));
+    EXPECT_EQ(device.conditions["quiet_wait_s"], 0.0);
+  }
+  // Busy from the 20th sentinel run on, for good: the wait ends at its budget.
+  {
+    FakeBackend backend;
+    int runs = 0;
+    backend.sentinel_time = [&] { return ++runs < 20 ? 1e-4 : 2e-4; };
+    Device device;
+    ASSERT_TRUE(calibrate_device(backend, plan, {}, device));
+    const double waited = device.conditions["quiet_wait_s"];
+    EXPECT_GE(waited, 0.8);
+    EXPECT_LT(waited, 5.0);
+  }
+  // Busy from the 20th run until 0.3 s after the start: the wait ends when it is quiet again.
+  {
+    FakeBackend backend;
+    int runs = 0;
+    const auto quiet_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
+    backend.sentinel_time = [&] {
+      return ++runs < 20 || std::chrono::steady_clock::now() > quiet_at ? 1e-4 : 2e-4;
+    };
+    plan.quiet_wait_s = 30;
+    Device device;
+    ASSERT_TRUE(calibrate_device(backend, plan, {}, device));
+    const double waited = device.conditions["quiet_wait_s"];
+    EXPECT_GT(waited, 0.0);
+    EXPECT_LT(waited, 10.0);  // far below the 30 s budget
+  }
 }
 
 TEST(Driver, StopFlagEndsEarlyAndKeepsWhatWasMeasured) {

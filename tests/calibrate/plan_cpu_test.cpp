@@ -145,6 +145,8 @@ TEST_P(CpuPlanTest, RulesAreSane) {
     EXPECT_LE(r->budget_s, 3.0);
   }
   EXPECT_GT(plan.sentinel_slowdown, 1.0);
+  // The quick suite (30 s) never waits for a quiet machine; the default waits at most 20 s.
+  EXPECT_LE(plan.quiet_wait_s, GetParam() == Suite::quick ? 0.0 : 20.0);
 }
 
 TEST(CpuPlan, QuickIsSmallerThanFull) {
