@@ -7,7 +7,7 @@ ONNX file, and compare. Writes one markdown and one JSON table (default results/
 
 Run with Debian's PyTorch:  /usr/bin/python3 scripts/validate.py --profile results/dev-cpu.json
 
-How the runs are made (DESIGN.md, "Measurement rules"):
+How the runs are made:
 - CNNs run in f32 as a frozen TorchScript graph after torch.jit.optimize_for_inference: batch
   norms folded into convolutions, convolutions executed by oneDNN (mkldnn); ReLU and the
   residual adds run as separate in-place kernels. Transformers run in bf16 in eager mode, where
