@@ -98,6 +98,13 @@ TEST(FixtureSkinny, SkinnyShapeTakesTheMeasuredEffectiveBandwidthOfSkinnyShapes)
   const GemmShape l2{DType::f32, 1, 256, 256, 1};
   EXPECT_NEAR(rates.gemm_time_s({1, 1, 256, 256}, l2.flops(), l2.bytes()), 2 * l2.bytes() / 5e10, 1e-15);
   EXPECT_NEAR(rates.gemm_flops_per_s({1, 1, 256, 256}), l2.flops() / (2 * l2.bytes() / 5e10), 1);
+  // Eight rows against the same weights: eight times the work, nearly the same bytes, still
+  // memory-bound, so nearly the same time (a rate model would give eight times the time).
+  const GemmShape eight{DType::f32, 8, 2048, 2048, 1};
+  EXPECT_NEAR(rates.gemm_time_s({1, 8, 2048, 2048}, eight.flops(), eight.bytes()),
+              2 * eight.bytes() / 5e10, 1e-12);
+  EXPECT_LT(rates.gemm_time_s({1, 8, 2048, 2048}, eight.flops(), eight.bytes()),
+            1.01 * rates.gemm_time_s({1, 1, 2048, 2048}, dram.flops(), dram.bytes()));
 }
 
 TEST_F(FixtureCpu, WeightsComeFromTheLevelThatHoldsAllOfTheModelsWeights) {
