@@ -50,8 +50,10 @@ inline bool is_device_memory(const std::string& level_name) {
   return level_name == "DRAM" || level_name == "HBM";
 }
 
-// The largest cache's capacity (0 when the levels name none).
-inline std::int64_t largest_cache_bytes(const std::vector<MemoryLevel>& levels) {
+// The largest cache's capacity (0 when the levels name none). Any list of levels with a `name`
+// and optional `bytes`: a device description's, or a profile's measured ones.
+template <typename Levels>
+std::int64_t largest_cache_bytes(const Levels& levels) {
   std::int64_t largest = 0;
   for (const auto& level : levels)
     if (!is_device_memory(level.name) && level.bytes && *level.bytes > largest) largest = *level.bytes;

@@ -167,9 +167,7 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
     if (!std::binary_search(cold.begin(), cold.end(), p,
                             [](const Point& a, const Point& b) { return a.x < b.x; }))
       gemm_cold_points_.push_back(p);
-  for (const auto& l : device.memory_levels)  // caches only: device memory has a size too
-    if (l.bytes && !is_device_memory(l.name))
-      largest_cache_bytes_ = std::max(largest_cache_bytes_, static_cast<double>(*l.bytes));
+  largest_cache_bytes_ = static_cast<double>(truepeak::largest_cache_bytes(device.memory_levels));
 
   naive_matrix_ = lookup(device.datasheet.flops_per_s, dtype).value_or(best_flops_per_s_);
   naive_vector_ = lookup(device.datasheet.vector_flops_per_s, dtype)
