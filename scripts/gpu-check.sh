@@ -2,7 +2,8 @@
 # On a machine with an NVIDIA GPU: build truepeak for this GPU (architecture "native"), run the
 # GPU tests, run a quick calibration of cuda:0, show it, and print the headline figures against
 # the bars (bf16 GEMM vs datasheet, HBM triad vs 4.8 TB/s, pinned H2D vs the PCIe link, launch
-# overhead). OUTDIR holds at most eight files, as the tools that fetch it may return no more:
+# overhead) and, where PyTorch is installed, against the same operations through PyTorch
+# (scripts/peers/torch_gpu.py, run after the calibration). OUTDIR holds at most eight files, as the tools that fetch it may return no more:
 #   <label>.json  gpu-check.log (steps, machine, summary)  table.txt  show.txt
 #   build.log (configure + build)  cuda-tests.log  calibrate.log (stdout + stderr)  nvidia-smi-q.txt
 # Everything else (the test XML, the table script) stays in the build directory.
@@ -202,6 +203,20 @@ else
   note "calibrate wrote no profile"
 fi
 
+# --- a peer: the same operations through PyTorch, when it is there ----------------------------
+peers=$scratch/peers.json
+rm -f "$peers"
+if command -v python3 >/dev/null 2>&1 && python3 -c 'import torch' >/dev/null 2>&1; then
+  log "peer: PyTorch on the same GPU (at most $(left 90 30) s)"
+  if timeout "$(left 90 30)" python3 "$root/scripts/peers/torch_gpu.py" --out "$peers" 2>&1 |
+      sed 's/^/peer: /' | tee -a "$out/gpu-check.log" >&2; then
+    :
+  fi
+  [ -f "$peers" ] || note "peer: PyTorch run failed (see gpu-check.log)"
+else
+  log "peer: no PyTorch here; the table has no peer column"
+fi
+
 # --- headline figures -----------------------------------------------------------------------
 if [ -f "$profile" ] && command -v python3 >/dev/null 2>&1; then
   cat >"$scratch/table.py" <<'PY'
@@ -264,6 +279,33 @@ for key, label in (("op_s", "empty kernel launch"), ("graph_op_s", "launch in a 
     v = overhead.get(key)
     rows.append(f"{label:<26} {(f'{v * 1e6:9.2f} us') if v else '      n/a':>16}" + ("  bar <= 5 us" if key == "op_s" else ""))
 
+# The peer (scripts/peers/torch_gpu.py), measured after the calibration on the same GPU.
+if len(sys.argv) > 3:
+    try:
+        peer = json.load(open(sys.argv[3]))
+    except (OSError, ValueError):
+        peer = None
+    if peer:
+        rows.append("")
+        rows.append(f"{'against PyTorch ' + peer.get('torch', '?'):<26} {'truepeak':>16} {'PyTorch':>16} {'ratio':>7}")
+        def peer_row(what, mine, theirs, unit, scale):
+            m = f"{mine / scale:9.2f} {unit}" if mine else "      n/a"
+            t = f"{theirs / scale:9.2f} {unit}" if theirs else "      n/a"
+            rows.append(f"{what:<26} {m:>16} {t:>16} {ratio(mine, theirs):>7}")
+        for g in peer.get("gemm", []):
+            if g.get("layout") != "tn":
+                continue
+            mine = max([p["flops_per_s"] for p in d.get("gemm", []) if p.get("dtype") == g["dtype"]
+                        and p.get("batch", 1) == 1 and (p["m"], p["n"], p["k"]) == (g["m"], g["n"], g["k"])] or [0])
+            nn = next((x for x in peer["gemm"] if x["layout"] == "nn" and x["m"] == g["m"]), None)
+            theirs = max(g["best_flops_per_s"], nn["best_flops_per_s"] if nn else 0)
+            peer_row(f"{g['dtype']} GEMM {g['m']}^3", mine, theirs, "TFLOP/s", 1e12)
+        copy_peer = (peer.get("device_copy_Bps") or {}).get("best")
+        peer_row("device copy 1 GiB", copy, copy_peer, "TB/s", 1e12)
+        h2d = transfers.get("h2d_pinned") or {}
+        mine = max([p["bytes"] / p["time_s"] for p in h2d.get("points") or [] if p.get("bytes") == (1 << 30)] or [0])
+        peer_row("h2d pinned 1 GiB", mine, (peer.get("h2d_pinned_Bps") or {}).get("best"), "GB/s", 1e9)
+
 print(f"{d.get('name')}  ({profile.get('machine', {}).get('label')}, complete={profile.get('complete')})")
 print(f"{'':<26} {'measured':>16} {'reference':>16} {'ratio':>7}")
 print("\n".join(rows))
@@ -273,7 +315,7 @@ if skipped:
     for s in skipped:
         print(f"  {s.get('what')}: {s.get('reason')}")
 PY
-  if ! python3 "$scratch/table.py" "$profile" "$out/nvidia-smi-q.txt" >"$out/table.txt" 2>&1; then
+  if ! python3 "$scratch/table.py" "$profile" "$out/nvidia-smi-q.txt" "$peers" >"$out/table.txt" 2>&1; then
     note "summary table: python failed (see table.txt)"
   fi
   cat "$out/table.txt"

@@ -43,7 +43,10 @@ constexpr std::int64_t kWorkspaceBytes = 32 * kMiB;  // NVIDIA's recommendation 
 constexpr int kMaxSets = 256;
 constexpr int kCheckSamples = 256;
 constexpr double kTargetSampleS = 200e-6;  // inner batch: enough calls to make a sample this long
-constexpr int kCandidates = 4;             // heuristic candidates timed before choosing
+constexpr int kHeuristicResults = 16;      // candidates asked of cuBLASLt's heuristic
+constexpr int kCandidates = 8;             // of those, the first that run are timed
+constexpr double kRampS = 0.05;            // busy time before timing candidates: clocks ramp
+constexpr double kCandidateS = 2e-3;       // each candidate: two batches of calls this long
 constexpr std::int64_t kScaleStrideBytes = 256;
 
 struct GemmTypes {
@@ -119,9 +122,10 @@ std::string algo_text(const cublasLtMatmulHeuristicResult_t& result) {
       return -1;
     return value;
   };
-  return fmt::format("cublasLt algo={} tile={} stages={} splitk={} workspace={}/{}",
+  return fmt::format("cublasLt algo={} tile={} stages={} cluster={} splitk={} workspace={}/{}",
                      get(CUBLASLT_ALGO_CONFIG_ID), get(CUBLASLT_ALGO_CONFIG_TILE_ID),
-                     get(CUBLASLT_ALGO_CONFIG_STAGES_ID), get(CUBLASLT_ALGO_CONFIG_SPLITK_NUM),
+                     get(CUBLASLT_ALGO_CONFIG_STAGES_ID), get(CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID),
+                     get(CUBLASLT_ALGO_CONFIG_SPLITK_NUM),
                      format_bytes(static_cast<double>(result.workspaceSize)),
                      format_bytes(static_cast<double>(kWorkspaceBytes)));
 }
@@ -197,7 +201,7 @@ class GemmKernel final : public Kernel {
     const auto workspace_limit = static_cast<std::uint64_t>(kWorkspaceBytes);
     TP_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
         pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_limit, sizeof(workspace_limit)));
-    std::vector<cublasLtMatmulHeuristicResult_t> results(8);
+    std::vector<cublasLtMatmulHeuristicResult_t> results(kHeuristicResults);
     int returned = 0;
     const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
         lt_->handle.get(), desc, a_layout_.get(), b_layout_.get(), c_layout_.get(), c_layout_.get(),
@@ -206,33 +210,8 @@ class GemmKernel final : public Kernel {
       throw Unsupported(
           fmt::format("cuBLASLt has no algorithm for gemm {} on {}", shape.str(), device.name));
     TP_CUBLAS_CHECK(status);
-
-    // cuBLASLt's heuristic ranks its candidates; the top few that launch are timed and the
-    // fastest is kept (the heuristic's first choice is not always the fastest on a given part).
-    std::string failures;
-    double best_s = 0;
-    int timed = 0;
-    for (int i = 0; i < returned && timed < kCandidates; ++i) {
-      if (results[i].state != CUBLAS_STATUS_SUCCESS) continue;
-      const cublasStatus_t run = matmul(results[i].algo, 0);
-      if (run != CUBLAS_STATUS_SUCCESS) {
-        failures += fmt::format(" {}", cublasLtGetStatusName(run));
-        continue;
-      }
-      ++timed;
-      EventTimer timer;
-      timer.start(stream_.get());
-      for (int call = 0; call < 2; ++call) TP_CUBLAS_CHECK(matmul(results[i].algo, 0));
-      timer.stop(stream_.get());
-      const double call_s = std::max(timer.elapsed_s() / 2, 1e-7);
-      if (!algo_ || call_s < best_s) {
-        algo_ = results[i].algo;
-        best_s = call_s;
-        impl_ = fmt::format("{} heuristic-rank={}", algo_text(results[i]), i);
-      }
-    }
-    if (!algo_)
-      throw Unsupported(fmt::format("no cuBLASLt algorithm ran gemm {}:{}", shape.str(), failures));
+    const double best_s = choose_algorithm(results, returned);
+    // Enough calls per sample to make it about kTargetSampleS long.
     // Enough calls per sample to make it about kTargetSampleS long.
     inner_ = static_cast<int>(std::clamp(std::ceil(kTargetSampleS / best_s), 1.0, 64.0));
   }
@@ -289,6 +268,57 @@ class GemmKernel final : public Kernel {
 
  private:
   static std::int64_t round_up(std::int64_t bytes) { return (bytes + 255) / 256 * 256; }
+
+  // Seconds per call of `algo`: the faster of two batches of `calls` calls.
+  double time_calls(const cublasLtMatmulAlgo_t& algo, int calls, int batches) {
+    double best = 0;
+    for (int b = 0; b < batches; ++b) {
+      timer_->start(stream_.get());
+      for (int call = 0; call < calls; ++call) TP_CUBLAS_CHECK(matmul(algo, (call + b) % sets_));
+      timer_->stop(stream_.get());
+      const double call_s = std::max(timer_->elapsed_s() / calls, 1e-7);
+      best = b == 0 ? call_s : std::min(best, call_s);
+    }
+    return best;
+  }
+
+  // cuBLASLt's heuristic ranks its candidates, but its first choice is not always the fastest on
+  // a given part: the first kCandidates that run are timed, after the GPU has been kept busy
+  // long enough for its clocks to ramp, and the fastest is kept. Returns its seconds per call.
+  double choose_algorithm(const std::vector<cublasLtMatmulHeuristicResult_t>& results,
+                          int returned) {
+    std::vector<int> runnable;
+    std::string failures;
+    for (int i = 0; i < returned && static_cast<int>(runnable.size()) < kCandidates; ++i) {
+      if (results[i].state != CUBLAS_STATUS_SUCCESS) continue;
+      const cublasStatus_t run = matmul(results[i].algo, 0);
+      if (run != CUBLAS_STATUS_SUCCESS) {
+        failures += fmt::format(" {}", cublasLtGetStatusName(run));
+        continue;
+      }
+      runnable.push_back(i);
+    }
+    if (runnable.empty())
+      throw Unsupported(
+          fmt::format("no cuBLASLt algorithm ran gemm {}:{}", shape_.str(), failures));
+    const auto calls_for = [](double seconds, double call_s, int most) {
+      return static_cast<int>(std::clamp(std::ceil(seconds / call_s), 1.0, double(most)));
+    };
+    const double first_s = time_calls(results[runnable[0]].algo, 1, 1);
+    time_calls(results[runnable[0]].algo, calls_for(kRampS, first_s, 4096), 1);
+    double best_s = 0;
+    for (const int i : runnable) {
+      const double estimate_s = time_calls(results[i].algo, 1, 1);
+      const double call_s = time_calls(results[i].algo, calls_for(kCandidateS, estimate_s, 64), 2);
+      if (!algo_ || call_s < best_s) {
+        algo_ = results[i].algo;
+        best_s = call_s;
+        impl_ = fmt::format("{} heuristic-rank={} of {} timed", algo_text(results[i]), i,
+                            runnable.size());
+      }
+    }
+    return best_s;
+  }
 
   cublasStatus_t matmul(const cublasLtMatmulAlgo_t& algo, int set) {
     auto* x = static_cast<char*>(x_.get()) + set * x_stride_;

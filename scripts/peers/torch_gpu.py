@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""A peer for truepeak's GPU figures: the same operations through PyTorch on the same GPU.
+
+Measures, with CUDA events, on random data:
+  - bf16 GEMM 8192^3 and 16384^3 as a linear layer computes it (x @ w^T: cuBLAS's "TN", the
+    layout truepeak times) and as a plain x @ w ("NN");
+  - a device-to-device copy of 1 GiB (bytes read plus bytes written);
+  - a pinned host-to-device copy of 1 GiB.
+Each figure is the best and the median of the timed calls after a warm-up that lets the clocks
+ramp. Writes JSON to --out and prints one line per figure.
+
+Usage: torch_gpu.py --out FILE [--device N] [--repeats R]
+"""
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+
+
+def timed(fn, repeats, warmup_s, torch):
+    """Seconds of each of `repeats` calls of fn, after calling it for warmup_s."""
+    start = time.perf_counter()
+    while time.perf_counter() - start < warmup_s:
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(repeats):
+        begin = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        begin.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(begin.elapsed_time(end) * 1e-3)
+    return times
+
+
+def summary(times, work):
+    ordered = sorted(times)
+    return {"best": work / ordered[0], "median": work / ordered[len(ordered) // 2], "calls": len(times)}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", required=True, help="JSON file to write")
+    parser.add_argument("--device", type=int, default=0, help="CUDA device index (default 0)")
+    parser.add_argument("--repeats", type=int, default=20, help="timed calls per figure (default 20)")
+    args = parser.parse_args()
+    if args.repeats < 1:
+        sys.exit(f"torch_gpu.py: --repeats {args.repeats}: must be at least 1")
+    try:
+        import torch
+    except ImportError as error:
+        sys.exit(f"torch_gpu.py: PyTorch is not importable here ({error})")
+    if not torch.cuda.is_available():
+        sys.exit("torch_gpu.py: PyTorch sees no CUDA device")
+    torch.cuda.set_device(args.device)
+    dev = torch.device("cuda", args.device)
+    gen = torch.Generator(device=dev).manual_seed(1234)
+    result = {"torch": torch.__version__, "device": torch.cuda.get_device_name(dev),
+              "cuda": torch.version.cuda, "gemm": []}
+
+    for size in (8192, 16384):
+        x = torch.randn(size, size, device=dev, dtype=torch.bfloat16, generator=gen)
+        w = torch.randn(size, size, device=dev, dtype=torch.bfloat16, generator=gen)
+        flops = 2.0 * size ** 3
+        for layout, fn in (("tn", lambda: torch.nn.functional.linear(x, w)), ("nn", lambda: x @ w)):
+            out = summary(timed(fn, args.repeats, 0.5, torch), flops)
+            result["gemm"].append({"dtype": "bf16", "m": size, "n": size, "k": size, "layout": layout,
+                                   "best_flops_per_s": out["best"], "median_flops_per_s": out["median"]})
+            print(f"torch bf16 GEMM {size}^3 {layout}: best {out['best'] / 1e12:.1f} TFLOP/s, "
+                  f"median {out['median'] / 1e12:.1f}", flush=True)
+        del x, w
+
+    nbytes = 1 << 30
+    src = torch.randint(0, 256, (nbytes,), device=dev, dtype=torch.uint8, generator=gen)
+    dst = torch.empty_like(src)
+    out = summary(timed(lambda: dst.copy_(src), args.repeats, 0.2, torch), 2.0 * nbytes)
+    result["device_copy_Bps"] = {"bytes": nbytes, "best": out["best"], "median": out["median"]}
+    print(f"torch device copy 1 GiB: best {out['best'] / 1e12:.2f} TB/s (read + write), "
+          f"median {out['median'] / 1e12:.2f}", flush=True)
+
+    host = torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)
+    host.random_(0, 256)
+    out = summary(timed(lambda: dst.copy_(host, non_blocking=True), max(3, args.repeats // 4), 0.2,
+                        torch), float(nbytes))
+    result["h2d_pinned_Bps"] = {"bytes": nbytes, "best": out["best"], "median": out["median"]}
+    print(f"torch pinned H2D 1 GiB: best {out['best'] / 1e9:.1f} GB/s, median {out['median'] / 1e9:.1f}",
+          flush=True)
+
+    directory = os.path.dirname(os.path.abspath(args.out))
+    with tempfile.NamedTemporaryFile("w", dir=directory, delete=False, suffix=".tmp") as f:
+        json.dump(result, f, indent=1)
+        f.write("\n")
+    os.replace(f.name, args.out)
+
+
+if __name__ == "__main__":
+    main()
