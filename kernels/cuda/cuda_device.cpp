@@ -100,6 +100,7 @@ DeviceDescription describe_device(int index, DeviceFacts& facts) {
   facts.sms = prop.multiProcessorCount;
   facts.l2_bytes = prop.l2CacheSize;
   facts.name = prop.name;
+  facts.monitor = std::make_shared<const NvmlMonitor>(bus_id);
 
   DeviceDescription d;
   d.id = fmt::format("cuda:{}", index);

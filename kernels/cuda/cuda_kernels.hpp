@@ -10,6 +10,8 @@
 
 namespace truepeak::cuda_detail {
 
+class NvmlMonitor;  // kernels/cuda/nvml.hpp
+
 // What the kernels need to know about their device.
 struct DeviceFacts {
   int index = 0;
@@ -17,6 +19,7 @@ struct DeviceFacts {
   int sms = 0;
   std::int64_t l2_bytes = 0;
   std::string name;
+  std::shared_ptr<const NvmlMonitor> monitor;  // clocks and power while kernels run
   int cc() const { return cc_major * 10 + cc_minor; }
 };
 

@@ -13,6 +13,7 @@
 #include "kernels/cuda/cuda_kernels.hpp"
 #include "kernels/cuda/cuda_owners.hpp"
 #include "kernels/cuda/device_kernels.hpp"
+#include "kernels/cuda/nvml.hpp"
 
 namespace truepeak::cuda_detail {
 
@@ -87,7 +88,11 @@ class FmaKernel final : public Kernel {
   // iterations == 0: sized so that one launch takes about kTargetLaunchS.
   FmaKernel(const DeviceFacts& device, DType dtype, std::optional<GridSize> grid, int iterations,
             std::string label)
-      : device_(device.index), dtype_(dtype), elem_(fma_elem(dtype)), label_(std::move(label)) {
+      : device_(device.index),
+        monitor_(device.monitor),
+        dtype_(dtype),
+        elem_(fma_elem(dtype)),
+        label_(std::move(label)) {
     use_device(device_);
     stream_ = make_stream();
     timer_.emplace();
@@ -114,8 +119,8 @@ class FmaKernel final : public Kernel {
   }
   double bytes() const override { return 0; }
   std::string impl() const override {
-    return fmt::format("own kernel, {} chains/thread, {} iterations, grid {}x{}", kFmaChains,
-                       iterations_, grid_.blocks, grid_.threads);
+    return fmt::format("own kernel, {} chains/thread, {} iterations, grid {}x{}{}", kFmaChains,
+                       iterations_, grid_.blocks, grid_.threads, fastest_.text());
   }
 
   void check() override {
@@ -159,13 +164,17 @@ class FmaKernel final : public Kernel {
     timer_->start(stream_.get());
     launch();
     timer_->stop(stream_.get());
-    return timer_->elapsed_s();
+    const double launch_s = timer_->elapsed_s();
+    fastest_.note(launch_s, monitor_.get());
+    return launch_s;
   }
 
  private:
   void launch() { launch_fma(elem_, out_.get(), grid_, iterations_, stream_.get()); }
 
   int device_;
+  std::shared_ptr<const NvmlMonitor> monitor_;
+  FastestSampleState fastest_;
   DType dtype_;
   Elem elem_;
   std::string label_;

@@ -24,6 +24,7 @@
 #include "kernels/cuda/device_kernels.hpp"
 #include "kernels/cuda/gemm_layout.hpp"
 #include "kernels/cuda/memory_fit.hpp"
+#include "kernels/cuda/nvml.hpp"
 
 namespace truepeak::cuda_detail {
 
@@ -133,7 +134,11 @@ std::string algo_text(const cublasLtMatmulHeuristicResult_t& result) {
 class GemmKernel final : public Kernel {
  public:
   GemmKernel(const DeviceFacts& device, std::shared_ptr<LtContext> lt, const GemmShape& shape)
-      : device_(device.index), lt_(std::move(lt)), shape_(shape), types_(gemm_types(shape.dtype)) {
+      : device_(device.index),
+        monitor_(device.monitor),
+        lt_(std::move(lt)),
+        shape_(shape),
+        types_(gemm_types(shape.dtype)) {
     if (shape.m <= 0 || shape.n <= 0 || shape.k <= 0 || shape.batch <= 0)
       throw InputError(fmt::format("gemm {}: every dimension must be positive", shape.str()));
     if (device.cc() < types_.min_cc)
@@ -220,7 +225,7 @@ class GemmKernel final : public Kernel {
   double flops() const override { return shape_.flops(); }
   double bytes() const override { return shape_.bytes(); }
   std::string impl() const override {
-    return fmt::format("{} sets={} inner={}", impl_, sets_, inner_);
+    return fmt::format("{} sets={} inner={}{}", impl_, sets_, inner_, fastest_.text());
   }
   std::string layout() const override { return "tn"; }
 
@@ -263,7 +268,9 @@ class GemmKernel final : public Kernel {
       TP_CUBLAS_CHECK(matmul(*algo_, next_set_));
     }
     timer_->stop(stream_.get());
-    return timer_->elapsed_s() / inner_;
+    const double call_s = timer_->elapsed_s() / inner_;
+    fastest_.note(call_s, monitor_.get());
+    return call_s;
   }
 
  private:
@@ -346,6 +353,8 @@ class GemmKernel final : public Kernel {
   }
 
   int device_;
+  std::shared_ptr<const NvmlMonitor> monitor_;
+  FastestSampleState fastest_;
   std::shared_ptr<LtContext> lt_;
   GemmShape shape_;
   GemmTypes types_;

@@ -4,6 +4,7 @@
 #include "core/error.hpp"
 #include "kernels/cuda/cuda_backend.hpp"
 #include "kernels/cuda/cuda_kernels.hpp"
+#include "kernels/cuda/nvml.hpp"
 
 namespace truepeak {
 namespace {
@@ -40,6 +41,35 @@ TEST(CudaHost, PcieLinkRateAfterEncoding) {
   EXPECT_FALSE(pcie_link_Bps(0, 16).has_value());
   EXPECT_FALSE(pcie_link_Bps(9, 16).has_value());
   EXPECT_FALSE(pcie_link_Bps(4, 0).has_value());
+}
+
+TEST(CudaHost, ClockEventReasonsByName) {
+  using cuda_detail::clock_event_text;
+  EXPECT_EQ(clock_event_text(0), "none");
+  EXPECT_EQ(clock_event_text(0x1), "idle");
+  EXPECT_EQ(clock_event_text(0x4), "sw_power_cap");
+  EXPECT_EQ(clock_event_text(0x4 | 0x40), "sw_power_cap,hw_thermal");
+  EXPECT_EQ(clock_event_text(0x4 | 0x1000), "sw_power_cap,0x1000");  // a bit of a later NVML
+}
+
+TEST(CudaHost, StateTextSaysOnlyWhatWasRead) {
+  using cuda_detail::NvmlState;
+  using cuda_detail::state_text;
+  EXPECT_EQ(state_text(NvmlState{}), "");
+  EXPECT_EQ(state_text(NvmlState{1755, 689.6, 0x4}), "sm 1755 MHz, 690 W, limited by sw_power_cap");
+  EXPECT_EQ(state_text(NvmlState{1980, std::nullopt, std::nullopt}), "sm 1980 MHz");
+}
+
+TEST(CudaHost, FastestSampleKeepsTheStateOfTheFastest) {
+  cuda_detail::FastestSampleState fastest;
+  EXPECT_EQ(fastest.text(), "");
+  fastest.note(1e-3, nullptr);  // no monitor: nothing to keep
+  EXPECT_EQ(fastest.text(), "");
+  // A monitor for a bus that does not exist reads nothing, on a machine with or without NVML.
+  const cuda_detail::NvmlMonitor monitor("ffff:ff:1f.7");
+  EXPECT_EQ(cuda_detail::state_text(monitor.read()), "");
+  fastest.note(1e-3, &monitor);
+  EXPECT_EQ(fastest.text(), "");
 }
 
 }  // namespace

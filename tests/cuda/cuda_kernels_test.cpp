@@ -87,6 +87,22 @@ TEST_F(CudaKernels, GemmEveryDtype) {
   }
 }
 
+// Where NVML is there (it gave the maximum clock), a GEMM and an FMA point say what clock and
+// power their fastest sample ran at.
+TEST_F(CudaKernels, FastestSampleCarriesTheGpuState) {
+  if (backend_->describe().properties.at("max_sm_clock_mhz").is_null())
+    GTEST_SKIP() << "no NVML on this machine";
+  auto gemm = backend_->gemm(GemmShape{DType::f32, 256, 256, 256, 1});
+  auto fma = backend_->fma(DType::f32);
+  for (Kernel* kernel : {gemm.get(), fma.get()}) {
+    SCOPED_TRACE(kernel->name());
+    EXPECT_EQ(kernel->impl().find("at the fastest sample"), std::string::npos) << kernel->impl();
+    kernel->run_s();
+    EXPECT_NE(kernel->impl().find("at the fastest sample: sm "), std::string::npos)
+        << kernel->impl();
+  }
+}
+
 TEST_F(CudaKernels, ConvEveryDtypeAndLayout) {
   for (const DType dtype : {DType::f32, DType::f16, DType::bf16}) {
     if (dtype == DType::bf16 && cc() < 80) continue;
