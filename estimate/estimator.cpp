@@ -51,7 +51,15 @@ OpRow cost_row(const Op& op, const Work& w, const RateModel& rates, const std::s
   r.compute_bound = w.engine == Engine::gemm || w.engine == Engine::conv
                         ? w.flops / rates.best_flops_per_s() >= r.memory_s
                         : r.compute_s >= r.memory_s;
-  r.time_s = std::max(r.compute_s, r.memory_s) + r.overhead_s;
+  const double work_s = std::max(r.compute_s, r.memory_s);
+  if (rates.overlaps_issue()) {
+    // A GPU runs this op's kernel while the host issues the next one: the op takes the longer of
+    // the two, and only what the issue time adds beyond the kernel counts as overhead.
+    r.time_s = std::max(work_s, r.overhead_s);
+    r.overhead_s = r.time_s - work_s;
+  } else {
+    r.time_s = work_s + r.overhead_s;  // a CPU does the library's fixed work, then the op's
+  }
   r.achieved_flops_per_s = r.compute_s > 0 ? w.flops / r.compute_s : 0;
   if (r.time_s > 0) {
     const double roof =

@@ -117,6 +117,7 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
     levels_[i].second = std::max(levels_[i].second, levels_[i + 1].second);
   dram_Bps_ = levels_.back().second;
   overhead_s_ = op_overhead_s.value_or(device.overhead_op_s.value_or(0));
+  overlaps_issue_ = device.kind == "gpu";
 
   // Each measured point as its efficiency: the time its reference roofline allows over the time
   // it took.

@@ -56,6 +56,9 @@ class RateModel {
   // Bandwidth of the smallest memory level that holds `working_set_bytes`.
   double Bps(double working_set_bytes) const;
   double overhead_s() const { return overhead_s_; }
+  // Whether the device runs an op while the host issues the next (a GPU's stream): then an op
+  // costs the longer of its work and its issue time, not their sum.
+  bool overlaps_issue() const { return overlaps_issue_; }
   // The largest cache (0 when the profile has no cache level).
   double largest_cache_bytes() const { return largest_cache_bytes_; }
 
@@ -94,6 +97,7 @@ class RateModel {
   std::vector<std::pair<double, double>> levels_;  // (bytes, Bps) ascending; last = DRAM
   double dram_Bps_ = 0;
   double overhead_s_ = 0;
+  bool overlaps_issue_ = false;
   double naive_matrix_ = 0, naive_vector_ = 0, naive_Bps_ = 0;
 };
 

@@ -7,6 +7,12 @@ ONNX file, and compare. Writes one markdown and one JSON table (default results/
 
 Run with Debian's PyTorch:  /usr/bin/python3 scripts/validate.py --profile results/dev-cpu.json
 
+On a GPU (--device cuda:0), CNNs run in bf16, channels-last, with batch norms folded into the
+convolutions (torch.fx), and transformers in bf16, all in eager mode through cuDNN and cuBLAS;
+each run ends with a device synchronize. The GPU machine may lack truepeak's ONNX import: measure
+there with --measure-only FILE, then estimate where truepeak is built with --measured FILE (the
+same models are exported to ONNX there).
+
 How the runs are made:
 - CNNs run in f32 as a frozen TorchScript graph after torch.jit.optimize_for_inference: batch
   norms folded into convolutions, convolutions executed by oneDNN (mkldnn); ReLU and the
@@ -147,45 +153,118 @@ class Case:
         return f"{self.model} b{self.batch} {self.dtype}"
 
 
-def build_case(name, batch, seq, context):
+def on_gpu(device):
+    return device != "cpu"
+
+
+def synced(run):
+    """A GPU run that ends when its kernels have finished."""
+    import torch
+
+    def run_and_wait():
+        run()
+        torch.cuda.synchronize()
+    return run_and_wait
+
+
+def build_case(name, batch, seq, context, device="cpu", runnable=True):
+    """One model at one batch. With runnable=False only the module and example inputs are made
+    (for the ONNX export), not the runner on `device`."""
     import torch
     import torchvision
 
     torch.manual_seed(0)
+    gpu = on_gpu(device)
     if name in ("resnet18", "resnet50", "mobilenet_v2"):
         module = getattr(torchvision.models, name)(weights=None).eval()
         x = torch.randn(batch, 3, 224, 224)
+        if gpu:
+            run = None
+            if runnable:
+                from torch.fx.experimental.optimization import fuse
+                net = fuse(copy.deepcopy(module)).to(device, torch.bfloat16)
+                net = net.to(memory_format=torch.channels_last)
+                xd = x.to(device, torch.bfloat16).contiguous(memory_format=torch.channels_last)
+                run = synced(lambda: net(xd))
+            return Case(name, batch, "bf16", module, (x,), run, "eager-conv", conv_layout="nhwc")
         with torch.no_grad():
             frozen = torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.trace(module, x)))
         # PyTorch's oneDNN path keeps activations channel-blocked (aBcd16b in ONEDNN_VERBOSE): the
         # estimate uses the profile's blocked convolution points.
         return Case(name, batch, "f32", module, (x,), lambda: frozen(x), "frozen", conv_layout="blocked")
     encoder, decoder = transformer_classes()
+
+    def runner(module, *inputs):
+        """The module in bf16 on `device`, called on `inputs` moved there (floats in bf16)."""
+        if not runnable:
+            return None
+        net = copy.deepcopy(module).to(device, torch.bfloat16)
+        moved = tuple(t.to(device, torch.bfloat16) if t.is_floating_point() else t.to(device)
+                      for t in inputs)
+        run = lambda: net(*moved)
+        return synced(run) if gpu else run
+
     if name == "bert_base":
         module = encoder().eval()
         ids = torch.randint(0, 30522, (batch, seq))
-        run = copy.deepcopy(module).to(torch.bfloat16)
-        return Case(name, batch, "bf16", module, (ids,), lambda: run(ids), "eager", seq=seq,
+        return Case(name, batch, "bf16", module, (ids,), runner(module, ids), "eager", seq=seq,
                     input_names=["input_ids"])
     if name == "gpt2_prefill":
         module = decoder().eval()
         ids = torch.randint(0, 50257, (batch, seq))
-        run = copy.deepcopy(module).to(torch.bfloat16)
-        return Case(name, batch, "bf16", module, (ids,), lambda: run(ids), "eager", seq=seq,
+        return Case(name, batch, "bf16", module, (ids,), runner(module, ids), "eager", seq=seq,
                     input_names=["input_ids"])
     if name == "gpt2_decode":
         module = decoder().eval()
         ids = torch.randint(0, 50257, (batch, 1))
         past = tuple(torch.randn(batch, 12, context, 64) for _ in range(24))
-        run = copy.deepcopy(module).to(torch.bfloat16)
-        past_bf16 = tuple(p.to(torch.bfloat16) for p in past)
         names = ["input_ids"] + [f"past_{kv}_{i}" for i in range(12) for kv in ("k", "v")]
-        return Case(name, batch, "bf16", module, (ids, *past), lambda: run(ids, *past_bf16), "eager", seq=1,
+        return Case(name, batch, "bf16", module, (ids, *past), runner(module, ids, *past), "eager", seq=1,
                     context=context, input_names=names)
     raise SystemExit(f"validate.py: unknown model '{name}' (known: {', '.join(DEFAULT_MODELS)})")
 
 
 # ---- runtime per-op overhead ----------------------------------------------------------------
+
+def gpu_overheads_us(device, repeats=30):
+    """Issue time of one eager op on a GPU: the time per op of chains of tiny ops, each chain
+    ended by a synchronize, as (time of 64 pairs - time of 1) / 126. CNN layers are mostly
+    convolutions and elementwise ops: pairs of a 1x1 convolution (16 channels, 4x4, bf16,
+    channels-last) and a ReLU; transformer layers mostly linears and elementwise ops: pairs of a
+    bf16 linear (1 x 16 -> 16) and a GELU. None where noise leaves nothing measurable."""
+    import torch
+    from torch import nn
+
+    def fastest(f):
+        for _ in range(5):
+            f()
+        best = float("inf")
+        for _ in range(repeats):
+            start = time.perf_counter()
+            f()
+            best = min(best, time.perf_counter() - start)
+        return best
+
+    def per_op(make_run):
+        return (fastest(make_run(64)) - fastest(make_run(1))) / 126 * 1e6
+
+    def conv_pairs(n):
+        x = torch.randn(1, 16, 4, 4).to(device, torch.bfloat16).contiguous(memory_format=torch.channels_last)
+        chain = nn.Sequential(*[m for _ in range(n) for m in (nn.Conv2d(16, 16, 1), nn.ReLU())])
+        chain = chain.to(device, torch.bfloat16).to(memory_format=torch.channels_last).eval()
+        return synced(lambda: chain(x))
+
+    def linear_pairs(n):
+        x = torch.randn(1, 16).to(device, torch.bfloat16)
+        chain = nn.Sequential(*[m for _ in range(n) for m in (nn.Linear(16, 16), nn.GELU())])
+        chain = chain.to(device, torch.bfloat16).eval()
+        return synced(lambda: chain(x))
+
+    torch.manual_seed(0)
+    with torch.no_grad():
+        found = {"eager-conv": per_op(conv_pairs), "eager": per_op(linear_pairs)}
+    return {k: (v if v > 0 else None) for k, v in found.items()}
+
 
 def runtime_overheads_us(repeats=30):
     """Fixed cost of one op in each way the cases run, from chains of tiny ops: in a frozen
@@ -308,6 +387,8 @@ def estimate(args, case, onnx_path, overhead_us=None):
            "--batch", str(case.batch), "--dtype", case.dtype]
     if case.seq and case.model != "gpt2_decode":
         cmd += ["--seq", str(case.seq)]
+    if on_gpu(args.device):
+        cmd += ["--device", args.device]
     if case.conv_layout:
         cmd += ["--conv-layout", case.conv_layout]
     if overhead_us is not None:
@@ -499,9 +580,29 @@ def main():
     parser.add_argument("--library-overhead", action="store_true",
                         help="estimate with the profile's per-op overhead (oneDNN's alone) instead of "
                              "PyTorch's, measured here with chains of tiny ops")
+    parser.add_argument("--device", default="cpu",
+                        help="cpu, or cuda:N: run the models on that GPU and estimate for the profile's "
+                             "device of that id")
+    parser.add_argument("--measure-only", metavar="FILE",
+                        help="time the models here and write the times (and PyTorch's per-op overhead) "
+                             "to FILE; no ONNX export, no estimate")
+    parser.add_argument("--measured", metavar="FILE",
+                        help="take the times from FILE, written by --measure-only (on the GPU machine), "
+                             "instead of timing here")
     parser.add_argument("--probe", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
+    if not re.fullmatch(r"cpu|cuda:\d+", args.device):
+        sys.exit(f"validate.py: --device {args.device}: expected cpu or cuda:N")
+    if args.measure_only and args.measured:
+        sys.exit("validate.py: --measure-only and --measured exclude each other")
+    measured_doc = load_measured(args.measured) if args.measured else None
+    if measured_doc:
+        args.device = measured_doc["device"]
+    gpu = on_gpu(args.device)
+    if args.breakdown and (gpu or measured_doc):
+        sys.exit("validate.py: --breakdown profiles CPU runs in this process; it is not available with "
+                 "--device cuda:N or --measured")
     if args.threads is None:
         args.threads = profile_threads(args.profile) or os.cpu_count()
     if args.probe:
@@ -509,25 +610,45 @@ def main():
     args.truepeak = find_truepeak(args.truepeak)
     import torch
     torch.set_num_threads(args.threads)
+    if gpu and not measured_doc and not torch.cuda.is_available():
+        sys.exit(f"validate.py: --device {args.device}: PyTorch {torch.__version__} sees no CUDA device here")
     models = [m for m in args.models.split(",") if m]
     batches = [int(b) for b in args.batches.split(",") if b]
 
-    print(f"PyTorch {torch.__version__}, {args.threads} threads, mkldnn available: "
-          f"{torch.backends.mkldnn.is_available()}", file=sys.stderr)
+    if gpu and not measured_doc:
+        print(f"PyTorch {torch.__version__} on {torch.cuda.get_device_name(args.device)}, cuDNN "
+              f"{torch.backends.cudnn.version()}", file=sys.stderr)
+    elif not gpu:
+        print(f"PyTorch {torch.__version__}, {args.threads} threads, mkldnn available: "
+              f"{torch.backends.mkldnn.is_available()}", file=sys.stderr)
     libraries = {}
-    if not args.no_probe:
+    if not args.no_probe and not gpu and not args.measure_only and not measured_doc:
         for m in models:
             libraries[m] = onednn_summary(m, args)
             print(f"  {m}: {library_text(libraries[m])}", file=sys.stderr, flush=True)
 
     overheads = None
-    if not args.library_overhead:
-        overheads = runtime_overheads_us()
+    if measured_doc:
+        overheads = None if args.library_overhead else measured_doc.get("runtime_overhead_us")
+    elif not args.library_overhead or args.measure_only:
+        overheads = gpu_overheads_us(args.device) if gpu else runtime_overheads_us()
+    if overheads:
         print("  PyTorch per-op overhead: " + ", ".join(
             f"{k} {fmt(v, '.1f')} us" + ("" if v is not None else " (not measurable: the profile's)")
             for k, v in overheads.items()), file=sys.stderr, flush=True)
 
-    cases = [build_case(m, b, args.seq, args.context) for m in models for b in batches]
+    cases = [build_case(m, b, args.seq, args.context, args.device, runnable=not measured_doc)
+             for m in models for b in batches]
+    if args.measure_only:
+        measure(cases, args)
+        return write_measured(args, cases, overheads)
+    if measured_doc:
+        missing = [c.key for c in cases if c.key not in measured_doc["times_s"]]
+        if missing:
+            sys.exit(f"validate.py: {args.measured}: no times for {', '.join(missing)} "
+                     f"(it holds {', '.join(measured_doc['times_s']) or 'none'})")
+        for case in cases:
+            case.times_s = list(measured_doc["times_s"][case.key])
     onnx_dir = args.onnx_dir or tempfile.mkdtemp(prefix="truepeak-validate-")
     os.makedirs(onnx_dir, exist_ok=True)
     estimates = {}
@@ -543,7 +664,8 @@ def main():
         print(f"  {case.key}: predicted {fmt(e.get('latency_s') and e['latency_s'] * 1e3, '.2f')} ms"
               + (f" ({e['error']})" if "error" in e else ""), file=sys.stderr, flush=True)
 
-    measure(cases, args)
+    if not measured_doc:
+        measure(cases, args)
     breakdowns = {}
     if args.breakdown:
         for case in cases:
@@ -562,7 +684,8 @@ def main():
             "spread": max(t) / min(t) if t else None, "runs": len(t),
             "predicted_ms": predicted * 1e3 if predicted else None, "error_pct": error_pct(predicted, measured),
             "naive_ms": naive * 1e3 if naive else None, "naive_error_pct": error_pct(naive, measured),
-            "library": library_text(libraries.get(case.model)), "onednn": libraries.get(case.model),
+            "library": gpu_library_text(measured_doc or {}) if gpu else library_text(libraries.get(case.model)),
+            "onednn": libraries.get(case.model),
             "estimate_error": e.get("error"), "estimate_warnings": e.get("warnings", []),
             "predicted_breakdown_ms": e.get("breakdown_ms"), "measured_breakdown_ms": breakdowns.get(case.key),
         })
@@ -577,15 +700,75 @@ def main():
         "naive_median_abs_error_pct": statistics.median(naive_errs) if naive_errs else None,
         "naive_worst_abs_error_pct": max(naive_errs) if naive_errs else None,
     }
+    where = measured_doc["meta"] if measured_doc else None
     meta = {
-        "date_utc": datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M UTC"),
-        "machine": f"{cpu_model()}, {os.cpu_count()} cores, {platform.node()}",
+        "date_utc": where["date_utc"] if where else datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": where["machine"] if where else f"{cpu_model()}, {os.cpu_count()} cores, {platform.node()}",
+        "device": args.device,
         "profile": os.path.relpath(args.profile, ROOT) if args.profile.startswith(ROOT) else args.profile,
-        "truepeak": args.truepeak, "torch": torch.__version__, "threads": args.threads,
-        "rounds": args.rounds, "runs": args.runs, "command": " ".join(["scripts/validate.py"] + sys.argv[1:]),
+        "truepeak": args.truepeak, "torch": where["torch"] if where else torch.__version__,
+        "threads": where["threads"] if where else args.threads,
+        "rounds": where["rounds"] if where else args.rounds, "runs": where["runs"] if where else args.runs,
+        "command": " ".join(["scripts/validate.py"] + sys.argv[1:]),
+        "measure_command": where["command"] if where else None,
         "runtime_overhead_us": overheads,
     }
     print(write_report(rows, summary, meta, args.out))
+
+
+def write_measured(args, cases, overheads):
+    """--measure-only: the times of every case and the per-op overheads, for --measured."""
+    import torch
+    gpu = on_gpu(args.device)
+    doc = {
+        "device": args.device,
+        "meta": {
+            "date_utc": datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M UTC"),
+            "machine": (f"{torch.cuda.get_device_name(args.device)}, host {platform.node()}" if gpu
+                        else f"{cpu_model()}, {os.cpu_count()} cores, {platform.node()}"),
+            "torch": torch.__version__, "cuda": torch.version.cuda,
+            "cudnn": torch.backends.cudnn.version() if gpu else None,
+            "threads": args.threads, "rounds": args.rounds, "runs": args.runs,
+            "command": " ".join(["scripts/validate.py"] + sys.argv[1:]),
+        },
+        "runtime_overhead_us": overheads,
+        "times_s": {c.key: c.times_s for c in cases},
+    }
+    directory = os.path.dirname(os.path.abspath(args.measure_only))
+    os.makedirs(directory, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=directory, delete=False, suffix=".tmp") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    os.replace(f.name, args.measure_only)
+    for c in cases:
+        print(f"{c.key}: fastest {min(c.times_s) * 1e3:.3f} ms, median "
+              f"{statistics.median(c.times_s) * 1e3:.3f} ms over {len(c.times_s)} runs")
+    print(f"wrote {args.measure_only}")
+
+
+def load_measured(path):
+    """A --measure-only file, checked enough to fail with one clear line."""
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except OSError as error:
+        sys.exit(f"validate.py: --measured {path}: cannot read it ({error.strerror})")
+    except ValueError as error:
+        sys.exit(f"validate.py: --measured {path}: not JSON ({error})")
+    ok = (isinstance(doc, dict) and isinstance(doc.get("times_s"), dict) and isinstance(doc.get("meta"), dict)
+          and isinstance(doc.get("device"), str)
+          and all(isinstance(v, list) and v and all(isinstance(t, (int, float)) and t > 0 for t in v)
+                  for v in doc["times_s"].values()))
+    if not ok:
+        sys.exit(f"validate.py: --measured {path}: not a file written by --measure-only "
+                 "(needs device, meta and times_s with positive times)")
+    return doc
+
+
+def gpu_library_text(doc):
+    meta = doc.get("meta", {})
+    return (f"cuDNN {meta.get('cudnn') or '?'} / cuBLAS (PyTorch {meta.get('torch', '?')}, "
+            f"CUDA {meta.get('cuda') or '?'})")
 
 
 def profile_threads(path):

@@ -202,6 +202,24 @@ TEST(FixtureGpu, ConvUsesMeasuredConvPoints) {
   EXPECT_NEAR(est.ops.at(0).achieved_flops_per_s, 2.5e14, 1e3);
 }
 
+TEST(FixtureGpu, IssueTimeOverlapsTheKernels) {
+  // On a GPU an op costs the longer of its kernel and its issue time (fixture: 2.5 us per op).
+  const Profile p = fixture("fixture_gpu_conv.json");
+  const Device& gpu = p.devices.at(0);
+  // A tiny ReLU: 4 KiB through HBM at 3e12 B/s is under 2 ns: the issue time is the whole op.
+  const auto tiny = estimate(relu_model(1 << 10), gpu, batch(1, DType::bf16)).ops.at(0);
+  EXPECT_DOUBLE_EQ(tiny.time_s, 2.5e-6);
+  EXPECT_NEAR(tiny.overhead_s, 2.5e-6 - tiny.memory_s, 1e-15);
+  // A large one: 2 x 2^26 bf16 elements, 256 MiB at 3e12 B/s = 89 us; the issue time hides.
+  const auto big = estimate(relu_model(1 << 24), gpu, batch(4, DType::bf16)).ops.at(0);
+  EXPECT_NEAR(big.time_s, big.bytes / 3e12, 1e-12);
+  EXPECT_DOUBLE_EQ(big.overhead_s, 0);
+  // The same op on a CPU pays both (FixtureCpu: work + 1 us).
+  const Profile cpu_profile = fixture("fixture_cpu.json");
+  const auto on_cpu = estimate(relu_model(1 << 10), cpu_profile.devices.at(0), batch(1)).ops.at(0);
+  EXPECT_NEAR(on_cpu.time_s, on_cpu.memory_s + kOverhead, 1e-15);
+}
+
 TEST_F(FixtureCpu, TrainingStepHasRealBackwardShapes) {
   // Two linears: x[N,512] -> 1024 -> 256. The first layer's input needs no gradient.
   GraphBuilder b;
