@@ -502,14 +502,17 @@ def fmt(value, spec):
 
 def write_report(rows, summary, meta, out_base):
     os.makedirs(os.path.dirname(out_base) or ".", exist_ok=True)
-    with open(out_base + ".json", "w") as f:
-        json.dump({"meta": meta, "rows": rows, "summary": summary}, f, indent=2)
+    write_atomic(out_base + ".json", json.dumps({"meta": meta, "rows": rows, "summary": summary}, indent=2) + "\n")
+    gpu = on_gpu(meta.get("device", "cpu"))
     lines = [f"Validation on {meta['machine']} ({meta['date_utc']}), profile `{meta['profile']}`, "
-             f"{meta['threads']} threads, {meta['rounds']} rounds x {meta['runs']} runs.",
-             f"Command: `{meta['command']}`",
+             + ("" if gpu else f"{meta['threads']} threads, ") + f"{meta['rounds']} rounds x {meta['runs']} runs.",
+             f"Command: `{meta['command']}`"]
+    if meta.get("measure_command"):
+        lines.append(f"Times measured on that machine with `{meta['measure_command']}`.")
+    lines += [
              "Per-op overhead: " + ("; ".join(f"{k} PyTorch {fmt(v, '.1f')} us" for k, v in meta["runtime_overhead_us"].items())
-                                    + " (tiny-op chains measured in this run)" if meta.get("runtime_overhead_us")
-                                    else "the profile's (oneDNN alone)") + ".", "",
+                                    + " (tiny-op chains, measured beside the models)" if meta.get("runtime_overhead_us")
+                                    else "the profile's (the library's alone)") + ".", "",
              "| model | batch | dtype | measured ms (fastest) | median ms | spread | predicted ms | error | "
              "naive ms | naive error | library |",
              "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"]
@@ -538,9 +541,17 @@ def write_report(rows, summary, meta, out_base):
     for r in errors:
         lines.append(f"- {r['model']} b{r['batch']}: estimate failed: {r['estimate_error']}")
     text = "\n".join(lines) + "\n"
-    with open(out_base + ".md", "w") as f:
-        f.write(text)
+    write_atomic(out_base + ".md", text)
     return text
+
+
+def write_atomic(path, text):
+    """Writes `text` to a temporary file beside `path`, then renames it: never half a file."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=directory, delete=False, suffix=".tmp") as f:
+        f.write(text)
+    os.replace(f.name, path)
 
 
 def library_text(info):
@@ -734,12 +745,7 @@ def write_measured(args, cases, overheads):
         "runtime_overhead_us": overheads,
         "times_s": {c.key: c.times_s for c in cases},
     }
-    directory = os.path.dirname(os.path.abspath(args.measure_only))
-    os.makedirs(directory, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=directory, delete=False, suffix=".tmp") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
-    os.replace(f.name, args.measure_only)
+    write_atomic(args.measure_only, json.dumps(doc, indent=1) + "\n")
     for c in cases:
         print(f"{c.key}: fastest {min(c.times_s) * 1e3:.3f} ms, median "
               f"{statistics.median(c.times_s) * 1e3:.3f} ms over {len(c.times_s)} runs")
