@@ -40,9 +40,11 @@ struct Measured {
 // x slowdown means others are using the machine right now: the point is worth measuring again.
 // The window forgets: a host that stays slower for longer than `kWindow` probes is the machine as
 // found, and measuring every point again would only spend time.
-class Sentinel {
+// One kernel timed between points. Its quiet reference is the fastest of its last kWindow
+// probes (the baseline while there are fewer).
+class SentinelProbe {
  public:
-  Sentinel(std::unique_ptr<Kernel> kernel, StopRule rule, double slowdown)
+  SentinelProbe(std::unique_ptr<Kernel> kernel, StopRule rule, double slowdown)
       : kernel_(std::move(kernel)), rule_(rule), slowdown_(slowdown) {}
 
   void calibrate_baseline(const std::atomic<bool>* stop) {
@@ -55,8 +57,6 @@ class Sentinel {
   // True when the machine is busier than it was a moment ago.
   bool slowed(const std::atomic<bool>* stop) {
     const double t = measure(*kernel_, rule_, stop).summary.min_s;
-    // The quiet reference: the fastest of the last kWindow probes (the baseline run while there
-    // are fewer).
     double recent = probes_s_.size() < kWindow ? baseline_s_ : probes_s_.back();
     for (std::size_t i = probes_s_.size() > kWindow ? probes_s_.size() - kWindow : 0;
          i < probes_s_.size(); ++i)
@@ -68,24 +68,18 @@ class Sentinel {
     return slow;
   }
 
-  static constexpr std::size_t kWindow = 16;
-
-  // True when a probe now runs within the slowdown of the fastest ever seen: the machine is as
-  // quiet as it has been. Not counted among the probes.
+  // True when a probe now runs within the slowdown of the fastest ever seen. Not counted.
   bool quiet(const std::atomic<bool>* stop) {
     const double t = measure(*kernel_, rule_, stop).summary.min_s;
     baseline_s_ = std::min(baseline_s_, t);
     return t <= baseline_s_ * slowdown_;
   }
 
-  nlohmann::json report(int remeasured) const {
+  nlohmann::json report() const {
     nlohmann::json j = {{"kernel", kernel_->name()},
                         {"baseline_s", baseline_s_},
-                        {"slowdown_threshold", slowdown_},
-                        {"window_probes", kWindow},
                         {"probes", probes_s_.size()},
-                        {"slow_probes", slow_probes_},
-                        {"points_remeasured", remeasured}};
+                        {"slow_probes", slow_probes_}};
     if (!probes_s_.empty()) {
       const auto s = summarize(probes_s_);
       j["probe_min_s"] = s.min_s;
@@ -96,6 +90,8 @@ class Sentinel {
     return j;
   }
 
+  static constexpr std::size_t kWindow = 16;
+
  private:
   std::unique_ptr<Kernel> kernel_;
   StopRule rule_;
@@ -103,6 +99,57 @@ class Sentinel {
   double baseline_s_ = 0;
   std::vector<double> probes_s_;
   int slow_probes_ = 0;
+};
+
+// Interference detection: a compute probe (the backend's sentinel) and, where the plan asks for
+// one, a memory probe (a triad beyond the caches' reach of one core), since other tenants'
+// memory traffic slows large working sets while a compute kernel in cache runs as fast as ever.
+// A round of probes is slow when any of them is.
+class Sentinel {
+ public:
+  Sentinel(std::vector<std::unique_ptr<Kernel>> kernels, StopRule rule, double slowdown)
+      : slowdown_(slowdown) {
+    for (auto& k : kernels) probes_.emplace_back(std::move(k), rule, slowdown);
+  }
+
+  void calibrate_baseline(const std::atomic<bool>* stop) {
+    for (auto& p : probes_) p.calibrate_baseline(stop);
+  }
+
+  bool slowed(const std::atomic<bool>* stop) {
+    bool slow = false;
+    for (auto& p : probes_) slow = p.slowed(stop) || slow;  // every probe runs, every round
+    ++rounds_;
+    slow_rounds_ += slow ? 1 : 0;
+    return slow;
+  }
+
+  bool quiet(const std::atomic<bool>* stop) {
+    bool quiet = true;
+    for (auto& p : probes_) quiet = p.quiet(stop) && quiet;
+    return quiet;
+  }
+
+  // The first probe's figures at the top level; every probe's under "kernels".
+  nlohmann::json report(int remeasured) const {
+    nlohmann::json j = probes_.front().report();
+    j["slowdown_threshold"] = slowdown_;
+    j["window_probes"] = SentinelProbe::kWindow;
+    j["probes"] = rounds_;
+    j["slow_probes"] = slow_rounds_;
+    j["points_remeasured"] = remeasured;
+    if (probes_.size() > 1) {
+      j["kernels"] = nlohmann::json::array();
+      for (const auto& p : probes_) j["kernels"].push_back(p.report());
+    }
+    return j;
+  }
+
+ private:
+  std::vector<SentinelProbe> probes_;
+  double slowdown_;
+  int rounds_ = 0;
+  int slow_rounds_ = 0;
 };
 
 class DeviceRun {
@@ -118,14 +165,18 @@ class DeviceRun {
     if (plan.confirm_peaks) {
       std::map<DType, int> gemms;
       for (const auto& g : plan.gemm) ++gemms[g.dtype];
-      int confirmed_gemms = 0;
+      int confirmed = 0;
       for (const auto& [dtype, count] : gemms)
-        confirmed_gemms += std::min(count, std::max(plan.confirm_gemms, 1));
+        confirmed += std::min(count, std::max(plan.confirm_gemms, 1));
       int device_memory_sizes = 0;
       if (const auto from = device_memory_from(backend.describe().levels)) {
         for (const auto b : plan.stream_bytes) device_memory_sizes += b >= *from;
       }
-      total_points_ += int(plan.fma_dtypes.size()) + confirmed_gemms +
+      std::map<DType, int> convs;
+      for (const auto& c : plan.conv) ++convs[c.first.dtype];
+      for (const auto& [dtype, count] : convs)
+        confirmed += std::min(count, std::max(plan.confirm_gemms, 1));
+      total_points_ += int(plan.fma_dtypes.size()) + confirmed +
                        device_memory_sizes * int(plan.stream_ops.size());
     }
   }
@@ -204,7 +255,12 @@ class DeviceRun {
 
   void start_sentinel() {
     try {
-      sentinel_ = std::make_unique<Sentinel>(backend_.sentinel(), plan_.sentinel_rule, plan_.sentinel_slowdown);
+      std::vector<std::unique_ptr<Kernel>> probes;
+      probes.push_back(backend_.sentinel());
+      if (plan_.memory_sentinel_bytes > 0)
+        probes.push_back(backend_.stream(StreamOp::triad, plan_.memory_sentinel_bytes));
+      for (auto& probe : probes) probe->check();
+      sentinel_ = std::make_unique<Sentinel>(std::move(probes), plan_.sentinel_rule, plan_.sentinel_slowdown);
       sentinel_->calibrate_baseline(options_.stop);
     } catch (const Error& e) {
       sentinel_.reset();
@@ -265,6 +321,7 @@ class DeviceRun {
       const auto klass = fmt::format("conv {}", to_string(shape.dtype));
       if (auto m = point(klass, what, plan_.conv_rule, [&] { return backend_.conv(shape, layout); })) {
         device_.conv.push_back({shape, m->layout, timing_of(m->summary), m->best_flops_per_s(), m->impl});
+        conv_requested_.push_back(layout);
         progress(what + " " + m->layout, format_flops_per_s(m->best_flops_per_s()));
       }
     }
@@ -383,6 +440,28 @@ class DeviceRun {
         }
       }
     }
+    // Likewise the fastest convolutions of each dtype (the best layer is a headline figure).
+    std::map<std::string, std::vector<std::size_t>> fastest_conv;
+    for (std::size_t i = 0; i < device_.conv.size(); ++i)
+      fastest_conv[std::string(to_string(device_.conv[i].shape.dtype))].push_back(i);
+    for (auto& [dtype, indices] : fastest_conv) {
+      std::sort(indices.begin(), indices.end(), [&](std::size_t a, std::size_t b) {
+        return device_.conv[a].flops_per_s > device_.conv[b].flops_per_s;
+      });
+      indices.resize(std::min(indices.size(), static_cast<std::size_t>(std::max(plan_.confirm_gemms, 1))));
+      for (const std::size_t i : indices) {
+        ConvPoint& best = device_.conv[i];
+        const auto what = fmt::format("confirm conv {} {}", best.shape.str(), best.layout);
+        if (auto m = point("conv " + dtype, what, plan_.conv_rule,
+                           [&] { return backend_.conv(best.shape, conv_requested_[i]); })) {
+          if (m->summary.min_s < best.timing.time_s) {
+            best.timing = timing_of(m->summary);
+            best.flops_per_s = m->best_flops_per_s();
+          }
+          progress(what, format_flops_per_s(best.flops_per_s));
+        }
+      }
+    }
     const auto from = device_memory_from(backend_.describe().levels);
     if (!from) return;
     bool changed = false;
@@ -430,6 +509,7 @@ class DeviceRun {
   Device& device_;
   std::string tag_;
   std::unique_ptr<Sentinel> sentinel_;
+  std::vector<ConvLayout> conv_requested_;  // the layout asked for, per point of device_.conv
   std::map<std::string, std::pair<std::size_t, int>> skipped_index_;
   Clock::time_point start_;
   int total_points_ = 0;

@@ -40,10 +40,13 @@ struct Plan {
   // its last probes) by more than this ratio
   // is measured again (at most `max_remeasure` times).
   double sentinel_slowdown = 1.15;
+  // Also probe memory between points: a triad over this many bytes (0: the compute sentinel
+  // alone).
+  std::int64_t memory_sentinel_bytes = 0;
   int max_remeasure = 2;
-  // Measure the points behind the headline peaks (FMA, the `confirm_gemms` fastest GEMMs per
-  // dtype, device-memory stream points) once more at the end of the run and keep the faster
-  // result.
+  // Measure the points behind the headline peaks (FMA, the `confirm_gemms` fastest GEMMs and
+  // convolutions per dtype, device-memory stream points) once more at the end of the run and
+  // keep the faster result.
   bool confirm_peaks = true;
   int confirm_gemms = 3;
   // Before confirming, wait up to this long for the sentinel to run as fast as it ever did.

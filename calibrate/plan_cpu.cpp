@@ -164,6 +164,13 @@ Plan cpu_plan(const DeviceDescription& device, Suite suite) {
   }
   // The sentinel (~0.3 ms) runs between points: a few samples, no long warm-up.
   plan.sentinel_rule = rule(3, 0.01, 0, 1, 0.0);
+  // The memory probe: a triad over 8x the cache below the last level (32 MiB behind a 4 MiB L2):
+  // past the private caches, into the shared ones and memory that other tenants load, and short
+  // enough (about a millisecond here) to run between points.
+  std::int64_t below_last = 0;
+  for (const auto& level : device.levels)
+    if (level.bytes && *level.bytes < caches) below_last = std::max(below_last, *level.bytes);
+  plan.memory_sentinel_bytes = std::clamp<std::int64_t>(8 * below_last, 8 * kMiB, 64 * kMiB);
   plan.max_remeasure = quick ? 1 : 2;
   plan.quiet_wait_s = quick ? 0 : 20;
   return plan;

@@ -55,12 +55,18 @@ class FakeBackend : public Backend {
     const double rate = gemm_rate ? gemm_rate(s, made) : 1e12;
     return std::make_unique<FakeKernel>(s.str(), s.flops() / rate, s.flops(), s.bytes(), s.dtype == DType::bf16, on_run);
   }
-  std::unique_ptr<Kernel> conv(const ConvShape& s, ConvLayout) override {
-    return std::make_unique<FakeKernel>(s.str(), s.flops() / 5e11, s.flops(), s.bytes());
+  std::unique_ptr<Kernel> conv(const ConvShape& s, ConvLayout layout) override {
+    const int made = convs_made[s.str()]++;
+    conv_layouts.push_back(layout);
+    // 0.5 TFLOP/s unless conv_rate says otherwise.
+    const double rate = conv_rate ? conv_rate(s, made) : 5e11;
+    return std::make_unique<FakeKernel>(s.str(), s.flops() / rate, s.flops(), s.bytes());
   }
   std::unique_ptr<Kernel> stream(StreamOp op, std::int64_t bytes) override {
     const double rate = bytes <= (1 << 15) ? 400e9 : 20e9;
-    return std::make_unique<FakeKernel>(std::string(to_string(op)), double(bytes) / rate, 0, double(bytes));
+    auto kernel = std::make_unique<FakeKernel>(std::string(to_string(op)), double(bytes) / rate, 0, double(bytes));
+    if (bytes == memory_probe_bytes) kernel->time_fn = memory_probe_time;
+    return kernel;
   }
   std::unique_ptr<Kernel> fma(DType) override { return std::make_unique<FakeKernel>("fma", 1e-3, 2e9, 0); }
   std::unique_ptr<Kernel> tiny_op() override { return std::make_unique<FakeKernel>("tiny", 3e-6, 1, 8); }
@@ -70,6 +76,12 @@ class FakeBackend : public Backend {
     return kernel;
   }
   std::function<double()> sentinel_time;  // when set, the sentinel's time per run
+  // When set, the time per run of the stream kernel of memory_probe_bytes (the memory probe).
+  std::function<double()> memory_probe_time;
+  std::int64_t memory_probe_bytes = -1;
+  std::function<double(const ConvShape&, int)> conv_rate;
+  std::map<std::string, int> convs_made;
+  std::vector<ConvLayout> conv_layouts;
   std::function<void()> on_run;
   // Rate of a GEMM kernel by shape and by how many kernels of that shape were made before.
   std::function<double(const GemmShape&, int)> gemm_rate;
@@ -176,6 +188,53 @@ TEST(Driver, SentinelReMeasuresInABusySpellButNotForeverOnASlowerHost) {
   Device calm;
   ASSERT_TRUE(calibrate_device(quiet, plan, {}, calm));
   EXPECT_EQ(calm.conditions["sentinel"]["points_remeasured"], 0);
+}
+
+TEST(Driver, MemoryProbeCatchesWhatTheComputeSentinelMisses) {
+  // The compute sentinel never changes; the memory probe (a 1 MiB triad) doubles from its 20th
+  // run on: points measured after that are measured again, and both probes are reported.
+  FakeBackend backend;
+  int probe_runs = 0;
+  backend.memory_probe_bytes = 1 << 20;
+  backend.memory_probe_time = [&] { return ++probe_runs < 20 ? 1e-4 : 2e-4; };
+  Plan plan = small_plan();
+  plan.gemm.clear();
+  for (int i = 1; i <= 60; ++i) plan.gemm.push_back({DType::f32, 8 * i, 64, 64, 1});
+  plan.confirm_peaks = false;
+  plan.memory_sentinel_bytes = 1 << 20;
+  Device device;
+  ASSERT_TRUE(calibrate_device(backend, plan, {}, device));
+  const auto& sentinel = device.conditions["sentinel"];
+  EXPECT_GT(sentinel["points_remeasured"].get<int>(), 0);
+  ASSERT_EQ(sentinel["kernels"].size(), 2u);
+  EXPECT_EQ(sentinel["kernels"][0]["slow_probes"], 0);
+  EXPECT_GT(sentinel["kernels"][1]["slow_probes"].get<int>(), 0);
+  EXPECT_EQ(sentinel["slow_probes"], sentinel["kernels"][1]["slow_probes"]);
+  // Without a memory probe the same host looks calm.
+  FakeBackend calm_backend;
+  calm_backend.memory_probe_bytes = 1 << 20;
+  probe_runs = 0;
+  calm_backend.memory_probe_time = backend.memory_probe_time;
+  plan.memory_sentinel_bytes = 0;
+  Device calm;
+  ASSERT_TRUE(calibrate_device(calm_backend, plan, {}, calm));
+  EXPECT_EQ(calm.conditions["sentinel"]["points_remeasured"], 0);
+  EXPECT_FALSE(calm.conditions["sentinel"].contains("kernels"));
+}
+
+TEST(Driver, ConfirmationPassMeasuresTheFastestConvolutionsAgainInTheirLayout) {
+  // The one conv point runs at 0.25 TFLOP/s the first time and 1 the second: the confirmation
+  // keeps the faster, asked for in the layout of the first measurement.
+  FakeBackend backend;
+  backend.conv_rate = [](const ConvShape&, int made) { return made == 0 ? 2.5e11 : 1e12; };
+  Plan plan = small_plan();
+  plan.conv = {{ConvShape::parse("f32_mb1ic16ih8oc16kh3ph1"), ConvLayout::blocked}};
+  Device device;
+  ASSERT_TRUE(calibrate_device(backend, plan, {}, device));
+  ASSERT_EQ(device.conv.size(), 1u);
+  EXPECT_NEAR(device.conv[0].flops_per_s, 1e12, 1);
+  ASSERT_EQ(backend.conv_layouts.size(), 2u);
+  EXPECT_EQ(backend.conv_layouts[1], ConvLayout::blocked);
 }
 
 TEST(Driver, WaitsForAQuietMachineBeforeConfirmingWithinItsBudget) {

@@ -24,6 +24,15 @@ bool has_gemm(const Plan& plan, DType dtype, auto predicate) {
 
 class CpuPlanTest : public ::testing::TestWithParam<Suite> {};
 
+TEST_P(CpuPlanTest, MemoryProbeReachesPastTheCacheBelowTheLast) {
+  // 8x the 4 MiB L2: past one core's caches, far below the 260 MiB L3's whole run of a sweep.
+  EXPECT_EQ(cpu_plan(this_kind_of_vm(), GetParam()).memory_sentinel_bytes, 32 * kMiB);
+  // A part with a small L2 still probes at least 8 MiB.
+  DeviceDescription small = this_kind_of_vm();
+  small.levels = {{"L1", 32 * kKiB}, {"L2", 256 * kKiB}, {"L3", 8 * kMiB}, {"DRAM", 8 * kGiB}};
+  EXPECT_EQ(cpu_plan(small, GetParam()).memory_sentinel_bytes, 8 * kMiB);
+}
+
 TEST_P(CpuPlanTest, StreamSweepSpansAllLevels) {
   const auto device = this_kind_of_vm();
   const Plan plan = cpu_plan(device, GetParam());
