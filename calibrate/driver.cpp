@@ -159,7 +159,7 @@ class DeviceRun {
       : backend_(backend), plan_(plan), options_(options), device_(device),
         tag_(device_count > 1 ? fmt::format("{} {}/{}", device.id, position, device_count) : device.id) {
     total_points_ = int(plan.fma_dtypes.size()) + 2 +
-                    int(plan.gemm.size() + plan.gemm_cold.size()) + int(plan.conv.size()) +
+                    int(plan.gemm.size() + plan.gemm_cold.size()) + int(plan.conv.size() + plan.conv_cold.size()) +
                     int(plan.stream_ops.size() * plan.stream_bytes.size()) + int(plan.device_copy_bytes.size()) +
                     int(plan.transfer_bytes.size()) * 4 + (plan.bidirectional_bytes > 0 ? 1 : 0);
     if (plan.confirm_peaks) {
@@ -325,6 +325,18 @@ class DeviceRun {
         progress(what + " " + m->layout, format_flops_per_s(m->best_flops_per_s()));
       }
     }
+    // Cold weights: their own points, never a peak.
+    for (const auto& [shape, layout] : plan_.conv_cold) {
+      const auto what = "conv " + shape.str() + " cold weights";
+      const auto klass = fmt::format("conv {}", to_string(shape.dtype));
+      if (auto m = point(klass, what, plan_.conv_rule,
+                         [&] { return backend_.conv_cold_weights(shape, layout); })) {
+        device_.conv.push_back(
+            {shape, m->layout, timing_of(m->summary), m->best_flops_per_s(), m->impl, true});
+        conv_requested_.push_back(layout);
+        progress(what + " " + m->layout, format_flops_per_s(m->best_flops_per_s()));
+      }
+    }
   }
 
   void measure_memory() {
@@ -443,7 +455,8 @@ class DeviceRun {
     // Likewise the fastest convolutions of each dtype (the best layer is a headline figure).
     std::map<std::string, std::vector<std::size_t>> fastest_conv;
     for (std::size_t i = 0; i < device_.conv.size(); ++i)
-      fastest_conv[std::string(to_string(device_.conv[i].shape.dtype))].push_back(i);
+      if (!device_.conv[i].cold_weights)
+        fastest_conv[std::string(to_string(device_.conv[i].shape.dtype))].push_back(i);
     for (auto& [dtype, indices] : fastest_conv) {
       std::sort(indices.begin(), indices.end(), [&](std::size_t a, std::size_t b) {
         return device_.conv[a].flops_per_s > device_.conv[b].flops_per_s;

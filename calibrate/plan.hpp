@@ -19,6 +19,9 @@ struct Plan {
   // shapes, whose time is reading weights that a real model has long evicted from the caches.
   std::vector<GemmShape> gemm_cold;
   std::vector<std::pair<ConvShape, ConvLayout>> conv;
+  // Measured again with cold weights (Backend::conv_cold_weights): batch-1 layers whose weights
+  // are large enough that reading them again from main memory shows in their time.
+  std::vector<std::pair<ConvShape, ConvLayout>> conv_cold;
   // Working-set sweep: every op in stream_ops at every size in stream_bytes (total bytes of all
   // arrays). The sweep must reach at least 4x the last-level cache.
   std::vector<StreamOp> stream_ops;

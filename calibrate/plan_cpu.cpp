@@ -121,6 +121,15 @@ Plan cpu_plan(const DeviceDescription& device, Suite suite) {
       }
     }
   }
+  // Cold weights for the batch-1 layers in the blocked layout (frameworks' path) whose weights
+  // take 256 KiB or more; smaller ones cost little to read again. Their weights are copied past
+  // the caches, one copy per call, as a network's layers find them.
+  for (const auto& [shape, layout] : plan.conv)
+    if (shape.n == 1 && layout == ConvLayout::blocked &&
+        shape.k * (shape.c / shape.groups) * shape.r * shape.s * dtype_bytes(shape.dtype) >=
+            256 * kKiB)
+      plan.conv_cold.push_back({shape, layout});
+
   const ConvShape plain_3x3 = conv(DType::f32, 1, 64, 56, 64, 3, 1, 1);
   const ConvShape plain_1x1 = conv(DType::f32, 1, 256, 14, 1024, 1, 1, 0);
   plan.conv.push_back({plain_3x3, ConvLayout::nhwc});

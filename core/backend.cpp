@@ -9,6 +9,11 @@ std::unique_ptr<Kernel> Backend::gemm_cold_weights(const GemmShape& shape) {
                     describe().id);
 }
 
+std::unique_ptr<Kernel> Backend::conv_cold_weights(const ConvShape& shape, ConvLayout) {
+  throw Unsupported("conv " + shape.str() + " with cold weights is not measured on " +
+                    describe().id);
+}
+
 std::unique_ptr<Kernel> Backend::graph_tiny_op() {
   throw Unsupported("graph replay is not available on " + describe().id);
 }

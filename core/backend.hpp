@@ -87,6 +87,8 @@ class Backend {
   // larger than the caches does. Unsupported by default.
   virtual std::unique_ptr<Kernel> gemm_cold_weights(const GemmShape& shape);
   virtual std::unique_ptr<Kernel> conv(const ConvShape& shape, ConvLayout layout) = 0;
+  // The same convolution with cold weights, as gemm_cold_weights. Unsupported by default.
+  virtual std::unique_ptr<Kernel> conv_cold_weights(const ConvShape& shape, ConvLayout layout);
   // `bytes` is the total working set of all arrays together.
   virtual std::unique_ptr<Kernel> stream(StreamOp op, std::int64_t bytes) = 0;
   // Own kernel that keeps the arithmetic units busy with independent FMAs.

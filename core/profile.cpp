@@ -55,7 +55,7 @@ json to_json(const Device& d) {
                            {{"dtype", to_string(s.dtype)}, {"n", s.n}, {"c", s.c}, {"h", s.h}, {"w", s.w},
                             {"k", s.k}, {"r", s.r}, {"s", s.s}, {"stride", s.stride}, {"pad", s.pad},
                             {"dilation", s.dilation}, {"groups", s.groups}, {"layout", p.layout},
-                            {"impl", p.impl}}));
+                            {"impl", p.impl}, {"cold_weights", p.cold_weights}}));
   }
   json sweep = json::array();
   for (const auto& p : d.memory_sweep) {
@@ -282,6 +282,7 @@ Device device_from_json(const Reader& r, const json& obj, const std::string& pat
       pt.timing = r.timing(c, p);
       pt.flops_per_s = r.number(c, p, "flops_per_s");
       pt.impl = r.optional_string(c, p, "impl");
+      pt.cold_weights = r.optional_field(c, p, "cold_weights") && r.boolean(c, p, "cold_weights");
       d.conv.push_back(std::move(pt));
     }
   }

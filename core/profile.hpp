@@ -15,7 +15,8 @@
 namespace truepeak {
 
 inline constexpr int kSchemaMajor = 1;
-inline constexpr int kSchemaMinor = 2;  // 1.1: gemm points record their layout; 1.2: cold weights
+inline constexpr int kSchemaMinor = 3;  // 1.1: gemm points record their layout; 1.2: cold weights;
+                                        // 1.3: cold weights on conv points
 std::string schema_version_string();  // "1.0"
 
 // Timing statistics of one measured point. time_s is the fastest sample (the capability figure);
@@ -42,6 +43,7 @@ struct ConvPoint {
   Timing timing;
   double flops_per_s = 0;
   std::string impl;
+  bool cold_weights = false;  // weights read from main memory on every call (copies past the caches)
 };
 
 struct MemoryPoint {

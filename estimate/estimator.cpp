@@ -28,16 +28,15 @@ OpRow cost_row(const Op& op, const Work& w, const RateModel& rates, const std::s
   double product_flops = 0;
   for (const auto& product : w.products) product_flops += product.second;
   const auto share = [&](double f) { return product_flops > 0 ? w.bytes * f / product_flops : 0.0; };
+  // Weights read once a pass come back from memory when the model outgrows the caches.
+  const bool cold = w.weight_bytes > 0 && model_weight_bytes > rates.largest_cache_bytes();
   switch (w.engine) {
-    case Engine::gemm: {
-      // Weights read once a pass come back from memory when the model outgrows the caches.
-      const bool cold = w.weight_bytes > 0 && model_weight_bytes > rates.largest_cache_bytes();
+    case Engine::gemm:
       for (const auto& [g, f] : w.products) r.compute_s += rates.gemm_time_s(g, f, share(f), cold);
       break;
-    }
     case Engine::conv:
       for (const auto& [g, f] : w.products)
-        r.compute_s += rates.conv_time_s(g, f, share(f), w.groups, w.depthwise);
+        r.compute_s += rates.conv_time_s(g, f, share(f), w.groups, w.depthwise, cold);
       break;
     case Engine::vector:
       r.compute_s = w.flops / rates.vector_flops_per_s();

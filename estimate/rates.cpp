@@ -138,6 +138,7 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
                                         : coords(1, b * g.shape.m, g.shape.n, g.shape.k);
     (g.cold_weights ? cold : gemm_points_).push_back({x, *e});
   }
+  std::array<std::vector<Point>, 3> conv_cold;
   for (const auto& c : device.conv) {
     if (!conv_used(c)) continue;
     const auto& s = c.shape;
@@ -147,8 +148,9 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
     const double m = static_cast<double>(s.n * s.out_h() * s.out_w());
     const double n = static_cast<double>(s.k / s.groups);
     const double k = static_cast<double>(s.c / s.groups * s.r * s.s);
-    conv_points_[static_cast<std::size_t>(conv_class(s.groups, depthwise))].push_back(
-        {coords(static_cast<double>(s.groups), m, n, k), *e});
+    const auto cls = static_cast<std::size_t>(conv_class(s.groups, depthwise));
+    (c.cold_weights ? conv_cold[cls] : conv_points_[cls])
+        .push_back({coords(static_cast<double>(s.groups), m, n, k), *e});
   }
   // One value per measured shape: several layouts (or repeats) of one shape keep the fastest.
   auto dedupe = [](std::vector<Point>& points) {
@@ -162,13 +164,24 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
   dedupe(gemm_points_);
   for (auto& c : conv_points_) dedupe(c);
   // With cold weights: the warm points, each replaced by its cold measurement where there is one.
-  dedupe(cold);
-  gemm_cold_points_ = cold;
-  for (const auto& p : gemm_points_)
-    if (!std::binary_search(cold.begin(), cold.end(), p,
-                            [](const Point& a, const Point& b) { return a.x < b.x; }))
-      gemm_cold_points_.push_back(p);
-  largest_cache_bytes_ = static_cast<double>(truepeak::largest_cache_bytes(device.memory_levels));
+  const auto with_cold = [&](const std::vector<Point>& warm, std::vector<Point> cold_points) {
+    dedupe(cold_points);
+    std::vector<Point> out = cold_points;
+    for (const auto& p : warm)
+      if (!std::binary_search(cold_points.begin(), cold_points.end(), p,
+                              [](const Point& a, const Point& b) { return a.x < b.x; }))
+        out.push_back(p);
+    return out;
+  };
+  gemm_cold_points_ = with_cold(gemm_points_, cold);
+  for (std::size_t cls = 0; cls < conv_points_.size(); ++cls)
+    conv_cold_points_[cls] = with_cold(conv_points_[cls], conv_cold[cls]);
+  // The caches that keep a model's weights between passes: those the sweep measured at least
+  // kCacheAdvantage times faster than main memory. A level barely faster than memory (the share
+  // of a shared last-level cache that a VM really gets) holds little of what it is said to.
+  for (const auto& l : device.memory_levels)
+    if (l.bytes && l.Bps >= kCacheAdvantage * dram_Bps_)
+      largest_cache_bytes_ = std::max(largest_cache_bytes_, static_cast<double>(*l.bytes));
 
   naive_matrix_ = lookup(device.datasheet.flops_per_s, dtype).value_or(best_flops_per_s_);
   naive_vector_ = lookup(device.datasheet.vector_flops_per_s, dtype)
@@ -204,9 +217,10 @@ double RateModel::gemm_time_s(const GemmCoords& s, double flops, double bytes,
 }
 
 double RateModel::conv_time_s(const GemmCoords& s, double flops, double bytes,
-                              std::int64_t groups, bool depthwise) const {
-  const auto& points = conv_points_[static_cast<std::size_t>(conv_class(groups, depthwise))];
-  if (points.empty()) return gemm_time_s(s, flops, bytes);
+                              std::int64_t groups, bool depthwise, bool cold_weights) const {
+  const auto cls = static_cast<std::size_t>(conv_class(groups, depthwise));
+  const auto& points = cold_weights ? conv_cold_points_[cls] : conv_points_[cls];
+  if (points.empty()) return gemm_time_s(s, flops, bytes, cold_weights);
   return product_s(points, coords(s.batch, s.m, s.n, s.k), flops, bytes);
 }
 

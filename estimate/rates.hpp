@@ -43,8 +43,9 @@ class RateModel {
   // Convolutions (forward, data- and weight-gradient) in implicit-GEMM coordinates, `groups`
   // separating dense, grouped and depthwise: measured conv points of the same class when the
   // profile has them, else the GEMM points (batch = groups). `bytes`: the convolution's own.
+  // `cold_weights` as for gemm_time_s, with the profile's cold-weight conv points.
   double conv_time_s(const GemmCoords& implicit_gemm, double flops, double bytes,
-                     std::int64_t groups, bool depthwise) const;
+                     std::int64_t groups, bool depthwise, bool cold_weights = false) const;
   // Time to move `bytes`, `weight_bytes` of them parameters. Activations come from the level that
   // holds the op's bytes; parameters from the level that holds all of the model's
   // (`model_weight_bytes`): a pass reads each weight once, after every other layer's.
@@ -59,8 +60,10 @@ class RateModel {
   // Whether the device runs an op while the host issues the next (a GPU's stream): then an op
   // costs the longer of its work and its issue time, not their sum.
   bool overlaps_issue() const { return overlaps_issue_; }
-  // The largest cache (0 when the profile has no cache level).
+  // The largest cache that keeps weights warm: the largest level measured at least
+  // kCacheAdvantage times faster than main memory (0 when there is none).
   double largest_cache_bytes() const { return largest_cache_bytes_; }
+  static constexpr double kCacheAdvantage = 1.5;
 
   // The roofs for "% of peak": best measured GEMM rate and best bandwidth (DRAM/HBM).
   double best_flops_per_s() const { return best_flops_per_s_; }
@@ -91,6 +94,7 @@ class RateModel {
   double largest_cache_bytes_ = 0;
   // Conv points by class: 0 dense (groups 1), 1 grouped, 2 depthwise.
   std::array<std::vector<Point>, 3> conv_points_;
+  std::array<std::vector<Point>, 3> conv_cold_points_;  // with cold-weight measurements where made
   bool batched_gemm_points_ = false;
   double best_flops_per_s_ = 0;
   double vector_flops_per_s_ = 0;

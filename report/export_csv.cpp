@@ -81,7 +81,7 @@ ExportResult export_csv(const Profile& profile, const std::vector<const Device*>
       ++count;
     }
     for (const auto& p : d->conv) {
-      auto r = base("conv", p.shape.str());
+      auto r = base("conv", p.shape.str() + (p.cold_weights ? " cold weights" : ""));
       r.cells["dtype"] = std::string(to_string(p.shape.dtype));
       r.cells["layout"] = p.layout;
       r.cells["impl"] = p.impl;

@@ -7,6 +7,7 @@
 #include "kernels/cpu/dnnl_check.hpp"
 #include "kernels/cpu/onednn_kernels.hpp"
 #include "kernels/cpu/reference_check.hpp"
+#include "kernels/cpu/weight_copies.hpp"
 
 namespace truepeak::cpu {
 namespace {
@@ -29,7 +30,8 @@ std::string_view layout_name(ConvLayout layout) {
 
 class ConvKernel final : public Kernel {
  public:
-  ConvKernel(const OnednnContext& context, const ConvShape& shape, ConvLayout layout)
+  ConvKernel(const OnednnContext& context, const ConvShape& shape, ConvLayout layout,
+             std::int64_t weight_span_bytes)
       : context_(context), shape_(shape) {
     if (shape.groups <= 0 || shape.c % shape.groups != 0 || shape.k % shape.groups != 0) {
       throw Error(fmt::format("conv {}: channels must divide into groups", shape.str()));
@@ -98,15 +100,21 @@ class ConvKernel final : public Kernel {
       layout_ = "blocked";
     }
     requested_ = std::string(layout_name(layout));
+    weights_copies_ = WeightCopies(context_, weights_, weight_span_bytes);
   }
 
-  std::string name() const override { return fmt::format("conv {} {}", shape_.str(), requested_); }
+  std::string name() const override {
+    return fmt::format("conv {} {}{}", shape_.str(), requested_,
+                       weights_copies_.cold() ? " cold weights" : "");
+  }
   double flops() const override { return shape_.flops(); }
   double bytes() const override { return shape_.bytes(); }
   std::string impl() const override { return impl_; }
   std::string layout() const override { return layout_; }
 
+  // Checks the output computed with the last copy of the weights (the original when there is one).
   void check() override {
+    weights_copies_.next_is_last();
     run_s();
     dnnl::memory dst = dst_;
     dnnl::memory plain = dst_plain_;
@@ -121,7 +129,10 @@ class ConvKernel final : public Kernel {
                plain.get_data_handle());
   }
 
-  double run_s() override { return timed_execute_s(context_, primitive_, args_); }
+  double run_s() override {
+    args_[DNNL_ARG_WEIGHTS] = weights_copies_.next();
+    return timed_execute_s(context_, primitive_, args_);
+  }
 
  private:
   OnednnContext context_;
@@ -129,6 +140,7 @@ class ConvKernel final : public Kernel {
   dnnl::convolution_forward::primitive_desc pd_;
   dnnl::convolution_forward primitive_;
   dnnl::memory src_plain_, weights_plain_, dst_plain_, src_, weights_, dst_;
+  WeightCopies weights_copies_;  // weights_, and its copies when cold
   std::unordered_map<int, dnnl::memory> args_;
   std::string impl_, layout_, requested_;
 };
@@ -136,10 +148,10 @@ class ConvKernel final : public Kernel {
 }  // namespace
 
 std::unique_ptr<Kernel> make_conv_kernel(const OnednnContext& context, const ConvShape& shape,
-                                         ConvLayout layout) {
+                                         ConvLayout layout, std::int64_t weight_span_bytes) {
   onednn_float_type(shape.dtype);  // says itself which dtypes are measured
   try {
-    return std::make_unique<ConvKernel>(context, shape, layout);
+    return std::make_unique<ConvKernel>(context, shape, layout, weight_span_bytes);
   } catch (const Unsupported& e) {
     throw Unsupported(
         fmt::format("conv {}: oneDNN {} has no implementation for it on this CPU "

@@ -116,6 +116,17 @@ class CpuBackend final : public Backend {
 #endif
   }
 
+  std::unique_ptr<Kernel> conv_cold_weights(const ConvShape& shape, ConvLayout layout) override {
+#ifdef TRUEPEAK_HAVE_ONEDNN
+    if (llc_bytes_ <= 0)
+      throw Unsupported("conv " + shape.str() +
+                        " with cold weights: the cache sizes of this CPU are unknown");
+    return cpu::make_conv_kernel(onednn_, shape, layout, 2 * llc_bytes_);
+#else
+    return conv(shape, layout);
+#endif
+  }
+
   std::unique_ptr<Kernel> conv(const ConvShape& shape, ConvLayout layout) override {
 #ifdef TRUEPEAK_HAVE_ONEDNN
     return cpu::make_conv_kernel(onednn_, shape, layout);

@@ -3,15 +3,14 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <cstring>
 #include <unordered_map>
 #include <vector>
 
 #include "core/error.hpp"
-#include "kernels/cpu/aligned_buffer.hpp"
 #include "kernels/cpu/dnnl_check.hpp"
 #include "kernels/cpu/onednn_kernels.hpp"
 #include "kernels/cpu/reference_check.hpp"
+#include "kernels/cpu/weight_copies.hpp"
 
 namespace truepeak::cpu {
 namespace {
@@ -72,27 +71,8 @@ class GemmKernel final : public Kernel {
     layout_ = pd_.weights_desc() == b_plain ? "row-major" : "row-major, blocked weights";
     args_ = {{DNNL_ARG_SRC, a_}, {DNNL_ARG_WEIGHTS, b_}, {DNNL_ARG_DST, c_}};
 
-    // Cold weights: identical copies of B in one buffer spanning `weight_span_bytes`, one copy
-    // per call in turn, so that each call finds its weights outside the caches, as a layer does
-    // when the rest of the model ran since its last call.
-    weights_.push_back(b_);
-    const std::size_t b_bytes = pd_.weights_desc().get_size();
-    const std::size_t copies =
-        weight_span_bytes > 0
-            ? std::min(kMaxCopies, static_cast<std::size_t>(weight_span_bytes) / b_bytes + 1)
-            : 1;
-    if (copies > 1) {
-      // Each copy starts on a cache line.
-      stride_ = (b_bytes + AlignedBuffer<std::byte>::kAlignment - 1) /
-                AlignedBuffer<std::byte>::kAlignment * AlignedBuffer<std::byte>::kAlignment;
-      slab_ = AlignedBuffer<std::byte>(stride_ * (copies - 1));
-      for (std::size_t i = 0; i + 1 < copies; ++i) {
-        std::byte* at = slab_.data() + i * stride_;
-        std::memcpy(at, b_.get_data_handle(), b_bytes);
-        weights_.push_back(TRUEPEAK_DNNL(dnnl::memory(pd_.weights_desc(), context_.engine, at)));
-      }
-      layout_ += ", cold weights";
-    }
+    weights_ = WeightCopies(context_, b_, weight_span_bytes);
+    if (weights_.cold()) layout_ += ", cold weights";
   }
 
   std::string name() const override { return "gemm " + shape_.str(); }
@@ -103,14 +83,13 @@ class GemmKernel final : public Kernel {
 
   // Checks the product with the last copy of the weights (the original when there is one).
   void check() override {
-    next_ = weights_.size() - 1;
+    weights_.next_is_last();
     run_s();
     check_gemm(shape_, a_.get_data_handle(), b_plain_.get_data_handle(), c_.get_data_handle());
   }
 
   double run_s() override {
-    args_[DNNL_ARG_WEIGHTS] = weights_[next_];
-    next_ = (next_ + 1) % weights_.size();
+    args_[DNNL_ARG_WEIGHTS] = weights_.next();
     return timed_execute_s(context_, primitive_, args_);
   }
 
@@ -120,11 +99,7 @@ class GemmKernel final : public Kernel {
   dnnl::matmul::primitive_desc pd_;
   dnnl::matmul primitive_;
   dnnl::memory a_, b_plain_, b_, c_;
-  static constexpr std::size_t kMaxCopies = 4096;
-  AlignedBuffer<std::byte> slab_;      // the copies of b_, `stride_` bytes apart
-  std::size_t stride_ = 0;
-  std::vector<dnnl::memory> weights_;  // b_ and views of its copies
-  std::size_t next_ = 0;
+  WeightCopies weights_;  // b_, and its copies when cold
   std::unordered_map<int, dnnl::memory> args_;
   std::string impl_, layout_;
 };

@@ -28,8 +28,9 @@ std::unique_ptr<Kernel> make_gemm_kernel(const OnednnContext& context, const Gem
                                          std::int64_t weight_span_bytes = 0);
 // Forward-inference direct convolution, f32 or bf16, in the given activation layout ("any" lets
 // oneDNN choose, normally its blocked formats); weights always in oneDNN's preferred layout.
+// `weight_span_bytes` > 0: cold weights, as for make_gemm_kernel.
 std::unique_ptr<Kernel> make_conv_kernel(const OnednnContext& context, const ConvShape& shape,
-                                         ConvLayout layout);
+                                         ConvLayout layout, std::int64_t weight_span_bytes = 0);
 // ReLU over a handful of floats: the time of the smallest real primitive is the per-op overhead.
 std::unique_ptr<Kernel> make_tiny_op_kernel(const OnednnContext& context);
 

@@ -36,6 +36,9 @@ class ProfileIo : public ::testing::Test {
     d.gemm.push_back({GemmShape{DType::f32, 64, 64, 64, 1}, {1e-5, 2e-5, 0.1, 10}, 2.0 * 64 * 64 * 64 / 1e-5, "x", "row-major"});
     d.gemm.push_back({GemmShape{DType::f32, 1, 64, 64, 1}, {1e-6, 1e-6, 0.1, 10}, 2.0 * 64 * 64 / 1e-6, "x",
                       "row-major, cold weights", true});
+    const ConvShape conv = ConvShape::parse("f32_mb1ic16ih8oc16kh3ph1");
+    d.conv.push_back({conv, "blocked", {1e-5, 1e-5, 0.1, 10}, conv.flops() / 1e-5, "x"});
+    d.conv.push_back({conv, "blocked", {2e-5, 2e-5, 0.1, 10}, conv.flops() / 2e-5, "x", true});
     d.transfers["h2d_pinned"] = TransferFit{1e-6, 5e10, {{4096, 2e-6}}};
     d.overhead_op_s = 2e-6;
     p.devices.push_back(d);
@@ -64,6 +67,9 @@ TEST_F(ProfileIo, WriteThenReadKeepsValues) {
   EXPECT_EQ(d.gemm[0].impl, "x");
   EXPECT_FALSE(d.gemm[0].cold_weights);
   EXPECT_TRUE(d.gemm[1].cold_weights);
+  ASSERT_EQ(d.conv.size(), 2u);
+  EXPECT_FALSE(d.conv[0].cold_weights);
+  EXPECT_TRUE(d.conv[1].cold_weights);
   EXPECT_DOUBLE_EQ(*d.transfers.at("h2d_pinned").Bps, 5e10);
   EXPECT_DOUBLE_EQ(*d.overhead_op_s, 2e-6);
   EXPECT_FALSE(d.overhead_graph_op_s.has_value());
@@ -77,8 +83,9 @@ TEST_F(ProfileIo, NumbersStayNumbersAndMissingIsNull) {
   EXPECT_TRUE(j["devices"][0]["gemm"][0]["flops_per_s"].is_number());
   EXPECT_TRUE(j["devices"][0]["overhead"]["graph_op_s"].is_null());
   EXPECT_TRUE(j["machine"]["price_per_hour_usd"].is_null());
-  EXPECT_EQ(j["schema_version"], "1.2");
+  EXPECT_EQ(j["schema_version"], "1.3");
   EXPECT_EQ(j["devices"][0]["gemm"][1]["cold_weights"], true);
+  EXPECT_EQ(j["devices"][0]["conv"][1]["cold_weights"], true);
 }
 
 TEST_F(ProfileIo, UnreadableFileSaysWhereAndWhy) {

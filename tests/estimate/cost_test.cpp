@@ -144,6 +144,51 @@ TEST(FixtureCold, LinearsOfAModelLargerThanTheCachesTakeTheColdWeightPoints) {
   }
 }
 
+TEST(FixtureCold, ConvolutionsOfAModelLargerThanTheCachesTakeTheColdWeightPoints) {
+  // A 3x3 conv of 64 -> 64 channels on 8x8 (144 KiB of f32 weights) measured warm (40 us) and
+  // with cold weights (60 us). Alone it fits the 1 MiB L2 and runs warm; in a stack of eight
+  // (1.1 MiB of weights) each runs cold.
+  Profile p = fixture("fixture_cpu.json");
+  Device& d = p.devices.at(0);
+  const ConvShape s = ConvShape::parse("f32_mb1ic64ih8oc64kh3ph1");
+  d.conv = {{s, "blocked", {40e-6, 40e-6, 0.01, 10}, s.flops() / 40e-6, "fixture"},
+            {s, "blocked", {60e-6, 60e-6, 0.01, 10}, s.flops() / 60e-6, "fixture", true}};
+  const auto stack_of = [](int layers) {
+    GraphBuilder b;
+    const TensorRef* x = &b.input("x", {Dim::symbol("N"), 64, 8, 8});
+    for (int i = 0; i < layers; ++i) {
+      std::string name = "conv";
+      name += std::to_string(i);
+      x = &b.add(make_conv2d(name, *x, 64, {3, 3, 1, 1, 1, 1}, false));
+    }
+    Model m;
+    m.name = "convs";
+    m.forward = b.take();
+    return m;
+  };
+  const auto one = estimate(stack_of(1), d, batch(1));
+  EXPECT_NEAR(one.ops.at(0).compute_s, 40e-6, 1e-12);
+  const auto eight = estimate(stack_of(8), d, batch(1));
+  ASSERT_EQ(eight.ops.size(), 8u);
+  for (const auto& r : eight.ops) EXPECT_NEAR(r.compute_s, 60e-6, 1e-12) << r.name;
+}
+
+TEST(FixtureCold, ACacheBarelyFasterThanMemoryKeepsNoWeightsWarm) {
+  // The fixture's 1 MiB L2 (2e11 B/s, 4x DRAM) keeps weights; a 64 MiB L3 measured at 6e10 B/s
+  // (1.2x DRAM's 5e10) does not, so a model of 2 MiB of weights still takes the cold points.
+  Profile p = fixture("fixture_cpu.json");
+  Device& d = p.devices.at(0);
+  EXPECT_DOUBLE_EQ(RateModel(d, DType::f32).largest_cache_bytes(), 1 << 20);
+  auto l3 = d.memory_levels.back();
+  l3.name = "L3";
+  l3.bytes = 64 << 20;
+  l3.Bps = 6e10;
+  d.memory_levels.insert(d.memory_levels.end() - 1, l3);
+  EXPECT_DOUBLE_EQ(RateModel(d, DType::f32).largest_cache_bytes(), 1 << 20);
+  d.memory_levels[d.memory_levels.size() - 2].Bps = 1e11;  // 2x DRAM: a cache worth the name
+  EXPECT_DOUBLE_EQ(RateModel(d, DType::f32).largest_cache_bytes(), 64 << 20);
+}
+
 TEST_F(FixtureCpu, CausalAttentionTakesHalfTheTimeOfFullAttention) {
   // 16 heads x 1024 x 1024 x 64: compute-bound, so skipping the masked half halves the time.
   const auto attention = [&](bool causal) {
