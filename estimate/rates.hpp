@@ -63,7 +63,7 @@ class RateModel {
   // The largest cache that keeps weights warm: the largest level measured at least
   // kCacheAdvantage times faster than main memory (0 when there is none).
   double largest_cache_bytes() const { return largest_cache_bytes_; }
-  static constexpr double kCacheAdvantage = 1.5;
+  static constexpr double kCacheAdvantage = 2.0;
 
   // The roofs for "% of peak": best measured GEMM rate and best bandwidth (DRAM/HBM).
   double best_flops_per_s() const { return best_flops_per_s_; }
