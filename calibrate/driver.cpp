@@ -265,6 +265,9 @@ class DeviceRun {
     } catch (const Error& e) {
       sentinel_.reset();
       device_.skipped.push_back({"sentinel", fmt::format("interference detection off: {}", e.what())});
+    } catch (const std::bad_alloc&) {
+      sentinel_.reset();
+      device_.skipped.push_back({"sentinel", "interference detection off: out of memory"});
     }
   }
 
@@ -321,7 +324,7 @@ class DeviceRun {
       const auto klass = fmt::format("conv {}", to_string(shape.dtype));
       if (auto m = point(klass, what, plan_.conv_rule, [&] { return backend_.conv(shape, layout); })) {
         device_.conv.push_back({shape, m->layout, timing_of(m->summary), m->best_flops_per_s(), m->impl});
-        conv_requested_.push_back(layout);
+        conv_requested_[device_.conv.size() - 1] = layout;
         progress(what + " " + m->layout, format_flops_per_s(m->best_flops_per_s()));
       }
     }
@@ -333,7 +336,7 @@ class DeviceRun {
                          [&] { return backend_.conv_cold_weights(shape, layout); })) {
         device_.conv.push_back(
             {shape, m->layout, timing_of(m->summary), m->best_flops_per_s(), m->impl, true});
-        conv_requested_.push_back(layout);
+        conv_requested_[device_.conv.size() - 1] = layout;
         progress(what + " " + m->layout, format_flops_per_s(m->best_flops_per_s()));
       }
     }
@@ -443,9 +446,11 @@ class DeviceRun {
       for (GemmPoint* best : points) {
         const auto what = "confirm gemm " + best->shape.str();
         if (auto m = point("gemm " + dtype, what, plan_.gemm_rule, [&] { return backend_.gemm(best->shape); })) {
-          if (m->summary.min_s < best->timing.time_s) {
+          if (m->summary.min_s < best->timing.time_s) {  // the run that counts, and what ran
             best->timing = timing_of(m->summary);
             best->flops_per_s = m->best_flops_per_s();
+            best->impl = m->impl;
+            best->layout = m->layout;
           }
           peak = std::max(peak, best->flops_per_s);
           progress(what, format_flops_per_s(best->flops_per_s));
@@ -454,7 +459,7 @@ class DeviceRun {
     }
     // Likewise the fastest convolutions of each dtype (the best layer is a headline figure).
     std::map<std::string, std::vector<std::size_t>> fastest_conv;
-    for (std::size_t i = 0; i < device_.conv.size(); ++i)
+    for (const auto& [i, layout] : conv_requested_)
       if (!device_.conv[i].cold_weights)
         fastest_conv[std::string(to_string(device_.conv[i].shape.dtype))].push_back(i);
     for (auto& [dtype, indices] : fastest_conv) {
@@ -466,10 +471,12 @@ class DeviceRun {
         ConvPoint& best = device_.conv[i];
         const auto what = fmt::format("confirm conv {} {}", best.shape.str(), best.layout);
         if (auto m = point("conv " + dtype, what, plan_.conv_rule,
-                           [&] { return backend_.conv(best.shape, conv_requested_[i]); })) {
-          if (m->summary.min_s < best.timing.time_s) {
+                           [&] { return backend_.conv(best.shape, conv_requested_.at(i)); })) {
+          if (m->summary.min_s < best.timing.time_s) {  // the run that counts, and what ran
             best.timing = timing_of(m->summary);
             best.flops_per_s = m->best_flops_per_s();
+            best.impl = m->impl;
+            best.layout = m->layout;
           }
           progress(what, format_flops_per_s(best.flops_per_s));
         }
@@ -522,7 +529,8 @@ class DeviceRun {
   Device& device_;
   std::string tag_;
   std::unique_ptr<Sentinel> sentinel_;
-  std::vector<ConvLayout> conv_requested_;  // the layout asked for, per point of device_.conv
+  // The layout asked for, by index in device_.conv, of the points this run measured.
+  std::map<std::size_t, ConvLayout> conv_requested_;
   std::map<std::string, std::pair<std::size_t, int>> skipped_index_;
   Clock::time_point start_;
   int total_points_ = 0;

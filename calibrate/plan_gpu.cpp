@@ -191,7 +191,7 @@ Plan gpu_plan(const DeviceDescription& device, Suite suite) {
     plan.overhead_rule = rule(100, 0.5, 50, 10, 0.02);
     plan.transfer_rule = rule(5, 0.75, 8, 1, 0.0);
   }
-  // The sentinel (tens of microseconds) runs between points: a few samples, no long warm-up.
+  // The sentinel (about 0.2 ms) runs between points: a few samples, no long warm-up.
   plan.sentinel_rule = rule(3, 0.01, 0, 1, 0.0);
   plan.max_remeasure = quick ? 1 : 2;
   return plan;

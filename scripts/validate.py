@@ -187,6 +187,8 @@ def build_case(name, batch, seq, context, device="cpu", runnable=True):
                 xd = x.to(device, torch.bfloat16).contiguous(memory_format=torch.channels_last)
                 run = synced(lambda: net(xd))
             return Case(name, batch, "bf16", module, (x,), run, "eager-conv", conv_layout="nhwc")
+        if not runnable:
+            return Case(name, batch, "f32", module, (x,), None, "frozen", conv_layout="blocked")
         with torch.no_grad():
             frozen = torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.trace(module, x)))
         # PyTorch's oneDNN path keeps activations channel-blocked (aBcd16b in ONEDNN_VERBOSE): the
@@ -695,7 +697,8 @@ def main():
             "spread": max(t) / min(t) if t else None, "runs": len(t),
             "predicted_ms": predicted * 1e3 if predicted else None, "error_pct": error_pct(predicted, measured),
             "naive_ms": naive * 1e3 if naive else None, "naive_error_pct": error_pct(naive, measured),
-            "library": gpu_library_text(measured_doc or {}) if gpu else library_text(libraries.get(case.model)),
+            "library": gpu_library_text(measured_doc or {"meta": torch_meta(torch)}) if gpu
+                       else library_text(libraries.get(case.model)),
             "onednn": libraries.get(case.model),
             "estimate_error": e.get("error"), "estimate_warnings": e.get("warnings", []),
             "predicted_breakdown_ms": e.get("breakdown_ms"), "measured_breakdown_ms": breakdowns.get(case.key),
@@ -737,8 +740,7 @@ def write_measured(args, cases, overheads):
             "date_utc": datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M UTC"),
             "machine": (f"{torch.cuda.get_device_name(args.device)}, host {platform.node()}" if gpu
                         else f"{cpu_model()}, {os.cpu_count()} cores, {platform.node()}"),
-            "torch": torch.__version__, "cuda": torch.version.cuda,
-            "cudnn": torch.backends.cudnn.version() if gpu else None,
+            **torch_meta(torch),
             "threads": args.threads, "rounds": args.rounds, "runs": args.runs,
             "command": " ".join(["scripts/validate.py"] + sys.argv[1:]),
         },
@@ -769,6 +771,12 @@ def load_measured(path):
         sys.exit(f"validate.py: --measured {path}: not a file written by --measure-only "
                  "(needs device, meta and times_s with positive times)")
     return doc
+
+
+def torch_meta(torch):
+    """The library versions of this process's PyTorch, as --measure-only records them."""
+    return {"torch": torch.__version__, "cuda": torch.version.cuda,
+            "cudnn": torch.backends.cudnn.version() if torch.cuda.is_available() else None}
 
 
 def gpu_library_text(doc):

@@ -276,7 +276,10 @@ class ConvKernel final : public Kernel {
     double best = 0;
     for (int batch = 0; batch < 2; ++batch) {
       timer_->start(stream_.get());
-      for (int call = 0; call < calls; ++call) TP_CUDNN_CHECK(forward(algo, (call + batch) % sets_));
+      for (int call = 0; call < calls; ++call) {  // each on the next buffer set, as run_s does
+        next_set_ = (next_set_ + 1) % sets_;
+        TP_CUDNN_CHECK(forward(algo, next_set_));
+      }
       timer_->stop(stream_.get());
       const double call_s = std::max(timer_->elapsed_s() / calls, 1e-7);
       best = batch == 0 ? call_s : std::min(best, call_s);
@@ -307,7 +310,7 @@ class ConvKernel final : public Kernel {
         algo_ = perf.algo;
         best_s = call_s;
         best_math = math_for(perf);
-        impl_ = fmt::format("cudnn algo={} math={} workspace={} heuristic-rank={}",
+        impl_ = fmt::format("cudnn algo={} math={} workspace={} candidate={}",
                             static_cast<int>(perf.algo), static_cast<int>(math_for(perf)),
                             format_bytes(static_cast<double>(perf.memory)), i);
       }

@@ -217,7 +217,6 @@ class GemmKernel final : public Kernel {
     TP_CUBLAS_CHECK(status);
     const double best_s = choose_algorithm(results, returned);
     // Enough calls per sample to make it about kTargetSampleS long.
-    // Enough calls per sample to make it about kTargetSampleS long.
     inner_ = static_cast<int>(std::clamp(std::ceil(kTargetSampleS / best_s), 1.0, 64.0));
   }
 
@@ -276,12 +275,16 @@ class GemmKernel final : public Kernel {
  private:
   static std::int64_t round_up(std::int64_t bytes) { return (bytes + 255) / 256 * 256; }
 
-  // Seconds per call of `algo`: the faster of two batches of `calls` calls.
+  // Seconds per call of `algo`: the fastest of `batches` batches of `calls` calls, each call on
+  // the next buffer set in turn, as run_s does.
   double time_calls(const cublasLtMatmulAlgo_t& algo, int calls, int batches) {
     double best = 0;
     for (int b = 0; b < batches; ++b) {
       timer_->start(stream_.get());
-      for (int call = 0; call < calls; ++call) TP_CUBLAS_CHECK(matmul(algo, (call + b) % sets_));
+      for (int call = 0; call < calls; ++call) {
+        next_set_ = (next_set_ + 1) % sets_;
+        TP_CUBLAS_CHECK(matmul(algo, next_set_));
+      }
       timer_->stop(stream_.get());
       const double call_s = std::max(timer_->elapsed_s() / calls, 1e-7);
       best = b == 0 ? call_s : std::min(best, call_s);

@@ -24,7 +24,7 @@ def timed(fn, repeats, warmup_s, torch):
     start = time.perf_counter()
     while time.perf_counter() - start < warmup_s:
         fn()
-    torch.cuda.synchronize()
+        torch.cuda.synchronize()  # the warm-up is GPU time, not calls queued ahead of it
     times = []
     for _ in range(repeats):
         begin = torch.cuda.Event(enable_timing=True)

@@ -1,4 +1,5 @@
 // The driver on a fake backend: what it records, skips and marks incomplete.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <map>
@@ -56,11 +57,18 @@ class FakeBackend : public Backend {
     return std::make_unique<FakeKernel>(s.str(), s.flops() / rate, s.flops(), s.bytes(), s.dtype == DType::bf16, on_run);
   }
   std::unique_ptr<Kernel> conv(const ConvShape& s, ConvLayout layout) override {
+    if (s.c == 3) throw Unsupported("no kernel for 3 channels");
     const int made = convs_made[s.str()]++;
     conv_layouts.push_back(layout);
     // 0.5 TFLOP/s unless conv_rate says otherwise.
     const double rate = conv_rate ? conv_rate(s, made) : 5e11;
     return std::make_unique<FakeKernel>(s.str(), s.flops() / rate, s.flops(), s.bytes());
+  }
+  // Cold weights: half the warm rate. A conv of 3 channels has no kernel at all.
+  std::unique_ptr<Kernel> conv_cold_weights(const ConvShape& s, ConvLayout layout) override {
+    if (s.c == 3) throw Unsupported("no kernel for 3 channels");
+    conv_layouts.push_back(layout);
+    return std::make_unique<FakeKernel>(s.str(), s.flops() / 2.5e11, s.flops(), s.bytes());
   }
   std::unique_ptr<Kernel> stream(StreamOp op, std::int64_t bytes) override {
     const double rate = bytes <= (1 << 15) ? 400e9 : 20e9;
@@ -235,6 +243,39 @@ TEST(Driver, ConfirmationPassMeasuresTheFastestConvolutionsAgainInTheirLayout) {
   EXPECT_NEAR(device.conv[0].flops_per_s, 1e12, 1);
   ASSERT_EQ(backend.conv_layouts.size(), 2u);
   EXPECT_EQ(backend.conv_layouts[1], ConvLayout::blocked);
+}
+
+TEST(Driver, ColdWeightConvPointsAreRecordedApartAndNeverConfirmed) {
+  // Three conv layers, the first of which has no kernel; the two others measured warm and cold
+  // (blocked), then the warm ones confirmed in the layout each was asked for.
+  FakeBackend backend;
+  backend.conv_rate = [](const ConvShape& s, int made) {
+    return s.k == 32 && made == 0 ? 1e11 : 5e11;  // the 32-filter layer: slow the first time
+  };
+  Plan plan = small_plan();
+  const ConvShape none = ConvShape::parse("f32_mb1ic3ih8oc16kh3ph1");
+  const ConvShape a = ConvShape::parse("f32_mb1ic16ih8oc16kh3ph1");
+  const ConvShape b = ConvShape::parse("f32_mb1ic16ih8oc32kh3ph1");
+  plan.conv = {{none, ConvLayout::blocked}, {a, ConvLayout::nchw}, {b, ConvLayout::blocked}};
+  plan.conv_cold = {{none, ConvLayout::blocked}, {a, ConvLayout::blocked}, {b, ConvLayout::blocked}};
+  Device device;
+  ASSERT_TRUE(calibrate_device(backend, plan, {}, device));
+  ASSERT_EQ(device.conv.size(), 4u);  // a, b warm; a, b cold
+  EXPECT_FALSE(device.conv[0].cold_weights);
+  EXPECT_FALSE(device.conv[1].cold_weights);
+  EXPECT_TRUE(device.conv[2].cold_weights);
+  EXPECT_TRUE(device.conv[3].cold_weights);
+  EXPECT_NEAR(device.conv[2].flops_per_s, 2.5e11, 1);
+  // Confirmed: b (now 5e11 instead of 1e11) and a, each in its own layout; cold ones untouched.
+  EXPECT_NEAR(device.conv[1].flops_per_s, 5e11, 1);
+  const std::vector<ConvLayout> asked(backend.conv_layouts.end() - 2, backend.conv_layouts.end());
+  EXPECT_EQ(std::count(asked.begin(), asked.end(), ConvLayout::nchw), 1);
+  EXPECT_EQ(std::count(asked.begin(), asked.end(), ConvLayout::blocked), 1);
+  EXPECT_EQ(backend.convs_made.at(a.str()), 2);
+  EXPECT_EQ(backend.convs_made.at(b.str()), 2);
+  EXPECT_TRUE(std::any_of(device.skipped.begin(), device.skipped.end(), [](const Skipped& s) {
+    return s.reason.find("no kernel for 3 channels") != std::string::npos;
+  }));
 }
 
 TEST(Driver, WaitsForAQuietMachineBeforeConfirmingWithinItsBudget) {

@@ -33,6 +33,24 @@ TEST_P(CpuPlanTest, MemoryProbeReachesPastTheCacheBelowTheLast) {
   EXPECT_EQ(cpu_plan(small, GetParam()).memory_sentinel_bytes, 8 * kMiB);
 }
 
+TEST_P(CpuPlanTest, ColdWeightConvolutionsAreBatchOneBlockedLayersWithLargeWeights) {
+  const Plan plan = cpu_plan(this_kind_of_vm(), GetParam());
+  ASSERT_FALSE(plan.conv_cold.empty());
+  for (const auto& [shape, layout] : plan.conv_cold) {
+    EXPECT_EQ(shape.n, 1) << shape.str();
+    EXPECT_EQ(layout, ConvLayout::blocked) << shape.str();
+    EXPECT_GE(shape.k * (shape.c / shape.groups) * shape.r * shape.s * dtype_bytes(shape.dtype),
+              256 * kKiB)
+        << shape.str();
+    // Each is also measured warm, in the same layout.
+    EXPECT_TRUE(std::any_of(plan.conv.begin(), plan.conv.end(), [&](const auto& c) {
+      return c.first == shape && c.second == layout;
+    })) << shape.str();
+  }
+  // A depthwise layer's weights are small: never repeated cold.
+  for (const auto& [shape, layout] : plan.conv_cold) EXPECT_EQ(shape.groups, 1) << shape.str();
+}
+
 TEST_P(CpuPlanTest, StreamSweepSpansAllLevels) {
   const auto device = this_kind_of_vm();
   const Plan plan = cpu_plan(device, GetParam());

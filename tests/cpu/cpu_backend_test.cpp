@@ -141,6 +141,25 @@ TEST_F(CpuBackendTest, GemmWithColdWeightsIsCheckedAndSaysSo) {
             std::string::npos);
 }
 
+TEST_F(CpuBackendTest, ConvWithColdWeightsIsCheckedAndSaysSo) {
+  const ConvShape shape = ConvShape::parse("f32_mb1ic64ih8oc64kh3ph1");
+  if (!kHaveOnednn) {
+    EXPECT_THROW(backend().conv_cold_weights(shape, ConvLayout::blocked), Unsupported);
+    return;
+  }
+  // Copies of the reordered weights span twice the largest cache; the output computed with the
+  // last copy is checked against the reference.
+  for (const DType dtype : {DType::f32, DType::bf16}) {
+    ConvShape s = shape;
+    s.dtype = dtype;
+    auto kernel = backend().conv_cold_weights(s, ConvLayout::blocked);
+    exercise(*kernel);
+    EXPECT_NE(kernel->name().find("cold weights"), std::string::npos) << kernel->name();
+    EXPECT_EQ(kernel->layout(), "blocked");
+  }
+  EXPECT_EQ(backend().conv(shape, ConvLayout::blocked)->name().find("cold"), std::string::npos);
+}
+
 TEST_F(CpuBackendTest, StreamEachOp) {
   for (const StreamOp op : {StreamOp::copy, StreamOp::scale, StreamOp::add, StreamOp::triad}) {
     for (const std::int64_t bytes : {std::int64_t{48} << 10, std::int64_t{6} << 20}) {
