@@ -220,9 +220,11 @@ void add_estimate_command(CLI::App& app, const Context&) {
       "Predict a model's latency, throughput and memory on one device of a calibrated profile.\n"
       "Each op costs max(FLOPs / the measured rate for its kind, dtype and shape, bytes / the "
       "measured\n"
-      "bandwidth of the memory level holding its working set) + the measured per-op overhead; the "
-      "naive\n"
-      "roofline (same FLOPs and bytes over datasheet peaks) is printed beside every figure.");
+      "bandwidth of the memory level holding its working set) + the measured per-op overhead (on "
+      "a GPU,\n"
+      "which runs an op while the host issues the next: the longer of the two); the naive roofline "
+      "(same\n"
+      "FLOPs and bytes over datasheet peaks) is printed beside every figure.");
   cmd->add_option(
       "--profile", args->profile,
       "Profile written by 'truepeak calibrate' (default: results/dev-cpu.json, built in)");
