@@ -228,15 +228,10 @@ def build_case(name, batch, seq, context, device="cpu", runnable=True):
 
 # ---- runtime per-op overhead ----------------------------------------------------------------
 
-def gpu_overheads_us(device, repeats=30):
-    """Issue time of one eager op on a GPU: the time per op of chains of tiny ops, each chain
-    ended by a synchronize, as (time of 64 pairs - time of 1) / 126. CNN layers are mostly
-    convolutions and elementwise ops: pairs of a 1x1 convolution (16 channels, 4x4, bf16,
-    channels-last) and a ReLU; transformer layers mostly linears and elementwise ops: pairs of a
-    bf16 linear (1 x 16 -> 16) and a GELU. None where noise leaves nothing measurable."""
-    import torch
-    from torch import nn
-
+def chain_per_op_us(make_run, ops_per_link, repeats):
+    """Microseconds per op of a chain of tiny ops: make_run(n) returns a run of a chain of n links
+    of `ops_per_link` ops each; (time of 64 links - time of 1) / (63 * ops_per_link), each time
+    the fastest of `repeats` runs after 5 warm-up runs."""
     def fastest(f):
         for _ in range(5):
             f()
@@ -247,8 +242,17 @@ def gpu_overheads_us(device, repeats=30):
             best = min(best, time.perf_counter() - start)
         return best
 
-    def per_op(make_run):
-        return (fastest(make_run(64)) - fastest(make_run(1))) / 126 * 1e6
+    return (fastest(make_run(64)) - fastest(make_run(1))) / (63 * ops_per_link) * 1e6
+
+
+def gpu_overheads_us(device, repeats=30):
+    """Issue time of one eager op on a GPU: the time per op of chains of tiny ops, each chain
+    ended by a synchronize, as (time of 64 pairs - time of 1) / 126. CNN layers are mostly
+    convolutions and elementwise ops: pairs of a 1x1 convolution (16 channels, 4x4, bf16,
+    channels-last) and a ReLU; transformer layers mostly linears and elementwise ops: pairs of a
+    bf16 linear (1 x 16 -> 16) and a GELU. None where noise leaves nothing measurable."""
+    import torch
+    from torch import nn
 
     def conv_pairs(n):
         x = torch.randn(1, 16, 4, 4).to(device, torch.bfloat16).contiguous(memory_format=torch.channels_last)
@@ -264,7 +268,8 @@ def gpu_overheads_us(device, repeats=30):
 
     torch.manual_seed(0)
     with torch.no_grad():
-        found = {"eager-conv": per_op(conv_pairs), "eager": per_op(linear_pairs)}
+        found = {"eager-conv": chain_per_op_us(conv_pairs, 2, repeats),
+                 "eager": chain_per_op_us(linear_pairs, 2, repeats)}
     return {k: (v if v > 0 else None) for k, v in found.items()}
 
 
@@ -278,19 +283,6 @@ def runtime_overheads_us(repeats=30):
     None where noise leaves nothing measurable."""
     import torch
     from torch import nn
-
-    def fastest(f):
-        for _ in range(5):
-            f()
-        best = float("inf")
-        for _ in range(repeats):
-            start = time.perf_counter()
-            f()
-            best = min(best, time.perf_counter() - start)
-        return best
-
-    def per_op(make_run):
-        return (fastest(make_run(64)) - fastest(make_run(1))) / 63 * 1e6
 
     def frozen_convs(n):
         x = torch.randn(1, 16, 4, 4)
@@ -310,7 +302,8 @@ def runtime_overheads_us(repeats=30):
 
     torch.manual_seed(0)
     with torch.no_grad():
-        found = {"frozen": per_op(frozen_convs), "eager": per_op(eager_linears)}
+        found = {"frozen": chain_per_op_us(frozen_convs, 1, repeats),
+                 "eager": chain_per_op_us(eager_linears, 1, repeats)}
     return {k: (v if v > 0 else None) for k, v in found.items()}
 
 
