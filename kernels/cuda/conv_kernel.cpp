@@ -266,25 +266,16 @@ class ConvKernel final : public Kernel {
           nhwc_ ? "NHWC" : "NCHW", format_bytes(static_cast<double>(workspace_limit))));
   }
 
-  // Seconds per call of the algorithm and math type set now: the faster of two batches.
+  // Seconds per call of the algorithm and math type set now: one call sizes the batches, then
+  // the faster of two, each call on the next buffer set in turn, as run_s does.
   double time_calls(cudnnConvolutionFwdAlgo_t algo) {
-    timer_->start(stream_.get());
-    TP_CUDNN_CHECK(forward(algo, 0));
-    timer_->stop(stream_.get());
-    const double estimate_s = std::max(timer_->elapsed_s(), 1e-7);
+    const auto call = [&] {
+      next_set_ = (next_set_ + 1) % sets_;
+      TP_CUDNN_CHECK(forward(algo, next_set_));
+    };
+    const double estimate_s = fastest_batch_s(*timer_, stream_.get(), 1, 1, call);
     const int calls = static_cast<int>(std::clamp(std::ceil(kCandidateS / estimate_s), 1.0, 32.0));
-    double best = 0;
-    for (int batch = 0; batch < 2; ++batch) {
-      timer_->start(stream_.get());
-      for (int call = 0; call < calls; ++call) {  // each on the next buffer set, as run_s does
-        next_set_ = (next_set_ + 1) % sets_;
-        TP_CUDNN_CHECK(forward(algo, next_set_));
-      }
-      timer_->stop(stream_.get());
-      const double call_s = std::max(timer_->elapsed_s() / calls, 1e-7);
-      best = batch == 0 ? call_s : std::min(best, call_s);
-    }
-    return best;
+    return fastest_batch_s(*timer_, stream_.get(), calls, 2, call);
   }
 
   // cuDNN's heuristic order is a guess, and on some parts its first choice is many times slower

@@ -4,6 +4,7 @@
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -80,5 +81,20 @@ class EventTimer {
  private:
   Event start_, stop_;
 };
+
+// Seconds per call of `call()`: the fastest of `batches` batches of `calls` calls queued on
+// `stream` between the timer's events. Candidate timing of library kernels.
+template <typename Call>
+double fastest_batch_s(EventTimer& timer, cudaStream_t stream, int calls, int batches, Call&& call) {
+  double best = 0;
+  for (int b = 0; b < batches; ++b) {
+    timer.start(stream);
+    for (int i = 0; i < calls; ++i) call();
+    timer.stop(stream);
+    const double call_s = std::max(timer.elapsed_s() / calls, 1e-7);
+    best = b == 0 ? call_s : std::min(best, call_s);
+  }
+  return best;
+}
 
 }  // namespace truepeak

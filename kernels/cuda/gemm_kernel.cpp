@@ -278,18 +278,10 @@ class GemmKernel final : public Kernel {
   // Seconds per call of `algo`: the fastest of `batches` batches of `calls` calls, each call on
   // the next buffer set in turn, as run_s does.
   double time_calls(const cublasLtMatmulAlgo_t& algo, int calls, int batches) {
-    double best = 0;
-    for (int b = 0; b < batches; ++b) {
-      timer_->start(stream_.get());
-      for (int call = 0; call < calls; ++call) {
-        next_set_ = (next_set_ + 1) % sets_;
-        TP_CUBLAS_CHECK(matmul(algo, next_set_));
-      }
-      timer_->stop(stream_.get());
-      const double call_s = std::max(timer_->elapsed_s() / calls, 1e-7);
-      best = b == 0 ? call_s : std::min(best, call_s);
-    }
-    return best;
+    return fastest_batch_s(*timer_, stream_.get(), calls, batches, [&] {
+      next_set_ = (next_set_ + 1) % sets_;
+      TP_CUBLAS_CHECK(matmul(algo, next_set_));
+    });
   }
 
   // cuBLASLt's heuristic ranks its candidates, but its first choice is not always the fastest on
