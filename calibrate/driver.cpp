@@ -12,6 +12,7 @@
 #include "calibrate/datasheet.hpp"
 #include "calibrate/fits.hpp"
 #include "calibrate/machine.hpp"
+#include "calibrate/peak_watch.hpp"
 #include "calibrate/runner.hpp"
 #include "core/error.hpp"
 #include "core/units.hpp"
@@ -24,13 +25,15 @@ using Clock = std::chrono::steady_clock;
 
 Timing timing_of(const Summary& s) { return Timing{s.min_s, s.median_s, s.cv, s.samples}; }
 
-// What a measured point leaves behind once its kernel is gone.
+// A measured point: its figures, and its kernel and samples for the peak watch.
 struct Measured {
   Summary summary;
   double flops = 0;
   double bytes = 0;
   std::string impl;
   std::string layout;
+  std::unique_ptr<Kernel> kernel;
+  std::vector<double> samples;
   double best_flops_per_s() const { return flops / summary.min_s; }
   double best_Bps() const { return bytes / summary.min_s; }
   double median_Bps() const { return bytes / summary.median_s; }
@@ -152,12 +155,27 @@ class Sentinel {
   int slow_rounds_ = 0;
 };
 
+// Without bursts, the pool is what the end confirms.
+PeakWatch::Options watch_options(const Plan& plan) {
+  PeakWatch::Options o;
+  o.confirmed = plan.confirm_peaks ? std::max(plan.confirm_gemms, 1) : 0;
+  o.pool = plan.watch_share > 0 ? std::max(plan.watch_pool, o.confirmed) : o.confirmed;
+  o.share = plan.watch_share;
+  o.keep_kernels = plan.watch_keeps_kernels;
+  o.burst_rule = plan.burst_rule;
+  return o;
+}
+
+// The peak watch's category of the main-memory triad points.
+constexpr const char* kMemoryCategory = "stream triad main memory";
+
 class DeviceRun {
  public:
   DeviceRun(Backend& backend, const Plan& plan, const CalibrateOptions& options, Device& device, int position,
             int device_count)
       : backend_(backend), plan_(plan), options_(options), device_(device),
-        tag_(device_count > 1 ? fmt::format("{} {}/{}", device.id, position, device_count) : device.id) {
+        tag_(device_count > 1 ? fmt::format("{} {}/{}", device.id, position, device_count) : device.id),
+        watch_(watch_options(plan)) {
     total_points_ = int(plan.fma_dtypes.size()) + 2 +
                     int(plan.gemm.size() + plan.gemm_cold.size()) + int(plan.conv.size() + plan.conv_cold.size()) +
                     int(plan.stream_ops.size() * plan.stream_bytes.size()) + int(plan.device_copy_bytes.size()) +
@@ -186,9 +204,11 @@ class DeviceRun {
     start_sentinel();
     measure_fma();
     measure_overhead();
+    // Memory before the GEMMs: the main-memory triads then stay peak-watch candidates for most of
+    // the run.
+    measure_memory();
     measure_gemm();
     measure_conv();
-    measure_memory();
     measure_transfers();
     confirm_peaks();
     finish();
@@ -203,10 +223,12 @@ class DeviceRun {
     if (options_.progress) options_.progress(line);
   }
 
+  double elapsed_s() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+
   void progress(const std::string& what, const std::string& figure) {
     ++done_points_;
-    const auto elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
-    say(fmt::format("[{} {:>3}/{} {:>5.1f}s] {:<44} {}", tag_, done_points_, total_points_, elapsed, what, figure));
+    say(fmt::format("[{} {:>3}/{} {:>5.1f}s] {:<44} {}", tag_, done_points_, total_points_, elapsed_s(), what,
+                    figure));
   }
 
   void skip(const std::string& klass, const std::string& what, const std::string& reason) {
@@ -240,7 +262,11 @@ class DeviceRun {
         auto retry = measure(*kernel, rule, options_.stop);
         if (retry.summary.min_s < result.summary.min_s) result = retry;
       }
-      return Measured{result.summary, kernel->flops(), kernel->bytes(), kernel->impl(), kernel->layout()};
+      watch_.tick(elapsed_s(), options_.stop);
+      Measured m{result.summary, kernel->flops(), kernel->bytes(), kernel->impl(), kernel->layout(), nullptr,
+                 std::move(result.samples)};
+      m.kernel = std::move(kernel);
+      return m;
     } catch (const Unsupported& e) {
       skip(klass, what, e.what());
     } catch (const CheckFailed& e) {
@@ -274,9 +300,16 @@ class DeviceRun {
   void measure_fma() {
     for (const auto dtype : plan_.fma_dtypes) {
       const auto name = std::string(to_string(dtype));
-      if (auto m = point("fma " + name, "fma " + name, plan_.fma_rule, [&] { return backend_.fma(dtype); })) {
+      const auto make = [this, dtype] { return backend_.fma(dtype); };
+      if (auto m = point("fma " + name, "fma " + name, plan_.fma_rule, make)) {
         device_.peaks.vector_flops_per_s[name] = m->best_flops_per_s();
         progress("fma " + name, format_flops_per_s(m->best_flops_per_s()));
+        const double flops = m->flops;
+        watch_.offer("fma " + name, "fma " + name, flops, make, std::move(m->kernel), m->samples,
+                     [this, name, flops](const Summary& s, const std::string&, const std::string&) {
+                       auto& peak = device_.peaks.vector_flops_per_s[name];
+                       peak = std::max(peak, flops / s.min_s);
+                     });
       }
     }
   }
@@ -297,12 +330,26 @@ class DeviceRun {
     for (const auto& shape : plan_.gemm) {
       const auto what = "gemm " + shape.str();
       const auto klass = fmt::format("gemm {}", to_string(shape.dtype));
-      if (auto m = point(klass, what, plan_.gemm_rule, [&] { return backend_.gemm(shape); })) {
+      const auto make = [this, shape] { return backend_.gemm(shape); };
+      if (auto m = point(klass, what, plan_.gemm_rule, make)) {
         GemmPoint p{shape, timing_of(m->summary), m->best_flops_per_s(), m->impl, m->layout};
-        auto& peak = device_.peaks.flops_per_s[std::string(to_string(shape.dtype))];
+        const auto dtype = std::string(to_string(shape.dtype));
+        auto& peak = device_.peaks.flops_per_s[dtype];
         peak = std::max(peak, p.flops_per_s);
         device_.gemm.push_back(std::move(p));
         progress(what, format_flops_per_s(m->best_flops_per_s()));
+        const std::size_t i = device_.gemm.size() - 1;
+        const double flops = m->flops;
+        watch_.offer(klass, what, flops, make, std::move(m->kernel), m->samples,
+                     [this, i, dtype, flops](const Summary& s, const std::string& impl, const std::string& layout) {
+                       GemmPoint& g = device_.gemm[i];
+                       g.timing = timing_of(s);
+                       g.flops_per_s = flops / s.min_s;
+                       g.impl = impl;
+                       g.layout = layout;
+                       auto& best = device_.peaks.flops_per_s[dtype];
+                       best = std::max(best, g.flops_per_s);
+                     });
       }
     }
     // Cold weights: their own points, never a peak.
@@ -322,10 +369,20 @@ class DeviceRun {
     for (const auto& [shape, layout] : plan_.conv) {
       const auto what = "conv " + shape.str();
       const auto klass = fmt::format("conv {}", to_string(shape.dtype));
-      if (auto m = point(klass, what, plan_.conv_rule, [&] { return backend_.conv(shape, layout); })) {
+      const auto make = [this, shape = shape, layout = layout] { return backend_.conv(shape, layout); };
+      if (auto m = point(klass, what, plan_.conv_rule, make)) {
         device_.conv.push_back({shape, m->layout, timing_of(m->summary), m->best_flops_per_s(), m->impl});
-        conv_requested_[device_.conv.size() - 1] = layout;
         progress(what + " " + m->layout, format_flops_per_s(m->best_flops_per_s()));
+        const std::size_t i = device_.conv.size() - 1;
+        const double flops = m->flops;
+        watch_.offer(klass, what + " " + m->layout, flops, make, std::move(m->kernel), m->samples,
+                     [this, i, flops](const Summary& s, const std::string& impl, const std::string& layout) {
+                       ConvPoint& c = device_.conv[i];
+                       c.timing = timing_of(s);
+                       c.flops_per_s = flops / s.min_s;
+                       c.impl = impl;
+                       c.layout = layout;
+                     });
       }
     }
     // Cold weights: their own points, never a peak.
@@ -336,20 +393,31 @@ class DeviceRun {
                          [&] { return backend_.conv_cold_weights(shape, layout); })) {
         device_.conv.push_back(
             {shape, m->layout, timing_of(m->summary), m->best_flops_per_s(), m->impl, true});
-        conv_requested_[device_.conv.size() - 1] = layout;
         progress(what + " " + m->layout, format_flops_per_s(m->best_flops_per_s()));
       }
     }
   }
 
   void measure_memory() {
+    const auto from = device_memory_from(backend_.describe().levels);
     for (const auto bytes : plan_.stream_bytes) {
       for (const auto op : plan_.stream_ops) {
         const auto what = fmt::format("stream {} {}", to_string(op), format_bytes(double(bytes)));
-        if (auto m = point(fmt::format("stream {}", to_string(op)), what, plan_.stream_rule,
-                           [&] { return backend_.stream(op, bytes); })) {
+        const auto make = [this, op, bytes] { return backend_.stream(op, bytes); };
+        if (auto m = point(fmt::format("stream {}", to_string(op)), what, plan_.stream_rule, make)) {
           device_.memory_sweep.push_back({std::string(to_string(op)), bytes, m->best_Bps(), m->median_Bps()});
           progress(what, format_Bps(m->best_Bps()));
+          // The main-memory triad is the headline bandwidth.
+          if (op != StreamOp::triad || !from || bytes < *from) continue;
+          const std::size_t i = device_.memory_sweep.size() - 1;
+          const double moved = m->bytes;
+          watch_.offer(kMemoryCategory, what, moved, make, std::move(m->kernel), m->samples,
+                       [this, i, moved](const Summary& s, const std::string&, const std::string&) {
+                         MemoryPoint& p = device_.memory_sweep[i];
+                         p.Bps = moved / s.min_s;
+                         p.median_Bps = moved / s.median_s;
+                         set_memory_levels();
+                       });
         }
       }
     }
@@ -404,8 +472,8 @@ class DeviceRun {
 
   // Interference on a shared host comes and goes over minutes (other tenants' memory traffic is
   // invisible to a compute sentinel), and it only ever adds time. So the points behind the
-  // headline peaks are measured once more at the end, and the faster of the two runs is kept:
-  // the capability figure is the fastest seen over the whole calibration.
+  // headline peaks are measured once more at the end, every sample counting: the capability
+  // figure is the fastest seen over the whole calibration (the peak watch's bursts included).
   // Waits, up to the plan's budget, until the sentinel is as fast as it has ever been, so that
   // the headline points are measured again in a quiet spell if one comes.
   void wait_for_quiet() {
@@ -425,68 +493,23 @@ class DeviceRun {
   void confirm_peaks() {
     if (!plan_.confirm_peaks) return;
     wait_for_quiet();
-    for (const auto dtype : plan_.fma_dtypes) {
-      const auto name = std::string(to_string(dtype));
-      auto it = device_.peaks.vector_flops_per_s.find(name);
-      if (it == device_.peaks.vector_flops_per_s.end()) continue;
-      if (auto m = point("fma " + name, "confirm fma " + name, plan_.fma_rule, [&] { return backend_.fma(dtype); })) {
-        it->second = std::max(it->second, m->best_flops_per_s());
-        progress("confirm fma " + name, format_flops_per_s(it->second));
-      }
-    }
-    // The few fastest GEMMs of each dtype: which shape is fastest is itself a noisy verdict.
-    std::map<std::string, std::vector<GemmPoint*>> fastest;
-    for (auto& g : device_.gemm)
-      if (!g.cold_weights) fastest[std::string(to_string(g.shape.dtype))].push_back(&g);
-    for (auto& [dtype, points] : fastest) {
-      std::sort(points.begin(), points.end(),
-                [](const GemmPoint* a, const GemmPoint* b) { return a->flops_per_s > b->flops_per_s; });
-      points.resize(std::min(points.size(), static_cast<std::size_t>(std::max(plan_.confirm_gemms, 1))));
-      auto& peak = device_.peaks.flops_per_s[dtype];
-      for (GemmPoint* best : points) {
-        const auto what = "confirm gemm " + best->shape.str();
-        if (auto m = point("gemm " + dtype, what, plan_.gemm_rule, [&] { return backend_.gemm(best->shape); })) {
-          if (m->summary.min_s < best->timing.time_s) {  // the run that counts, and what ran
-            best->timing = timing_of(m->summary);
-            best->flops_per_s = m->best_flops_per_s();
-            best->impl = m->impl;
-            best->layout = m->layout;
-          }
-          peak = std::max(peak, best->flops_per_s);
-          progress(what, format_flops_per_s(best->flops_per_s));
-        }
-      }
-    }
-    // Likewise the fastest convolutions of each dtype (the best layer is a headline figure).
-    std::map<std::string, std::vector<std::size_t>> fastest_conv;
-    for (const auto& [i, layout] : conv_requested_)
-      if (!device_.conv[i].cold_weights)
-        fastest_conv[std::string(to_string(device_.conv[i].shape.dtype))].push_back(i);
-    for (auto& [dtype, indices] : fastest_conv) {
-      std::sort(indices.begin(), indices.end(), [&](std::size_t a, std::size_t b) {
-        return device_.conv[a].flops_per_s > device_.conv[b].flops_per_s;
-      });
-      indices.resize(std::min(indices.size(), static_cast<std::size_t>(std::max(plan_.confirm_gemms, 1))));
-      for (const std::size_t i : indices) {
-        ConvPoint& best = device_.conv[i];
-        const auto what = fmt::format("confirm conv {} {}", best.shape.str(), best.layout);
-        if (auto m = point("conv " + dtype, what, plan_.conv_rule,
-                           [&] { return backend_.conv(best.shape, conv_requested_.at(i)); })) {
-          if (m->summary.min_s < best.timing.time_s) {  // the run that counts, and what ran
-            best.timing = timing_of(m->summary);
-            best.flops_per_s = m->best_flops_per_s();
-            best.impl = m->impl;
-            best.layout = m->layout;
-          }
-          progress(what, format_flops_per_s(best.flops_per_s));
-        }
-      }
-    }
+    // FMA, the few fastest GEMMs and convolutions of each dtype (which shape is fastest is itself
+    // a noisy verdict, and the best layer is a headline figure too) and the main-memory triads.
+    watch_.confirm(
+        [this](const std::string& category) {
+          if (category == kMemoryCategory) return plan_.stream_rule;
+          if (category.rfind("fma", 0) == 0) return plan_.fma_rule;
+          return category.rfind("conv", 0) == 0 ? plan_.conv_rule : plan_.gemm_rule;
+        },
+        options_.stop, [this](const std::string& what, double rate) {
+          progress("confirm " + what, what.rfind("stream", 0) == 0 ? format_Bps(rate) : format_flops_per_s(rate));
+        });
     const auto from = device_memory_from(backend_.describe().levels);
     if (!from) return;
     bool changed = false;
     for (auto& p : device_.memory_sweep) {
-      if (p.bytes < *from || p.kernel == "d2d_copy") continue;
+      // The main-memory triad points were the watch's to confirm.
+      if (p.bytes < *from || p.kernel == "d2d_copy" || p.kernel == "triad") continue;
       const auto op = stream_op_named(p.kernel);
       if (!op) continue;
       const auto what = fmt::format("confirm stream {} {}", p.kernel, format_bytes(double(p.bytes)));
@@ -521,6 +544,7 @@ class DeviceRun {
     device_.conditions["suite"] = options_.suite == Suite::quick ? "quick" : "full";
     device_.conditions["interrupted"] = stopped();
     if (sentinel_) device_.conditions["sentinel"] = sentinel_->report(remeasured_);
+    if (plan_.watch_share > 0) device_.conditions["peak_watch"] = watch_.report();
   }
 
   Backend& backend_;
@@ -529,8 +553,7 @@ class DeviceRun {
   Device& device_;
   std::string tag_;
   std::unique_ptr<Sentinel> sentinel_;
-  // The layout asked for, by index in device_.conv, of the points this run measured.
-  std::map<std::size_t, ConvLayout> conv_requested_;
+  PeakWatch watch_;
   std::map<std::string, std::pair<std::size_t, int>> skipped_index_;
   Clock::time_point start_;
   int total_points_ = 0;

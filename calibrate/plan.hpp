@@ -54,6 +54,15 @@ struct Plan {
   int confirm_gemms = 3;
   // Before confirming, wait up to this long for the sentinel to run as fast as it ever did.
   double quiet_wait_s = 0;
+  // The `watch_pool` fastest points of each headline category (FMA, GEMM and convolution per
+  // dtype, main-memory triad) are timed in bursts of `burst_rule` between points, for this share
+  // of the elapsed time (0: no bursts, and the pool is what the end confirms; see PeakWatch).
+  // Their kernels are kept between uses when `watch_keeps_kernels`, else made and checked again
+  // for the confirmation.
+  double watch_share = 0;
+  int watch_pool = 3;
+  bool watch_keeps_kernels = false;
+  StopRule burst_rule;
 };
 
 Plan cpu_plan(const DeviceDescription& device, Suite suite);

@@ -182,6 +182,14 @@ Plan cpu_plan(const DeviceDescription& device, Suite suite) {
   plan.memory_sentinel_bytes = std::clamp<std::int64_t>(8 * below_last, 8 * kMiB, 64 * kMiB);
   plan.max_remeasure = quick ? 1 : 2;
   plan.quiet_wait_s = quick ? 0 : 20;
+  // The headline candidates, six per category, are timed in bursts all through the run
+  // (PeakWatch): a few samples, no warm-up (the fastest of many bursts is what counts), for 10% of
+  // the elapsed time.
+  plan.watch_share = 0.10;
+  plan.watch_pool = 6;
+  plan.watch_keeps_kernels = true;
+  plan.burst_rule = rule(3, 0.02, 0, 0, 0.0);
+  plan.burst_rule.max_samples = 3;
   return plan;
 }
 

@@ -32,6 +32,7 @@ PointResult measure(Kernel& kernel, const StopRule& rule, const std::atomic<bool
     }
   }
   result.summary = state.summary();
+  result.samples = state.samples();
   result.reason = state.reason();
   return result;
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <atomic>
+#include <vector>
 
 #include "core/backend.hpp"
 #include "core/stats.hpp"
@@ -10,6 +11,7 @@ namespace truepeak {
 
 struct PointResult {
   Summary summary;
+  std::vector<double> samples;  // every timed sample, in order
   StopReason reason = StopReason::max_samples;
   bool interrupted = false;  // the stop flag was raised while sampling
 };

@@ -125,7 +125,8 @@ TEST(Driver, RecordsPointsPeaksAndLevels) {
   ASSERT_EQ(device.gemm.size(), 2u);  // the two f32 shapes
   EXPECT_NEAR(device.gemm[1].flops_per_s, 1e12, 1);
   EXPECT_EQ(device.gemm[1].impl, "fake_impl");
-  EXPECT_EQ(device.gemm[1].timing.samples, 3);
+  // Both f32 GEMMs are confirmed at the end, and every sample counts: 3 measured, 3 confirmed.
+  EXPECT_EQ(device.gemm[1].timing.samples, 6);
   EXPECT_NEAR(device.peaks.flops_per_s.at("f32"), 1e12, 1);
   EXPECT_FALSE(device.peaks.flops_per_s.count("bf16"));
   ASSERT_EQ(device.conv.size(), 1u);
@@ -173,6 +174,36 @@ TEST(Driver, ConfirmationPassMeasuresTheFewFastestGemmsAgain) {
     EXPECT_NEAR(device.peaks.flops_per_s.at("f32"), confirmed == 2 ? 2e12 : 1e12, 1) << confirmed;
     EXPECT_NEAR(device.gemm[0].flops_per_s, confirmed == 2 ? 2e12 : 0.5e12, 1) << confirmed;
   }
+}
+
+TEST(Driver, PeakWatchTimesTheHeadlineCandidatesBetweenPointsWithTheirKeptKernels) {
+  FakeBackend backend;
+  Plan plan = small_plan();
+  plan.watch_share = 0.5;
+  plan.watch_keeps_kernels = true;
+  plan.burst_rule = plan.gemm_rule;
+  plan.burst_rule.warmup_runs = 0;
+  Device device;
+  ASSERT_TRUE(calibrate_device(backend, plan, {}, device));
+  const auto& watch = device.conditions["peak_watch"];
+  EXPECT_GT(watch["bursts"].get<int>(), 0);
+  // The FMA, the two f32 GEMMs, the conv and the main-memory triad are candidates; bf16 and int8
+  // never measured.
+  EXPECT_EQ(watch["candidates"].size(), 5u);
+  // Kernels kept: the confirmation made none again.
+  EXPECT_EQ(backend.gemms_made.at(GemmShape{DType::f32, 64, 64, 64, 1}.str()), 1);
+  EXPECT_EQ(backend.gemms_made.at(GemmShape{DType::f32, 128, 128, 128, 1}.str()), 1);
+  // Measured, burst at least once, confirmed: more samples than the two runs alone.
+  int bursts_of_first = 0;
+  for (const auto& c : watch["candidates"])
+    if (c["what"] == "gemm " + GemmShape{DType::f32, 64, 64, 64, 1}.str()) bursts_of_first = c["bursts"];
+  EXPECT_EQ(device.gemm[0].timing.samples, 6 + 3 * bursts_of_first);
+  EXPECT_NEAR(device.peaks.flops_per_s.at("f32"), 1e12, 1);
+  // Without a share, no bursts and nothing reported.
+  FakeBackend quiet;
+  Device plain;
+  ASSERT_TRUE(calibrate_device(quiet, small_plan(), {}, plain));
+  EXPECT_FALSE(plain.conditions.contains("peak_watch"));
 }
 
 TEST(Driver, SentinelReMeasuresInABusySpellButNotForeverOnASlowerHost) {
@@ -329,9 +360,9 @@ TEST(Driver, StopFlagEndsEarlyAndKeepsWhatWasMeasured) {
   options.stop = &stop;
   EXPECT_FALSE(calibrate_device(backend, small_plan(), options, device));
   EXPECT_FALSE(device.peaks.vector_flops_per_s.empty());  // measured before the stop
+  EXPECT_FALSE(device.memory_sweep.empty());  // measured before the GEMMs
   EXPECT_LE(device.gemm.size(), 2u);
   EXPECT_TRUE(device.conv.empty());
-  EXPECT_TRUE(device.memory_sweep.empty());
   EXPECT_EQ(device.conditions["interrupted"], true);
 }
 

@@ -174,6 +174,13 @@ TEST_P(CpuPlanTest, RulesAreSane) {
   EXPECT_GT(plan.sentinel_slowdown, 1.0);
   // The quick suite (30 s) never waits for a quiet machine; the default waits at most 20 s.
   EXPECT_LE(plan.quiet_wait_s, GetParam() == Suite::quick ? 0.0 : 20.0);
+  // The peak watch: bursts of a few samples with no warm-up, for a small share of the run.
+  EXPECT_GT(plan.watch_share, 0.0);
+  EXPECT_LE(plan.watch_share, 0.1);
+  EXPECT_TRUE(plan.watch_keeps_kernels);
+  EXPECT_EQ(plan.burst_rule.warmup_runs, 0);
+  EXPECT_LE(plan.burst_rule.max_samples, 3);
+  EXPECT_LE(plan.burst_rule.budget_s, 0.05);
 }
 
 TEST(CpuPlan, QuickIsSmallerThanFull) {

@@ -62,6 +62,16 @@ TEST(GpuPlan, QuickHoldsThePeakPoints) {
             quick.stream_ops.end());
 }
 
+TEST(GpuPlan, HeadlinePointsAreConfirmedWithKernelsMadeAgainAndNoBursts) {
+  // A GPU's large GEMMs hold gigabytes each: its candidates are not kept between uses.
+  for (const auto suite : {Suite::quick, Suite::full}) {
+    const Plan plan = gpu_plan(kH200, suite);
+    EXPECT_TRUE(plan.confirm_peaks);
+    EXPECT_EQ(plan.watch_share, 0.0);
+    EXPECT_FALSE(plan.watch_keeps_kernels);
+  }
+}
+
 TEST(GpuPlan, FullGridCoversSquaresSkinnyAndBatched) {
   const Plan full = gpu_plan(kH200, Suite::full);
   for (const std::int64_t size : {256, 1024, 4096, 16384})

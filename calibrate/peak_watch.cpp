@@ -1,0 +1,180 @@
+#include "calibrate/peak_watch.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <new>
+
+#include "calibrate/runner.hpp"
+#include "core/error.hpp"
+
+namespace truepeak {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Burst time per second since `since` (a category's or a candidate's claim on the next burst).
+double burst_rate(double burst_time_s, std::chrono::steady_clock::time_point since) {
+  return burst_time_s / std::max(seconds_since(since), 1e-3);
+}
+
+// Bursts per tick at most, per candidate: a bound for kernels that take no time at all.
+constexpr std::size_t kMaxBurstsPerCandidate = 8;
+
+bool raised(const std::atomic<bool>* stop) { return stop != nullptr && stop->load(); }
+
+}  // namespace
+
+void PeakWatch::offer(const std::string& category, const std::string& what, double work, Make make,
+                      std::unique_ptr<Kernel> kernel, const std::vector<double>& samples, Apply apply) {
+  if (samples.empty() || work <= 0 || options_.pool <= 0) return;
+  auto cat = std::find_if(categories_.begin(), categories_.end(),
+                          [&](const Category& c) { return c.name == category; });
+  if (cat == categories_.end()) {
+    categories_.push_back({category, {}, Clock::now(), 0});
+    cat = categories_.end() - 1;
+  }
+  Candidate c;
+  c.what = what;
+  c.work = work;
+  c.make = std::move(make);
+  c.samples = samples;
+  c.best_s = *std::min_element(samples.begin(), samples.end());
+  if (kernel) {
+    c.impl = kernel->impl();
+    c.layout = kernel->layout();
+  }
+  if (options_.keep_kernels) c.kernel = std::move(kernel);
+  c.apply = std::move(apply);
+  c.since = Clock::now();
+
+  auto& kept = cat->candidates;
+  if (kept.size() < static_cast<std::size_t>(options_.pool)) {
+    kept.push_back(std::move(c));
+    return;
+  }
+  auto slowest = std::min_element(kept.begin(), kept.end(),
+                                  [](const Candidate& a, const Candidate& b) { return a.rate() < b.rate(); });
+  if (c.rate() > slowest->rate()) *slowest = std::move(c);  // the old kernel is freed here
+}
+
+bool PeakWatch::time(Candidate& c, const StopRule& rule, const std::atomic<bool>* stop) {
+  std::unique_ptr<Kernel> made;
+  Kernel* kernel = c.kernel.get();
+  try {
+    if (!kernel) {
+      made = c.make();
+      made->check();  // a kernel made again is checked again before its time is trusted
+      kernel = made.get();
+    }
+    const PointResult result = measure(*kernel, rule, stop);
+    c.samples.insert(c.samples.end(), result.samples.begin(), result.samples.end());
+    if (result.summary.min_s < c.best_s) {
+      c.best_s = result.summary.min_s;
+      c.impl = kernel->impl();
+      c.layout = kernel->layout();
+    }
+  } catch (const Error&) {
+    c.failed = true;
+  } catch (const std::bad_alloc&) {
+    c.failed = true;
+  }
+  if (c.failed) {
+    c.kernel.reset();
+    return false;
+  }
+  c.apply(summarize(c.samples), c.impl, c.layout);
+  if (options_.keep_kernels && made) c.kernel = std::move(made);
+  return true;
+}
+
+std::pair<PeakWatch::Category*, PeakWatch::Candidate*> PeakWatch::next_for_burst() {
+  Category* next_cat = nullptr;
+  Candidate* next = nullptr;
+  double least_cat = 0;
+  for (auto& cat : categories_) {
+    double best_rate = 0;
+    for (const auto& c : cat.candidates) best_rate = std::max(best_rate, c.rate());
+    Candidate* pick = nullptr;
+    double least = 0;
+    for (auto& c : cat.candidates) {
+      if (c.failed) continue;
+      // Time goes where it can move the headline: a candidate at 90% of the category's best
+      // claims two thirds of the best one's time, at 75% a third, at 50% a sixteenth.
+      const double weight = std::pow(c.rate() / best_rate, 4.0);
+      const double rate = burst_rate(c.burst_time_s, c.since) / std::max(weight, 1e-6);
+      if (!pick || rate < least) {
+        pick = &c;
+        least = rate;
+      }
+    }
+    if (!pick) continue;
+    const double rate = burst_rate(cat.burst_time_s, cat.since);
+    if (!next_cat || rate < least_cat) {
+      next_cat = &cat;
+      next = pick;
+      least_cat = rate;
+    }
+  }
+  return {next_cat, next};
+}
+
+void PeakWatch::tick(double elapsed_s, const std::atomic<bool>* stop) {
+  if (options_.share <= 0) return;
+  const std::size_t most = kMaxBurstsPerCandidate * candidates();
+  for (std::size_t i = 0; i < most && burst_time_s_ < options_.share * elapsed_s && !raised(stop); ++i) {
+    const auto [cat, c] = next_for_burst();
+    if (!c) return;
+    const auto start = Clock::now();
+    time(*c, options_.burst_rule, stop);
+    const double spent = seconds_since(start);
+    burst_time_s_ += spent;
+    cat->burst_time_s += spent;
+    c->burst_time_s += spent;
+    ++c->bursts;
+    ++bursts_;
+  }
+}
+
+void PeakWatch::confirm(const std::function<StopRule(const std::string& category)>& rule_for,
+                        const std::atomic<bool>* stop,
+                        const std::function<void(const std::string& what, double rate)>& done) {
+  for (auto& cat : categories_) {
+    std::stable_sort(cat.candidates.begin(), cat.candidates.end(),
+                     [](const Candidate& a, const Candidate& b) { return a.rate() > b.rate(); });
+    const auto confirmed = std::min(cat.candidates.size(), static_cast<std::size_t>(std::max(options_.confirmed, 0)));
+    for (std::size_t i = confirmed; i < cat.candidates.size(); ++i) cat.candidates[i].kernel.reset();
+    const StopRule rule = rule_for(cat.name);
+    for (std::size_t i = 0; i < confirmed; ++i) {
+      if (raised(stop)) return;
+      Candidate& c = cat.candidates[i];
+      c.confirmed = true;
+      if (!c.failed && time(c, rule, stop) && done) done(c.what, c.rate());
+    }
+  }
+}
+
+std::size_t PeakWatch::candidates() const {
+  std::size_t n = 0;
+  for (const auto& cat : categories_) n += cat.candidates.size();
+  return n;
+}
+
+nlohmann::json PeakWatch::report() const {
+  nlohmann::json j = {{"share", options_.share}, {"bursts", bursts_}, {"burst_time_s", burst_time_s_},
+                      {"candidates", nlohmann::json::array()}};
+  for (const auto& cat : categories_) {
+    for (const auto& c : cat.candidates) {
+      nlohmann::json e = {{"category", cat.name}, {"what", c.what}, {"samples", c.samples.size()},
+                          {"bursts", c.bursts}, {"burst_time_s", c.burst_time_s}};
+      if (c.confirmed) e["confirmed"] = true;
+      if (c.failed) e["failed"] = true;
+      j["candidates"].push_back(std::move(e));
+    }
+  }
+  return j;
+}
+
+}  // namespace truepeak

@@ -1,0 +1,114 @@
+// The points behind the headline figures, timed again all through a calibration.
+//
+// On a shared host the fastest sample of a point depends on when it ran: another tenant can slow
+// one kind of kernel to half its speed for seconds or minutes while others run as fast as ever
+// (seen here: a 512^3 f32 GEMM at 165 GFLOP/s for 1.5 s, then 333; every f32 convolution of one
+// run 25% slower than in the next). A point measured once, in a fraction of a second, is one
+// draw; a figure drawn from samples spread over the whole run is the same run after run (the
+// sentinel, a few samples between every point, finds the same fastest time to 0.1%).
+//
+// So the fastest points of each category (FMA, GEMM and convolution per dtype, main-memory triad)
+// stay candidates: short bursts of them run between points for a share of the elapsed time, and
+// the best few are measured once more at the end. Every sample counts: a candidate's figure is the
+// summary of all its samples, the fastest being the capability figure. The pool holds more
+// candidates than are confirmed, because a point measured in a slow spell ranks too low to be
+// confirmed on its first figure; its bursts can lift it back.
+//
+// The burst time is shared evenly among the categories, by burst time per second since each
+// joined, and within a category by the same measure weighted by (rate / the category's best)^4:
+// each category gets about the same time, a 0.1 ms GEMM many more bursts than a 30 ms
+// convolution, the candidates near the top most of their category's time, and a late arrival is
+// not made up for all at once.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/backend.hpp"
+#include "core/stats.hpp"
+
+namespace truepeak {
+
+class PeakWatch {
+ public:
+  struct Options {
+    int pool = 3;       // candidates kept per category
+    int confirmed = 3;  // of them, the fastest measured again at the end
+    // Bursts run while they have taken less than this fraction of the elapsed time (0: none).
+    double share = 0;
+    // Keep each candidate's kernel between uses (else it is made, and checked, again when needed).
+    bool keep_kernels = false;
+    StopRule burst_rule;
+  };
+  // Writes a candidate's figures back to its point: the summary of all its samples and the
+  // implementation and layout of the kernel that ran the fastest one.
+  using Apply = std::function<void(const Summary&, const std::string& impl, const std::string& layout)>;
+  using Make = std::function<std::unique_ptr<Kernel>()>;
+
+  explicit PeakWatch(Options options) : options_(std::move(options)) {}
+
+  // A point just measured (its kernel, already checked, and its samples). It becomes a candidate
+  // of `category` when its rate (work over its fastest sample) is among the category's best
+  // `pool`; the slowest candidate then leaves. Otherwise nothing is kept.
+  void offer(const std::string& category, const std::string& what, double work, Make make,
+             std::unique_ptr<Kernel> kernel, const std::vector<double>& samples, Apply apply);
+
+  // Runs bursts while bursts have taken less than the share of `elapsed_s`.
+  void tick(double elapsed_s, const std::atomic<bool>* stop);
+
+  // Measures the `confirmed` fastest candidates of each category once more with the rule of their
+  // category (category order as first offered, fastest first) and reports each: `done(what,
+  // rate)`, rate being the work per second of the candidate's fastest sample so far. The others
+  // leave the pool.
+  void confirm(const std::function<StopRule(const std::string& category)>& rule_for,
+               const std::atomic<bool>* stop,
+               const std::function<void(const std::string& what, double rate)>& done);
+
+  // Candidates now kept, over all categories.
+  std::size_t candidates() const;
+  int bursts() const { return bursts_; }
+  nlohmann::json report() const;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Candidate {
+    std::string what;
+    double work = 0;
+    Make make;
+    std::unique_ptr<Kernel> kernel;
+    std::vector<double> samples;
+    double best_s = 0;
+    std::string impl, layout;  // of the kernel that ran the fastest sample
+    Apply apply;
+    Clock::time_point since;  // a candidate since then
+    double burst_time_s = 0;
+    int bursts = 0;
+    bool confirmed = false;
+    bool failed = false;  // could not be made again: kept as it was, no longer timed
+    double rate() const { return work / best_s; }
+  };
+  struct Category {
+    std::string name;
+    std::vector<Candidate> candidates;
+    Clock::time_point since;
+    double burst_time_s = 0;
+  };
+
+  // Times `c` with `rule`, adds the samples and writes the figures back. False when its kernel
+  // could not be made again.
+  bool time(Candidate& c, const StopRule& rule, const std::atomic<bool>* stop);
+  std::pair<Category*, Candidate*> next_for_burst();
+
+  Options options_;
+  std::vector<Category> categories_;
+  double burst_time_s_ = 0;
+  int bursts_ = 0;
+};
+
+}  // namespace truepeak

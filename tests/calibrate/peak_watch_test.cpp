@@ -1,0 +1,252 @@
+// The peak watch: which points stay candidates, when bursts run, and how every sample counts.
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "calibrate/peak_watch.hpp"
+#include "core/error.hpp"
+
+namespace truepeak {
+namespace {
+
+// Runs take the times of `times_s` in turn (the last one for good), optionally sleeping `sleep_s`
+// per run so that wall time passes. Counts its checks and notes its destruction.
+class ScriptedKernel : public Kernel {
+ public:
+  ScriptedKernel(std::vector<double> times_s, std::string impl = "impl", double sleep_s = 0)
+      : times_s_(std::move(times_s)), impl_(std::move(impl)), sleep_s_(sleep_s) {}
+  ~ScriptedKernel() override {
+    if (destroyed) *destroyed = true;
+  }
+  std::string name() const override { return "scripted"; }
+  double flops() const override { return 1e9; }
+  double bytes() const override { return 0; }
+  void check() override { ++*checks; }
+  double run_s() override {
+    if (sleep_s_ > 0) std::this_thread::sleep_for(std::chrono::duration<double>(sleep_s_));
+    const double t = times_s_[std::min(runs_, times_s_.size() - 1)];
+    ++runs_;
+    return t;
+  }
+  std::string impl() const override { return impl_; }
+  std::string layout() const override { return "nhwc"; }
+
+  bool* destroyed = nullptr;
+  std::shared_ptr<int> checks = std::make_shared<int>(0);
+
+ private:
+  std::vector<double> times_s_;
+  std::string impl_;
+  double sleep_s_;
+  std::size_t runs_ = 0;
+};
+
+StopRule burst_rule() {
+  StopRule r;
+  r.min_samples = 3;
+  r.max_samples = 3;
+  r.budget_s = 0.02;
+  r.stable_window = 0;
+  r.warmup_runs = 0;
+  r.warmup_s = 0;
+  return r;
+}
+
+StopRule confirm_rule() {
+  StopRule r = burst_rule();
+  r.min_samples = r.max_samples = 5;
+  r.budget_s = 1;
+  return r;
+}
+
+// What the last apply wrote for a point.
+struct Applied {
+  Summary summary;
+  std::string impl;
+  int calls = 0;
+};
+
+PeakWatch::Apply record(Applied& a) {
+  return [&a](const Summary& s, const std::string& impl, const std::string&) {
+    a.summary = s;
+    a.impl = impl;
+    ++a.calls;
+  };
+}
+
+PeakWatch::Make no_make() {
+  return []() -> std::unique_ptr<Kernel> { throw Error("not made again in this test"); };
+}
+
+TEST(PeakWatch, KeepsTheFastestFewOfEachCategory) {
+  PeakWatch watch({2, 2, 0.0, true, burst_rule()});
+  bool a_gone = false, b_gone = false, c_gone = false, d_gone = false;
+  Applied unused;
+  auto offer = [&](const std::string& category, double time_s, bool& gone) {
+    auto k = std::make_unique<ScriptedKernel>(std::vector<double>{time_s});
+    k->destroyed = &gone;
+    watch.offer(category, "point", 1e9, no_make(), std::move(k), {time_s, 2 * time_s}, record(unused));
+  };
+  offer("gemm f32", 1e-3, a_gone);   // 1 TFLOP/s
+  offer("gemm f32", 2e-3, b_gone);   // 0.5
+  offer("gemm f32", 0.5e-3, c_gone); // 2: takes the place of the slowest (b)
+  offer("gemm f32", 4e-3, d_gone);   // 0.25: not kept
+  EXPECT_FALSE(a_gone);
+  EXPECT_TRUE(b_gone);
+  EXPECT_FALSE(c_gone);
+  EXPECT_TRUE(d_gone);
+  bool other_gone = false;
+  offer("conv f32", 9e-3, other_gone);  // another category has places of its own
+  EXPECT_FALSE(other_gone);
+  EXPECT_EQ(watch.candidates(), 3u);
+}
+
+TEST(PeakWatch, BurstsRunOnlyWithinTheirShareOfTheElapsedTime) {
+  // Each run sleeps 5 ms: a burst (3 samples or 20 ms) takes about 15 ms of wall time.
+  PeakWatch watch({3, 3, 0.1, true, burst_rule()});
+  Applied first, second;
+  watch.offer("gemm f32", "first", 1e9, no_make(),
+              std::make_unique<ScriptedKernel>(std::vector<double>{1e-3}, "impl", 0.005), {1e-3}, record(first));
+  watch.offer("gemm f32", "second", 1e9, no_make(),
+              std::make_unique<ScriptedKernel>(std::vector<double>{1e-3}, "impl", 0.005), {1e-3}, record(second));
+  watch.tick(0.0, nullptr);  // no time has passed: no share to spend
+  EXPECT_EQ(watch.bursts(), 0);
+  watch.tick(0.1, nullptr);  // 10 ms to spend: one burst, then the share is spent
+  EXPECT_EQ(watch.bursts(), 1);
+  EXPECT_EQ(first.calls, 1);
+  EXPECT_EQ(second.calls, 0);
+  watch.tick(10.0, nullptr);  // plenty: 8 bursts per candidate at most, the one without any first
+  EXPECT_EQ(watch.bursts(), 1 + 16);
+  EXPECT_GE(second.calls, 8);
+  EXPECT_EQ(first.calls + second.calls, 17);
+  EXPECT_EQ(first.summary.samples, 1 + 3 * first.calls);  // offered with one sample, bursts of three
+  // A watch without a share never bursts.
+  PeakWatch idle({3, 3, 0.0, true, burst_rule()});
+  idle.offer("gemm f32", "point", 1e9, no_make(), std::make_unique<ScriptedKernel>(std::vector<double>{1e-3}),
+             {1e-3}, record(first));
+  idle.tick(1000.0, nullptr);
+  EXPECT_EQ(idle.bursts(), 0);
+}
+
+TEST(PeakWatch, BurstTimeIsSharedEvenlyNotByCount) {
+  // A 1 ms kernel and a 10 ms one (wall time): over many bursts each gets about the same burst
+  // time, so the short one gets several times more bursts.
+  PeakWatch watch({3, 3, 1.0, true, burst_rule()});
+  Applied shorter, longer;
+  watch.offer("gemm f32", "short", 1e9, no_make(),
+              std::make_unique<ScriptedKernel>(std::vector<double>{1e-3}, "impl", 0.001), {1e-3}, record(shorter));
+  watch.offer("conv f32", "long", 1e9, no_make(),
+              std::make_unique<ScriptedKernel>(std::vector<double>{1e-2}, "impl", 0.01), {1e-2}, record(longer));
+  for (int i = 0; i < 2; ++i) watch.tick(1000.0, nullptr);
+  EXPECT_EQ(shorter.calls + longer.calls, 32);
+  EXPECT_GT(shorter.calls, 2 * longer.calls);
+  EXPECT_GE(longer.calls, 2);
+}
+
+TEST(PeakWatch, CandidatesNearTheTopGetMostOfTheirCategorysTime) {
+  // Same wall time per burst; one candidate at half the other's rate claims a sixteenth of its time.
+  PeakWatch watch({3, 3, 1.0, true, burst_rule()});
+  Applied fast, slow;
+  watch.offer("gemm int8", "fast", 1e9, no_make(),
+              std::make_unique<ScriptedKernel>(std::vector<double>{1e-3}, "impl", 0.001), {1e-3}, record(fast));
+  watch.offer("gemm int8", "slow", 1e9, no_make(),
+              std::make_unique<ScriptedKernel>(std::vector<double>{2e-3}, "impl", 0.001), {2e-3}, record(slow));
+  for (int i = 0; i < 2; ++i) watch.tick(1000.0, nullptr);
+  EXPECT_EQ(fast.calls + slow.calls, 32);
+  EXPECT_GE(slow.calls, 1);
+  EXPECT_GE(fast.calls, 24);
+}
+
+TEST(PeakWatch, BurstsCanLiftAPointIntoTheConfirmedFew) {
+  // Three candidates, one confirmed. The slowest first figure (measured in a slow spell) runs 8x
+  // faster in its bursts: it is the one confirmed, and the others leave the pool.
+  PeakWatch watch({3, 1, 1.0, true, burst_rule()});
+  Applied a, b, c;
+  watch.offer("conv f32", "a", 1e9, no_make(), std::make_unique<ScriptedKernel>(std::vector<double>{1e-3}),
+              {1e-3}, record(a));
+  watch.offer("conv f32", "b", 1e9, no_make(), std::make_unique<ScriptedKernel>(std::vector<double>{2e-3}),
+              {2e-3}, record(b));
+  watch.offer("conv f32", "c", 1e9, no_make(), std::make_unique<ScriptedKernel>(std::vector<double>{0.5e-3}),
+              {4e-3}, record(c));
+  watch.tick(1000.0, nullptr);
+  EXPECT_DOUBLE_EQ(c.summary.min_s, 0.5e-3);
+  std::vector<std::string> confirmed;
+  watch.confirm([](const std::string&) { return confirm_rule(); }, nullptr,
+                [&](const std::string& what, double) { confirmed.push_back(what); });
+  EXPECT_EQ((std::vector<std::string>{"c"}), confirmed);
+  const auto report = watch.report();
+  int confirmed_in_report = 0;
+  for (const auto& e : report["candidates"]) confirmed_in_report += e.value("confirmed", false) ? 1 : 0;
+  EXPECT_EQ(confirmed_in_report, 1);
+}
+
+TEST(PeakWatch, EverySampleCountsAndTheFastestNamesTheImplementation) {
+  // Measured at 2 ms; a later burst runs at 1 ms, then 3 ms: the point's figure is the fastest of
+  // all its samples, the median is over all of them.
+  PeakWatch watch({3, 3, 1.0, true, burst_rule()});
+  Applied a;
+  watch.offer("conv f32", "conv x nhwc", 1e9, no_make(),
+              std::make_unique<ScriptedKernel>(std::vector<double>{1e-3, 3e-3, 3e-3}, "fast_impl"), {2e-3, 2e-3},
+              record(a));
+  watch.tick(1e-9, nullptr);  // time for one burst
+  ASSERT_EQ(a.calls, 1);
+  EXPECT_DOUBLE_EQ(a.summary.min_s, 1e-3);
+  EXPECT_EQ(a.summary.samples, 5);
+  EXPECT_DOUBLE_EQ(a.summary.median_s, 2e-3);
+  EXPECT_EQ(a.impl, "fast_impl");
+}
+
+TEST(PeakWatch, ConfirmMakesAndChecksKernelsAgainWhenNotKept) {
+  PeakWatch watch({3, 3, 0.0, false, burst_rule()});
+  int made = 0;
+  auto checks = std::make_shared<int>(0);
+  auto make = [&]() -> std::unique_ptr<Kernel> {
+    ++made;
+    auto k = std::make_unique<ScriptedKernel>(std::vector<double>{0.5e-3}, "again");
+    k->checks = checks;
+    return k;
+  };
+  Applied slow, fast, broken;
+  watch.offer("gemm bf16", "slow", 1e9, make, std::make_unique<ScriptedKernel>(std::vector<double>{4e-3}),
+              {4e-3}, record(slow));
+  watch.offer("gemm bf16", "fast", 1e9, make, std::make_unique<ScriptedKernel>(std::vector<double>{1e-3}),
+              {1e-3}, record(fast));
+  watch.offer("fma f32", "broken", 1e9, no_make(), std::make_unique<ScriptedKernel>(std::vector<double>{1e-3}),
+              {1e-3}, record(broken));
+  std::vector<std::string> confirmed;
+  std::vector<std::string> rules_asked;
+  watch.confirm(
+      [&](const std::string& category) {
+        rules_asked.push_back(category);
+        return confirm_rule();
+      },
+      nullptr, [&](const std::string& what, double) { confirmed.push_back(what); });
+  EXPECT_EQ(made, 2);
+  EXPECT_EQ(*checks, 2);
+  EXPECT_EQ((std::vector<std::string>{"fast", "slow"}), confirmed);  // fastest first; broken not reported
+  EXPECT_EQ((std::vector<std::string>{"gemm bf16", "fma f32"}), rules_asked);
+  EXPECT_DOUBLE_EQ(fast.summary.min_s, 0.5e-3);
+  EXPECT_EQ(fast.summary.samples, 1 + 5);
+  EXPECT_EQ(fast.impl, "again");
+  EXPECT_EQ(broken.calls, 0);
+  EXPECT_TRUE(watch.report()["candidates"][2].value("failed", false));
+}
+
+TEST(PeakWatch, StopFlagEndsTheConfirmation) {
+  PeakWatch watch({3, 3, 1.0, true, burst_rule()});
+  Applied a;
+  watch.offer("gemm f32", "a", 1e9, no_make(), std::make_unique<ScriptedKernel>(std::vector<double>{1e-3}),
+              {1e-3}, record(a));
+  const std::atomic<bool> stop{true};
+  watch.confirm([](const std::string&) { return confirm_rule(); }, &stop, {});
+  watch.tick(100.0, &stop);
+  EXPECT_EQ(a.calls, 0);
+  EXPECT_EQ(watch.bursts(), 0);
+}
+
+}  // namespace
+}  // namespace truepeak
