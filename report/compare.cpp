@@ -165,6 +165,14 @@ Comparison compare_profiles(const std::vector<Profile>& profiles,
       return CompareCell{best_gemm_flops_per_s(d, dt), datasheet_flops_per_s(d, dt)};
     });
   }
+  auto conv_types = union_of(views, [](const Device& d) { return conv_dtypes(d); });
+  std::stable_sort(conv_types.begin(), conv_types.end(),
+                   [](const auto& a, const auto& b) { return dtype_rank(a) < dtype_rank(b); });
+  for (const auto& dt : conv_types) {
+    row_of("conv", dt + " (best layer)", "flops_per_s", [&](const Device& d) {
+      return CompareCell{best_conv_flops_per_s(d, dt), datasheet_flops_per_s(d, dt)};
+    });
+  }
   auto vector_dtypes = union_of(views, [](const Device& d) {
     std::vector<std::string> names;
     for (const auto& [name, v] : d.peaks.vector_flops_per_s) names.push_back(name);

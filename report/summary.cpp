@@ -61,6 +61,24 @@ std::optional<double> best_gemm_flops_per_s(const Device& device, const std::str
   return best;
 }
 
+std::vector<std::string> conv_dtypes(const Device& device) {
+  std::set<std::string> names;
+  for (const auto& p : device.conv) names.insert(std::string(to_string(p.shape.dtype)));
+  std::vector<std::string> out(names.begin(), names.end());
+  std::stable_sort(out.begin(), out.end(),
+                   [](const auto& a, const auto& b) { return dtype_rank(a) < dtype_rank(b); });
+  return out;
+}
+
+std::optional<double> best_conv_flops_per_s(const Device& device, const std::string& dtype) {
+  std::optional<double> best;
+  for (const auto& p : device.conv) {
+    if (!p.cold_weights && to_string(p.shape.dtype) == dtype && (!best || p.flops_per_s > *best))
+      best = p.flops_per_s;
+  }
+  return best;
+}
+
 std::optional<double> datasheet_flops_per_s(const Device& device, const std::string& dtype) {
   if (auto it = device.datasheet.flops_per_s.find(dtype);
       it != device.datasheet.flops_per_s.end()) {

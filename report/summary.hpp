@@ -30,6 +30,10 @@ std::vector<std::string> gemm_dtypes(const Device& device);
 // peaks.flops_per_s[dtype], else the fastest GEMM point of that dtype.
 std::optional<double> best_gemm_flops_per_s(const Device& device, const std::string& dtype);
 std::optional<double> datasheet_flops_per_s(const Device& device, const std::string& dtype);
+// Dtypes with a convolution point, in the order of DType.
+std::vector<std::string> conv_dtypes(const Device& device);
+// The fastest convolution layer of that dtype (warm weights), a headline figure of its own.
+std::optional<double> best_conv_flops_per_s(const Device& device, const std::string& dtype);
 
 // Memory levels ordered L1, L2, L3, DRAM, HBM, then any other name.
 std::vector<std::string> ordered_level_names(const std::vector<std::string>& names);

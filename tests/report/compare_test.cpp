@@ -51,6 +51,16 @@ TEST(Compare, RatiosComeFromTheProfilesFigures) {
   EXPECT_TRUE(f16->cells[2].value);
   EXPECT_FALSE(f16->ratio_to_first(2));
 
+  // The best convolution layer of each dtype: f32 on both CPUs, bf16 on the GPU only.
+  const auto* conv_f32 = find_row(c, "conv", "f32 (best layer)");
+  ASSERT_NE(conv_f32, nullptr);
+  EXPECT_DOUBLE_EQ(*conv_f32->cells[0].value, 840e9);
+  EXPECT_DOUBLE_EQ(*conv_f32->cells[1].value, 2800e9);
+  EXPECT_FALSE(conv_f32->cells[2].value);
+  const auto* conv_bf16 = find_row(c, "conv", "bf16 (best layer)");
+  ASSERT_NE(conv_bf16, nullptr);
+  EXPECT_DOUBLE_EQ(*conv_bf16->cells[2].value, 593400e9);
+
   // CPU DRAM and GPU HBM share the main-memory row.
   const auto* main = find_row(c, "memory", "main (DRAM/HBM)");
   ASSERT_NE(main, nullptr);
