@@ -251,6 +251,8 @@ class DeviceRun {
   template <typename Make>
   std::optional<Measured> point(const std::string& klass, const std::string& what, const StopRule& rule, Make make) {
     if (stopped()) return std::nullopt;
+    // Bursts first, while no kernel of this point is alive: the last point's is in the watch or gone.
+    watch_.tick(elapsed_s(), options_.stop);
     try {
       std::unique_ptr<Kernel> kernel = make();
       kernel->check();
@@ -263,7 +265,6 @@ class DeviceRun {
         auto retry = measure(*kernel, rule, options_.stop);
         if (retry.summary.min_s < result.summary.min_s) result = retry;
       }
-      watch_.tick(elapsed_s(), options_.stop);
       Measured m{result.summary, kernel->flops(), kernel->bytes(), kernel->impl(), kernel->layout(), nullptr,
                  std::move(result.samples)};
       m.kernel = std::move(kernel);
@@ -408,8 +409,9 @@ class DeviceRun {
         if (auto m = point(fmt::format("stream {}", to_string(op)), what, plan_.stream_rule, make)) {
           device_.memory_sweep.push_back({std::string(to_string(op)), bytes, m->best_Bps(), m->median_Bps()});
           progress(what, format_Bps(m->best_Bps()));
-          // The main-memory triad is the headline bandwidth.
-          if (op != StreamOp::triad || !from || bytes < *from) continue;
+          // The main-memory triad is the headline bandwidth: the watch's to burst and confirm where
+          // there are bursts; else every size is confirmed below, as the other ops are.
+          if (op != StreamOp::triad || !from || bytes < *from || plan_.watch_share <= 0) continue;
           const std::size_t i = device_.memory_sweep.size() - 1;
           const double moved = m->bytes;
           watch_.offer(kMemoryCategory, what, moved, make, std::move(m->kernel), m->samples,
@@ -502,15 +504,19 @@ class DeviceRun {
           if (category.rfind("fma", 0) == 0) return plan_.fma_rule;
           return category.rfind("conv", 0) == 0 ? plan_.conv_rule : plan_.gemm_rule;
         },
-        options_.stop, [this](const std::string& what, double rate) {
+        options_.stop,
+        [this](const std::string& what, double rate) {
           progress("confirm " + what, what.rfind("stream", 0) == 0 ? format_Bps(rate) : format_flops_per_s(rate));
+        },
+        [this](const std::string& category, const std::string& what, const std::string& reason) {
+          skip(category, "confirm " + what, reason);
         });
     const auto from = device_memory_from(backend_.describe().levels);
     if (!from) return;
     bool changed = false;
     for (auto& p : device_.memory_sweep) {
-      // The main-memory triad points were the watch's to confirm.
-      if (p.bytes < *from || p.kernel == "d2d_copy" || p.kernel == "triad") continue;
+      // With bursts, the main-memory triad points were the watch's to confirm.
+      if (p.bytes < *from || p.kernel == "d2d_copy" || (p.kernel == "triad" && plan_.watch_share > 0)) continue;
       const auto op = stream_op_named(p.kernel);
       if (!op) continue;
       const auto what = fmt::format("confirm stream {} {}", p.kernel, format_bytes(double(p.bytes)));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <exception>
 #include <new>
 
 #include "calibrate/runner.hpp"
@@ -20,7 +21,8 @@ double burst_rate(double burst_time_s, std::chrono::steady_clock::time_point sin
   return burst_time_s / std::max(seconds_since(since), 1e-3);
 }
 
-// Bursts per tick at most, per candidate: a bound for kernels that take no time at all.
+// Bursts per tick at most, as a multiple of the candidates kept: a bound for kernels that take no
+// time at all.
 constexpr std::size_t kMaxBurstsPerCandidate = 8;
 
 bool raised(const std::atomic<bool>* stop) { return stop != nullptr && stop->load(); }
@@ -76,10 +78,12 @@ bool PeakWatch::time(Candidate& c, const StopRule& rule, const std::atomic<bool>
       c.impl = kernel->impl();
       c.layout = kernel->layout();
     }
-  } catch (const Error&) {
-    c.failed = true;
   } catch (const std::bad_alloc&) {
     c.failed = true;
+    c.failure = "out of memory";
+  } catch (const std::exception& e) {
+    c.failed = true;
+    c.failure = e.what();
   }
   if (c.failed) {
     c.kernel.reset();
@@ -122,7 +126,7 @@ std::pair<PeakWatch::Category*, PeakWatch::Candidate*> PeakWatch::next_for_burst
 }
 
 void PeakWatch::tick(double elapsed_s, const std::atomic<bool>* stop) {
-  if (options_.share <= 0) return;
+  if (options_.share <= 0 || closed_) return;
   const std::size_t most = kMaxBurstsPerCandidate * candidates();
   for (std::size_t i = 0; i < most && burst_time_s_ < options_.share * elapsed_s && !raised(stop); ++i) {
     const auto [cat, c] = next_for_burst();
@@ -140,18 +144,27 @@ void PeakWatch::tick(double elapsed_s, const std::atomic<bool>* stop) {
 
 void PeakWatch::confirm(const std::function<StopRule(const std::string& category)>& rule_for,
                         const std::atomic<bool>* stop,
-                        const std::function<void(const std::string& what, double rate)>& done) {
+                        const std::function<void(const std::string& what, double rate)>& done,
+                        const std::function<void(const std::string& category, const std::string& what,
+                                                 const std::string& reason)>& failed) {
+  closed_ = true;
   for (auto& cat : categories_) {
-    std::stable_sort(cat.candidates.begin(), cat.candidates.end(),
-                     [](const Candidate& a, const Candidate& b) { return a.rate() > b.rate(); });
+    // The fastest first; a failed candidate takes no place among the confirmed.
+    std::stable_sort(cat.candidates.begin(), cat.candidates.end(), [](const Candidate& a, const Candidate& b) {
+      return a.failed != b.failed ? b.failed : a.rate() > b.rate();
+    });
     const auto confirmed = std::min(cat.candidates.size(), static_cast<std::size_t>(std::max(options_.confirmed, 0)));
-    for (std::size_t i = confirmed; i < cat.candidates.size(); ++i) cat.candidates[i].kernel.reset();
+    cat.candidates.erase(cat.candidates.begin() + static_cast<std::ptrdiff_t>(confirmed), cat.candidates.end());
     const StopRule rule = rule_for(cat.name);
-    for (std::size_t i = 0; i < confirmed; ++i) {
+    for (Candidate& c : cat.candidates) {
       if (raised(stop)) return;
-      Candidate& c = cat.candidates[i];
-      c.confirmed = true;
-      if (!c.failed && time(c, rule, stop) && done) done(c.what, c.rate());
+      if (c.failed) continue;
+      if (time(c, rule, stop)) {
+        c.confirmed = true;
+        if (done) done(c.what, c.rate());
+      } else if (failed) {
+        failed(cat.name, c.what, c.failure);
+      }
     }
   }
 }
@@ -170,7 +183,7 @@ nlohmann::json PeakWatch::report() const {
       nlohmann::json e = {{"category", cat.name}, {"what", c.what}, {"samples", c.samples.size()},
                           {"bursts", c.bursts}, {"burst_time_s", c.burst_time_s}};
       if (c.confirmed) e["confirmed"] = true;
-      if (c.failed) e["failed"] = true;
+      if (c.failed) e["failed"] = c.failure;
       j["candidates"].push_back(std::move(e));
     }
   }

@@ -66,9 +66,14 @@ class PeakWatch {
   // category (category order as first offered, fastest first) and reports each: `done(what,
   // rate)`, rate being the work per second of the candidate's fastest sample so far. The others
   // leave the pool.
+  // A candidate whose kernel fails (cannot be made or checked again, or throws) is reported with
+  // `failed(category, what, reason)` and confirmed no more. After the confirmation the watch is
+  // closed: no more bursts, and only the confirmed candidates are left.
   void confirm(const std::function<StopRule(const std::string& category)>& rule_for,
                const std::atomic<bool>* stop,
-               const std::function<void(const std::string& what, double rate)>& done);
+               const std::function<void(const std::string& what, double rate)>& done,
+               const std::function<void(const std::string& category, const std::string& what,
+                                        const std::string& reason)>& failed = {});
 
   // Candidates now kept, over all categories.
   std::size_t candidates() const;
@@ -90,7 +95,10 @@ class PeakWatch {
     double burst_time_s = 0;
     int bursts = 0;
     bool confirmed = false;
-    bool failed = false;  // could not be made again: kept as it was, no longer timed
+    // Its kernel failed (could not be made or checked again, or threw while timed): its figures
+    // stay as they were, and it is timed no more.
+    bool failed = false;
+    std::string failure;
     double rate() const { return work / best_s; }
   };
   struct Category {
@@ -109,6 +117,7 @@ class PeakWatch {
   std::vector<Category> categories_;
   double burst_time_s_ = 0;
   int bursts_ = 0;
+  bool closed_ = false;  // confirmed: no more bursts
 };
 
 }  // namespace truepeak

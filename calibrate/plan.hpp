@@ -48,8 +48,9 @@ struct Plan {
   std::int64_t memory_sentinel_bytes = 0;
   int max_remeasure = 2;
   // Measure the points behind the headline peaks (FMA, the `confirm_gemms` fastest GEMMs and
-  // convolutions per dtype, device-memory stream points) once more at the end of the run and
-  // keep the faster result.
+  // convolutions per dtype, with bursts the same number of main-memory triads; see PeakWatch)
+  // once more at the end of the run, every sample counting, and the other device-memory stream
+  // points too, keeping the faster run.
   bool confirm_peaks = true;
   int confirm_gemms = 3;
   // Before confirming, wait up to this long for the sentinel to run as fast as it ever did.

@@ -33,9 +33,10 @@ std::string device_summary(const Device& d) {
     const auto ds = lookup(d.datasheet.flops_per_s, dtype);
     t.add_row({"GEMM " + dtype, format_flops_per_s(rate), ds ? format_flops_per_s(*ds) : kNone, ratio(rate, ds)});
   }
-  // Best conv per dtype, against the same dtype's dense peak.
+  // Best conv per dtype (warm weights), against the same dtype's dense peak.
   std::map<std::string, double> conv_best;
   for (const auto& p : d.conv) {
+    if (p.cold_weights) continue;
     auto& best = conv_best[std::string(to_string(p.shape.dtype))];
     best = std::max(best, p.flops_per_s);
   }
