@@ -27,11 +27,6 @@ namespace {
 
 using nlohmann::json;
 
-int dtype_rank(const std::string& name) {
-  const auto d = parse_dtype(name);
-  return d ? static_cast<int>(*d) : 1000;
-}
-
 template <class Key>
 std::vector<std::string> union_of(const std::vector<DeviceView>& views, Key key) {
   std::vector<std::string> out;
@@ -157,29 +152,23 @@ Comparison compare_profiles(const std::vector<Profile>& profiles,
     add_row(c.rows, std::move(row));
   };
 
-  auto dtypes = union_of(views, [](const Device& d) { return gemm_dtypes(d); });
-  std::stable_sort(dtypes.begin(), dtypes.end(),
-                   [](const auto& a, const auto& b) { return dtype_rank(a) < dtype_rank(b); });
+  const auto dtypes = in_dtype_order(union_of(views, [](const Device& d) { return gemm_dtypes(d); }));
   for (const auto& dt : dtypes) {
     row_of("gemm", dt, "flops_per_s", [&](const Device& d) {
       return CompareCell{best_gemm_flops_per_s(d, dt), datasheet_flops_per_s(d, dt)};
     });
   }
-  auto conv_types = union_of(views, [](const Device& d) { return conv_dtypes(d); });
-  std::stable_sort(conv_types.begin(), conv_types.end(),
-                   [](const auto& a, const auto& b) { return dtype_rank(a) < dtype_rank(b); });
+  const auto conv_types = in_dtype_order(union_of(views, [](const Device& d) { return conv_dtypes(d); }));
   for (const auto& dt : conv_types) {
     row_of("conv", dt + " (best layer)", "flops_per_s", [&](const Device& d) {
       return CompareCell{best_conv_flops_per_s(d, dt), datasheet_flops_per_s(d, dt)};
     });
   }
-  auto vector_dtypes = union_of(views, [](const Device& d) {
+  const auto vector_dtypes = in_dtype_order(union_of(views, [](const Device& d) {
     std::vector<std::string> names;
     for (const auto& [name, v] : d.peaks.vector_flops_per_s) names.push_back(name);
     return names;
-  });
-  std::stable_sort(vector_dtypes.begin(), vector_dtypes.end(),
-                   [](const auto& a, const auto& b) { return dtype_rank(a) < dtype_rank(b); });
+  }));
   for (const auto& dt : vector_dtypes) {
     row_of("vector", dt, "flops_per_s", [&](const Device& d) {
       CompareCell cell;

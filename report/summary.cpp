@@ -41,14 +41,17 @@ int dtype_rank(const std::string& name) {
 }
 }  // namespace
 
+std::vector<std::string> in_dtype_order(std::vector<std::string> names) {
+  std::stable_sort(names.begin(), names.end(),
+                   [](const auto& a, const auto& b) { return dtype_rank(a) < dtype_rank(b); });
+  return names;
+}
+
 std::vector<std::string> gemm_dtypes(const Device& device) {
   std::set<std::string> names;
   for (const auto& [name, value] : device.peaks.flops_per_s) names.insert(name);
   for (const auto& p : device.gemm) names.insert(std::string(to_string(p.shape.dtype)));
-  std::vector<std::string> out(names.begin(), names.end());
-  std::stable_sort(out.begin(), out.end(),
-                   [](const auto& a, const auto& b) { return dtype_rank(a) < dtype_rank(b); });
-  return out;
+  return in_dtype_order({names.begin(), names.end()});
 }
 
 std::optional<double> best_gemm_flops_per_s(const Device& device, const std::string& dtype) {
@@ -64,10 +67,7 @@ std::optional<double> best_gemm_flops_per_s(const Device& device, const std::str
 std::vector<std::string> conv_dtypes(const Device& device) {
   std::set<std::string> names;
   for (const auto& p : device.conv) names.insert(std::string(to_string(p.shape.dtype)));
-  std::vector<std::string> out(names.begin(), names.end());
-  std::stable_sort(out.begin(), out.end(),
-                   [](const auto& a, const auto& b) { return dtype_rank(a) < dtype_rank(b); });
-  return out;
+  return in_dtype_order({names.begin(), names.end()});
 }
 
 std::optional<double> best_conv_flops_per_s(const Device& device, const std::string& dtype) {

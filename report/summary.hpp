@@ -25,6 +25,8 @@ std::vector<DeviceView> all_devices(const std::vector<Profile>& profiles);
 // Throws InputError naming the profile and the devices it has.
 const Device& pick_device(const Profile& profile, const std::string& id, const std::string& where);
 
+// Names in the order of DType (f64, f32, ..., int8), names that are no dtype last; stable.
+std::vector<std::string> in_dtype_order(std::vector<std::string> names);
 // Dtypes with a GEMM figure (peaks or points), in the order of DType (f64, f32, ..., int8).
 std::vector<std::string> gemm_dtypes(const Device& device);
 // peaks.flops_per_s[dtype], else the fastest GEMM point of that dtype.
