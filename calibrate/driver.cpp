@@ -25,6 +25,15 @@ using Clock = std::chrono::steady_clock;
 
 Timing timing_of(const Summary& s) { return Timing{s.min_s, s.median_s, s.cv, s.samples}; }
 
+// A peak-watch candidate's figures written back to its GEMM or convolution point.
+template <typename Point>
+void set_figures(Point& p, double flops, const Summary& s, const std::string& impl, const std::string& layout) {
+  p.timing = timing_of(s);
+  p.flops_per_s = flops / s.min_s;
+  p.impl = impl;
+  p.layout = layout;
+}
+
 // A measured point: its figures, and its kernel and samples for the peak watch.
 struct Measured {
   Summary summary;
@@ -344,13 +353,9 @@ class DeviceRun {
         const double flops = m->flops;
         watch_.offer(klass, what, flops, make, std::move(m->kernel), m->samples,
                      [this, i, dtype, flops](const Summary& s, const std::string& impl, const std::string& layout) {
-                       GemmPoint& g = device_.gemm[i];
-                       g.timing = timing_of(s);
-                       g.flops_per_s = flops / s.min_s;
-                       g.impl = impl;
-                       g.layout = layout;
+                       set_figures(device_.gemm[i], flops, s, impl, layout);
                        auto& best = device_.peaks.flops_per_s[dtype];
-                       best = std::max(best, g.flops_per_s);
+                       best = std::max(best, device_.gemm[i].flops_per_s);
                      });
       }
     }
@@ -378,12 +383,8 @@ class DeviceRun {
         const std::size_t i = device_.conv.size() - 1;
         const double flops = m->flops;
         watch_.offer(klass, what + " " + m->layout, flops, make, std::move(m->kernel), m->samples,
-                     [this, i, flops](const Summary& s, const std::string& impl, const std::string& layout) {
-                       ConvPoint& c = device_.conv[i];
-                       c.timing = timing_of(s);
-                       c.flops_per_s = flops / s.min_s;
-                       c.impl = impl;
-                       c.layout = layout;
+                     [this, i, flops](const Summary& s, const std::string& impl, const std::string& ran_layout) {
+                       set_figures(device_.conv[i], flops, s, impl, ran_layout);
                      });
       }
     }
