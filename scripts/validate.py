@@ -16,10 +16,15 @@ same models are exported to ONNX there).
 How the runs are made:
 - CNNs run in f32 as a frozen TorchScript graph after torch.jit.optimize_for_inference: batch
   norms folded into convolutions, convolutions executed by oneDNN (mkldnn); ReLU and the
-  residual adds run as separate in-place kernels. Transformers run in bf16 in eager mode, where
+  residual adds run as separate in-place kernels; a classifier's Linear runs as the same product
+  in a 1x1 convolution, since PyTorch would send it to its BLAS (Debian's: the generic reference
+  BLAS) instead of oneDNN. Transformers run in bf16 in eager mode, where
   PyTorch sends bf16 linears and batched matmuls to oneDNN. A probe run with ONEDNN_VERBOSE=1
   counts which oneDNN primitives each model executed; the output says so.
 - Threads as in calibration (the profile's thread count, else all cores).
+- On the CPU, glibc's malloc is set to keep freed memory for reuse, as a caching allocator does:
+  with its defaults, large activations are fresh pages every run and the page faults land inside
+  the convolutions. --system-malloc leaves the defaults.
 - The estimate is told PyTorch's own fixed cost per op (--op-overhead-us), measured in this process
   with chains of tiny ops (1x1 convolutions through oneDNN in a frozen graph; in eager mode, bf16
   linears too small for oneDNN: the dispatch every eager op pays); the profile's per-op overhead
@@ -167,6 +172,55 @@ def synced(run):
     return run_and_wait
 
 
+def linears_as_convolutions(module):
+    """Replaces every nn.Linear in `module` by the same product as a 1x1 convolution, in place.
+
+    In a frozen f32 graph PyTorch runs Linear as aten::matmul on its BLAS (Debian's build: the
+    generic reference BLAS, BLAS_INFO=generic), not on oneDNN; as a 1x1 convolution it runs on
+    oneDNN with prepacked weights, the library the profile measured. The ONNX export keeps the
+    original Gemm."""
+    import torch
+
+    class ConvLinear(torch.nn.Module):
+        def __init__(self, linear):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(linear.in_features, linear.out_features, 1, bias=linear.bias is not None)
+            with torch.no_grad():
+                self.conv.weight.copy_(linear.weight[:, :, None, None])
+                if linear.bias is not None:
+                    self.conv.bias.copy_(linear.bias)
+
+        def forward(self, x):
+            y = self.conv(x.reshape(-1, x.shape[-1], 1, 1))
+            return y.reshape(*x.shape[:-1], y.shape[1])
+
+    for parent in list(module.modules()):
+        for child_name, child in list(parent.named_children()):
+            if isinstance(child, torch.nn.Linear):
+                setattr(parent, child_name, ConvLinear(child))
+    return module
+
+
+def keep_freed_memory():
+    """Sets glibc's malloc to serve every allocation from its heap and to keep what is freed.
+
+    With glibc's defaults, blocks above its mmap threshold (at most 32 MiB) come straight from the
+    kernel and go back on free, and a large free top of the heap is trimmed: PyTorch's large
+    activations then arrive as fresh pages every run, and the first write to each page faults
+    inside the oneDNN primitive (up to 5x a convolution's time here). The profile measures kernels
+    on reused buffers, as a serving process with a caching allocator (jemalloc, tcmalloc) runs
+    them. Returns a line for the report."""
+    import ctypes
+    M_TRIM_THRESHOLD, M_MMAP_MAX = -1, -4
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        ok = libc.mallopt(M_MMAP_MAX, 0) == 1 and libc.mallopt(M_TRIM_THRESHOLD, 2**31 - 1) == 1
+    except (OSError, AttributeError):
+        ok = False
+    return ("glibc malloc keeps freed memory (mallopt: M_MMAP_MAX 0, M_TRIM_THRESHOLD 2 GiB)" if ok
+            else "the C library's default allocator (mallopt not available)")
+
+
 def build_case(name, batch, seq, context, device="cpu", runnable=True):
     """One model at one batch. With runnable=False only the module and example inputs are made
     (for the ONNX export), not the runner on `device`."""
@@ -190,7 +244,8 @@ def build_case(name, batch, seq, context, device="cpu", runnable=True):
         if not runnable:
             return Case(name, batch, "f32", module, (x,), None, "frozen", conv_layout="blocked")
         with torch.no_grad():
-            frozen = torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.trace(module, x)))
+            net = linears_as_convolutions(copy.deepcopy(module))
+            frozen = torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.trace(net, x)))
         # PyTorch's oneDNN path keeps activations channel-blocked (aBcd16b in ONEDNN_VERBOSE): the
         # estimate uses the profile's blocked convolution points.
         return Case(name, batch, "f32", module, (x,), lambda: frozen(x), "frozen", conv_layout="blocked")
@@ -504,6 +559,8 @@ def write_report(rows, summary, meta, out_base):
              f"Command: `{meta['command']}`"]
     if meta.get("measure_command"):
         lines.append(f"Times measured on that machine with `{meta['measure_command']}`.")
+    if meta.get("allocator"):
+        lines.append(f"Allocator: {meta['allocator']}.")
     lines += [
              "Per-op overhead: " + ("; ".join(f"{k} PyTorch {fmt(v, '.1f')} us" for k, v in meta["runtime_overhead_us"].items())
                                     + " (tiny-op chains, measured beside the models)" if meta.get("runtime_overhead_us")
@@ -595,6 +652,9 @@ def main():
     parser.add_argument("--measured", metavar="FILE",
                         help="take the times from FILE, written by --measure-only (on the GPU machine), "
                              "instead of timing here")
+    parser.add_argument("--system-malloc", action="store_true",
+                        help="CPU: leave glibc's malloc at its defaults (large activations are then "
+                             "paged in fresh every run) instead of keeping freed memory for reuse")
     parser.add_argument("--probe", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
@@ -627,6 +687,10 @@ def main():
     elif not gpu:
         print(f"PyTorch {torch.__version__}, {args.threads} threads, mkldnn available: "
               f"{torch.backends.mkldnn.is_available()}", file=sys.stderr)
+    allocator = None
+    if not gpu and not measured_doc:
+        allocator = "glibc malloc defaults (--system-malloc)" if args.system_malloc else keep_freed_memory()
+        print(f"  allocator: {allocator}", file=sys.stderr)
     libraries = {}
     if not args.no_probe and not gpu and not args.measure_only and not measured_doc:
         for m in models:
@@ -647,7 +711,7 @@ def main():
              for m in models for b in batches]
     if args.measure_only:
         measure(cases, args)
-        return write_measured(args, cases, overheads)
+        return write_measured(args, cases, overheads, allocator)
     if measured_doc:
         missing = [c.key for c in cases if c.key not in measured_doc["times_s"]]
         if missing:
@@ -719,11 +783,12 @@ def main():
         "command": " ".join(["scripts/validate.py"] + sys.argv[1:]),
         "measure_command": where["command"] if where else None,
         "runtime_overhead_us": overheads,
+        "allocator": where.get("allocator") if where else allocator,
     }
     print(write_report(rows, summary, meta, args.out))
 
 
-def write_measured(args, cases, overheads):
+def write_measured(args, cases, overheads, allocator):
     """--measure-only: the times of every case and the per-op overheads, for --measured."""
     import torch
     gpu = on_gpu(args.device)
@@ -736,6 +801,7 @@ def write_measured(args, cases, overheads):
             **torch_meta(torch),
             "threads": args.threads, "rounds": args.rounds, "runs": args.runs,
             "command": " ".join(["scripts/validate.py"] + sys.argv[1:]),
+            "allocator": allocator,
         },
         "runtime_overhead_us": overheads,
         "times_s": {c.key: c.times_s for c in cases},
