@@ -185,7 +185,7 @@ class DeviceRun {
       : backend_(backend), plan_(plan), options_(options), device_(device),
         tag_(device_count > 1 ? fmt::format("{} {}/{}", device.id, position, device_count) : device.id),
         watch_(watch_options(plan)) {
-    total_points_ = int(plan.fma_dtypes.size()) + 2 +
+    total_points_ = int(plan.fma_dtypes.size()) + 2 + int(plan.vector_ops.size()) +
                     int(plan.gemm.size() + plan.gemm_cold.size()) + int(plan.conv.size() + plan.conv_cold.size()) +
                     int(plan.stream_ops.size() * plan.stream_bytes.size()) + int(plan.device_copy_bytes.size()) +
                     int(plan.transfer_bytes.size()) * 4 + (plan.bidirectional_bytes > 0 ? 1 : 0);
@@ -213,6 +213,7 @@ class DeviceRun {
     start_sentinel();
     measure_fma();
     measure_overhead();
+    measure_vector_ops();
     measure_gemm();
     // Memory before the convolutions: the main-memory triads then stay peak-watch candidates for
     // most of the run. Not first: the in-cache points, a few microseconds each, then run with the
@@ -334,6 +335,19 @@ class DeviceRun {
                        [&] { return backend_.graph_tiny_op(); })) {
       device_.overhead_graph_op_s = m->summary.min_s;
       progress("per-op overhead in a graph", format_time_s(m->summary.min_s));
+    }
+  }
+
+  void measure_vector_ops() {
+    for (const auto& shape : plan_.vector_ops) {
+      const auto what = "vector_op " + shape.str();
+      if (auto m = point("vector_op " + shape.op, what, plan_.vector_op_rule,
+                         [&] { return backend_.vector_op(shape); })) {
+        const double rate = shape.elements() / m->summary.min_s;
+        device_.vector_ops.push_back({shape.op, shape.dtype, shape.rows, shape.cols,
+                                      timing_of(m->summary), rate, m->impl});
+        progress(what, fmt::format("{:.2f} Gelem/s", rate / 1e9));
+      }
     }
   }
 

@@ -27,6 +27,8 @@ struct Plan {
   std::vector<StreamOp> stream_ops;
   std::vector<std::int64_t> stream_bytes;
   std::vector<DType> fma_dtypes;
+  // Elementwise, softmax and layer-norm ops through the device's library (Backend::vector_op).
+  std::vector<VectorOpShape> vector_ops;
   // Host<->device transfers (GPU only): sizes for h2d/d2h, pinned and pageable.
   std::vector<std::int64_t> transfer_bytes;
   std::int64_t bidirectional_bytes = 0;  // 0: not measured
@@ -37,6 +39,7 @@ struct Plan {
   StopRule stream_rule;
   StopRule fma_rule;
   StopRule overhead_rule;
+  StopRule vector_op_rule;
   StopRule transfer_rule;
   StopRule sentinel_rule;
   // A point measured while the sentinel ran slower than its recent quiet time (the fastest of

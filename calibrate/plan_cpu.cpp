@@ -157,6 +157,14 @@ Plan cpu_plan(const DeviceDescription& device, Suite suite) {
   plan.stream_bytes = sizes;
 
   plan.fma_dtypes = {DType::f32};
+  // The ops between the GEMMs: 256K elements (1 MiB in f32, in the private caches), rows of 1024
+  // for softmax and layernorm. The quick suite keeps the ones transformers and CNNs spend most on.
+  for (const DType dtype : {DType::f32, DType::bf16}) {
+    for (const auto& op : vector_op_names()) {
+      if (quick && op != "gelu" && op != "softmax" && op != "layernorm") continue;
+      plan.vector_ops.push_back({op, dtype, 256, 1024});
+    }
+  }
 
   if (quick) {
     plan.gemm_rule = rule(3, 0.3, 6, 1, 0.01);
@@ -164,12 +172,14 @@ Plan cpu_plan(const DeviceDescription& device, Suite suite) {
     plan.stream_rule = rule(5, 0.25, 8, 1, 0.005);
     plan.fma_rule = rule(20, 0.5, 20, 2, 0.01);
     plan.overhead_rule = rule(50, 0.1, 30, 10, 0.005);
+    plan.vector_op_rule = rule(10, 0.1, 10, 1, 0.005);
   } else {
     plan.gemm_rule = rule(6, 1.5, 12, 1, 0.01);
     plan.conv_rule = rule(5, 0.5, 10);
     plan.stream_rule = rule(10, 1.0, 12, 2, 0.01);
     plan.fma_rule = rule(50, 2.0, 50);
     plan.overhead_rule = rule(200, 0.5, 100, 20, 0.01);
+    plan.vector_op_rule = rule(20, 0.3, 20, 2, 0.01);
   }
   // The sentinel (~0.3 ms) runs between points: a few samples, no long warm-up.
   plan.sentinel_rule = rule(3, 0.01, 0, 1, 0.0);

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/backend.hpp"
 #include "core/table.hpp"
 #include "core/units.hpp"
@@ -79,6 +81,28 @@ std::string device_summary(const Device& d) {
   out += t.str();
   out += fmt::format("{} GEMM points, {} conv points, {} memory points\n", d.gemm.size(), d.conv.size(),
                      d.memory_sweep.size());
+  if (!d.vector_ops.empty()) {
+    // One line: each op's element rate per dtype, in DType order, ops in the plan's order.
+    std::vector<DType> dtypes;
+    for (const auto& v : d.vector_ops)
+      if (std::find(dtypes.begin(), dtypes.end(), v.dtype) == dtypes.end()) dtypes.push_back(v.dtype);
+    std::sort(dtypes.begin(), dtypes.end());
+    std::string names, rates;
+    for (const auto dtype : dtypes) names += (names.empty() ? "" : " / ") + std::string(to_string(dtype));
+    for (const auto& op : vector_op_names()) {
+      std::string cells;
+      bool any = false;
+      for (const auto dtype : dtypes) {
+        double best = 0;
+        for (const auto& v : d.vector_ops)
+          if (v.op == op && v.dtype == dtype) best = std::max(best, v.elements_per_s);
+        any = any || best > 0;
+        cells += (cells.empty() ? "" : " / ") + (best > 0 ? fmt::format("{:.2f}", best / 1e9) : std::string(kNone));
+      }
+      if (any) rates += fmt::format("{}{} {}", rates.empty() ? "" : ", ", op, cells);
+    }
+    out += fmt::format("vector ops, G elements/s ({}): {}\n", names, rates);
+  }
   if (!d.datasheet.source.empty()) out += "datasheet: " + d.datasheet.source + "\n";
   if (d.conditions.contains("sentinel")) {
     const auto& s = d.conditions["sentinel"];

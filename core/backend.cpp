@@ -14,6 +14,10 @@ std::unique_ptr<Kernel> Backend::conv_cold_weights(const ConvShape& shape, ConvL
                     describe().id);
 }
 
+std::unique_ptr<Kernel> Backend::vector_op(const VectorOpShape& shape) {
+  throw Unsupported("vector_op " + shape.str() + " is not measured on " + describe().id);
+}
+
 std::unique_ptr<Kernel> Backend::graph_tiny_op() {
   throw Unsupported("graph replay is not available on " + describe().id);
 }

@@ -91,6 +91,9 @@ class Backend {
   virtual std::unique_ptr<Kernel> conv_cold_weights(const ConvShape& shape, ConvLayout layout);
   // `bytes` is the total working set of all arrays together.
   virtual std::unique_ptr<Kernel> stream(StreamOp op, std::int64_t bytes) = 0;
+  // An elementwise, softmax or layer-norm op through the device's library. Unsupported by
+  // default.
+  virtual std::unique_ptr<Kernel> vector_op(const VectorOpShape& shape);
   // Own kernel that keeps the arithmetic units busy with independent FMAs.
   virtual std::unique_ptr<Kernel> fma(DType dtype) = 0;
   // The smallest real operation of the backend's library: its time is the per-op overhead.

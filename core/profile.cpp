@@ -57,6 +57,13 @@ json to_json(const Device& d) {
                             {"dilation", s.dilation}, {"groups", s.groups}, {"layout", p.layout},
                             {"impl", p.impl}, {"cold_weights", p.cold_weights}}));
   }
+  json vector_ops = json::array();
+  for (const auto& p : d.vector_ops) {
+    vector_ops.push_back({{"op", p.op}, {"dtype", to_string(p.dtype)}, {"rows", p.rows},
+                          {"cols", p.cols}, {"time_s", p.timing.time_s},
+                          {"median_s", p.timing.median_s}, {"elements_per_s", p.elements_per_s},
+                          {"cv", p.timing.cv}, {"samples", p.timing.samples}, {"impl", p.impl}});
+  }
   json sweep = json::array();
   for (const auto& p : d.memory_sweep) {
     sweep.push_back({{"kernel", p.kernel}, {"bytes", p.bytes}, {"Bps", p.Bps}, {"median_Bps", p.median_Bps}});
@@ -89,6 +96,7 @@ json to_json(const Device& d) {
         {"memory_Bps", optional_number(d.peaks.memory_Bps)}}},
       {"gemm", gemm},
       {"conv", conv},
+      {"vector_ops", vector_ops},
       {"memory", {{"sweep", sweep}, {"levels", levels}}},
       {"overhead", {{"op_s", optional_number(d.overhead_op_s)}, {"graph_op_s", optional_number(d.overhead_graph_op_s)}}},
       {"transfers", transfers},
@@ -284,6 +292,22 @@ Device device_from_json(const Reader& r, const json& obj, const std::string& pat
       pt.impl = r.optional_string(c, p, "impl");
       pt.cold_weights = r.optional_field(c, p, "cold_weights") && r.boolean(c, p, "cold_weights");
       d.conv.push_back(std::move(pt));
+    }
+  }
+  if (const auto* ops = r.optional_field(obj, path, "vector_ops")) {
+    if (!ops->is_array()) r.fail(path + "/vector_ops", "expected an array");
+    for (std::size_t i = 0; i < ops->size(); ++i) {
+      const auto& v = (*ops)[i];
+      const auto p = fmt::format("{}/vector_ops/{}", path, i);
+      VectorOpPoint pt;
+      pt.op = r.string(v, p, "op");
+      pt.dtype = r.dtype(v, p);
+      pt.rows = r.integer(v, p, "rows");
+      pt.cols = r.integer(v, p, "cols");
+      pt.timing = r.timing(v, p);
+      pt.elements_per_s = r.number(v, p, "elements_per_s");
+      pt.impl = r.optional_string(v, p, "impl");
+      d.vector_ops.push_back(std::move(pt));
     }
   }
   if (const auto* mem = r.optional_field(obj, path, "memory")) {

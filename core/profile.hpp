@@ -15,8 +15,8 @@
 namespace truepeak {
 
 inline constexpr int kSchemaMajor = 1;
-inline constexpr int kSchemaMinor = 3;  // 1.1: gemm points record their layout; 1.2: cold weights;
-                                        // 1.3: cold weights on conv points
+inline constexpr int kSchemaMinor = 4;  // 1.1: gemm points record their layout; 1.2: cold weights;
+                                        // 1.3: cold weights on conv points; 1.4: vector_ops
 std::string schema_version_string();  // "1.0"
 
 // Timing statistics of one measured point. time_s is the fastest sample (the capability figure);
@@ -44,6 +44,17 @@ struct ConvPoint {
   double flops_per_s = 0;
   std::string impl;
   bool cold_weights = false;  // weights read from main memory on every call (copies past the caches)
+};
+
+// An elementwise, softmax or layer-norm op through the device's library over rows x cols elements
+// (softmax and layernorm reduce along each row of `cols`). Ops: see kVectorOps.
+struct VectorOpPoint {
+  std::string op;
+  DType dtype = DType::f32;
+  std::int64_t rows = 0, cols = 0;
+  Timing timing;
+  double elements_per_s = 0;  // rows * cols / timing.time_s
+  std::string impl;
 };
 
 struct MemoryPoint {
@@ -100,6 +111,7 @@ struct Device {
   Peaks peaks;
   std::vector<GemmPoint> gemm;
   std::vector<ConvPoint> conv;
+  std::vector<VectorOpPoint> vector_ops;  // since 1.4
   std::vector<MemoryPoint> memory_sweep;
   std::vector<LevelBandwidth> memory_levels;
   std::optional<double> overhead_op_s;

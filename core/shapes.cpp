@@ -115,6 +115,16 @@ std::string ConvShape::str() const {
                      stride, pad, dilation);
 }
 
+std::string VectorOpShape::str() const {
+  return fmt::format("{}_{}_{}x{}", op, to_string(dtype), rows, cols);
+}
+
+const std::vector<std::string>& vector_op_names() {
+  static const std::vector<std::string> names = {"relu",    "relu6", "gelu",    "tanh",     "sigmoid",
+                                                 "silu",    "exp",   "softmax", "layernorm"};
+  return names;
+}
+
 ConvShape ConvShape::parse(const std::string& text) {
   auto parsed = parse_name(text, "conv");
   ConvShape s;

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/dtype.hpp"
 
@@ -43,6 +44,20 @@ struct ConvShape {
   static ConvShape parse(const std::string& text);  // throws InputError
   friend bool operator==(const ConvShape&, const ConvShape&) = default;
 };
+
+// An elementwise, softmax or layer-norm op over rows x cols elements, e.g. "gelu_bf16_256x1024".
+// Softmax and layernorm reduce along each row of `cols`; the others treat it as a flat tensor.
+struct VectorOpShape {
+  std::string op;  // one of vector_op_names()
+  DType dtype = DType::f32;
+  std::int64_t rows = 0, cols = 0;
+
+  double elements() const { return static_cast<double>(rows) * static_cast<double>(cols); }
+  std::string str() const;
+  friend bool operator==(const VectorOpShape&, const VectorOpShape&) = default;
+};
+// relu, relu6, gelu (erf form), tanh, sigmoid, silu, exp, softmax, layernorm.
+const std::vector<std::string>& vector_op_names();
 
 // STREAM kernels over arrays of doubles (CPU) or the backend's element type.
 enum class StreamOp { copy, scale, add, triad };

@@ -142,6 +142,22 @@ double flops_per_element(const Op& op) {
   }
 }
 
+std::string measured_vector_op(const Op& op) {
+  switch (op.kind) {
+    case OpKind::softmax:
+      return "softmax";
+    case OpKind::norm:
+      return op.fn == "layernorm" ? "layernorm" : "";
+    case OpKind::elementwise:
+      if (op.fn == "clip") return "relu6";
+      for (const char* fn : {"relu", "relu6", "gelu", "tanh", "sigmoid", "silu", "exp"})
+        if (op.fn == fn) return op.fn;
+      return "";
+    default:
+      return "";
+  }
+}
+
 std::vector<Work> forward_work(const Op& op, const Bindings& b, double e) {
   const double out = elems(op.output, b);
   const double in = sum_elems(op.inputs, b);
@@ -185,6 +201,8 @@ std::vector<Work> forward_work(const Op& op, const Bindings& b, double e) {
       Work w = vector_work("forward", flops_per_element(op) * out, (in + params + out) * e,
                            dims_text(op.output.shape, b));
       w.weight_bytes = params * e;
+      w.vector_op = measured_vector_op(op);
+      w.elements = out;
       return {w};
     }
     case OpKind::pool:

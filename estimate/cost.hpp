@@ -25,7 +25,15 @@ struct Work {
   std::int64_t groups = 1;
   bool depthwise = false;
   std::string shape;  // printable problem
+  // Elementwise, norm and softmax work whose op the profile may have measured (vector_ops):
+  // its name there and the elements it produces. Empty where no measured op matches.
+  std::string vector_op;
+  double elements = 0;
 };
+
+// The profile's vector op (VectorOpShape::op) that times `op`, or "" when none matches: relu,
+// clip (as relu6), gelu, tanh, sigmoid, silu, exp, softmax and layernorm.
+std::string measured_vector_op(const Op& op);
 
 // `element_bytes`: bytes of one element of the estimate's dtype.
 std::vector<Work> forward_work(const Op& op, const Bindings& bindings, double element_bytes);

@@ -39,7 +39,13 @@ OpRow cost_row(const Op& op, const Work& w, const RateModel& rates, const std::s
         r.compute_s += rates.conv_time_s(g, f, share(f), w.groups, w.depthwise, cold);
       break;
     case Engine::vector:
-      r.compute_s = w.flops / rates.vector_flops_per_s();
+      // A measured op's element rate where the profile has it (transcendental ops are bound by
+      // their arithmetic, far below the FMA peak), else counted FLOPs at the vector peak.
+      if (const auto rate = w.vector_op.empty() ? std::nullopt
+                                                : rates.vector_op_elements_per_s(w.vector_op))
+        r.compute_s = w.elements / *rate;
+      else
+        r.compute_s = w.flops / rates.vector_flops_per_s();
       break;
     case Engine::none:
       break;

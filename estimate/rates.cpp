@@ -31,6 +31,12 @@ int conv_class(std::int64_t groups, bool depthwise) {
 
 }  // namespace
 
+std::optional<double> RateModel::vector_op_elements_per_s(const std::string& op) const {
+  const auto it = vector_op_rates_.find(op);
+  if (it == vector_op_rates_.end()) return std::nullopt;
+  return it->second;
+}
+
 double RateModel::interpolate(const std::vector<Point>& points, std::array<double, 4> query) {
   if (points.empty()) return 0;
   // Clamp into the measured box: outside the measured range the value is that of the nearest
@@ -94,6 +100,12 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
   if (!(vector_flops_per_s_ > 0))
     vector_flops_per_s_ =
         lookup(device.datasheet.vector_flops_per_s, dtype).value_or(best_flops_per_s_);
+
+  for (const auto& v : device.vector_ops) {
+    if (v.dtype != dtype || !(v.elements_per_s > 0)) continue;
+    auto& rate = vector_op_rates_[v.op];
+    rate = std::max(rate, v.elements_per_s);
+  }
 
   for (const auto& l : device.memory_levels) {
     if (!(l.Bps > 0)) continue;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -54,6 +55,9 @@ class RateModel {
   double gemm_flops_per_s(const GemmCoords& shape) const;
   // Elementwise work (norms, activations): the vector FMA peak of the dtype.
   double vector_flops_per_s() const { return vector_flops_per_s_; }
+  // Elements per second of the profile's measured vector op `op` in this dtype (the fastest point
+  // of that op), or nullopt when the profile has none.
+  std::optional<double> vector_op_elements_per_s(const std::string& op) const;
   // Bandwidth of the smallest memory level that holds `working_set_bytes`.
   double Bps(double working_set_bytes) const;
   double overhead_s() const { return overhead_s_; }
@@ -98,6 +102,7 @@ class RateModel {
   bool batched_gemm_points_ = false;
   double best_flops_per_s_ = 0;
   double vector_flops_per_s_ = 0;
+  std::map<std::string, double> vector_op_rates_;  // op -> elements/s in this dtype
   std::vector<std::pair<double, double>> levels_;  // (bytes, Bps) ascending; last = DRAM
   double dram_Bps_ = 0;
   double overhead_s_ = 0;

@@ -161,6 +161,15 @@ class CpuBackend final : public Backend {
 #endif
   }
 
+  std::unique_ptr<Kernel> vector_op(const VectorOpShape& shape) override {
+#ifdef TRUEPEAK_HAVE_ONEDNN
+    return cpu::make_vector_op_kernel(onednn_, shape);
+#else
+    throw Unsupported("vector_op " + shape.str() +
+                      ": truepeak was built without oneDNN, whose elementwise ops it measures");
+#endif
+  }
+
   // A small f32 GEMM (384^3, about 0.3 ms): it leans on the caches and load ports as well as the
   // FMA units, so it also slows when another tenant's work competes for the core's caches,
   // which a register-only FMA loop does not notice. Without oneDNN, the FMA loop.

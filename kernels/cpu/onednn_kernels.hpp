@@ -34,6 +34,11 @@ std::unique_ptr<Kernel> make_conv_kernel(const OnednnContext& context, const Con
 // ReLU over a handful of floats: the time of the smallest real primitive is the per-op overhead.
 std::unique_ptr<Kernel> make_tiny_op_kernel(const OnednnContext& context);
 
+// An elementwise, softmax or layer-norm op over a row-major rows x cols tensor, f32 or bf16,
+// checked against a double-precision reference on a spread of rows.
+std::unique_ptr<Kernel> make_vector_op_kernel(const OnednnContext& context,
+                                              const VectorOpShape& shape);
+
 // "2.6.3"
 std::string onednn_version();
 // The ISA oneDNN dispatches to on this machine, e.g. "avx512_core_bf16".

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "calibrate/driver.hpp"
+#include "calibrate/summary.hpp"
 #include "core/error.hpp"
 
 namespace truepeak {
@@ -77,6 +78,10 @@ class FakeBackend : public Backend {
     return kernel;
   }
   std::unique_ptr<Kernel> fma(DType) override { return std::make_unique<FakeKernel>("fma", 1e-3, 2e9, 0); }
+  std::unique_ptr<Kernel> vector_op(const VectorOpShape& shape) override {
+    if (shape.op == "exp") throw Unsupported("no exp here");
+    return std::make_unique<FakeKernel>("vector_op", 1e-4, 0, 8 * shape.elements());
+  }
   std::unique_ptr<Kernel> tiny_op() override { return std::make_unique<FakeKernel>("tiny", 3e-6, 1, 8); }
   std::unique_ptr<Kernel> sentinel() override {
     auto kernel = std::make_unique<FakeKernel>("sentinel", 1e-4, 1e6, 0);
@@ -137,6 +142,40 @@ TEST(Driver, RecordsPointsPeaksAndLevels) {
   EXPECT_NEAR(device.memory_levels[0].Bps, 400e9, 1);
   EXPECT_NEAR(*device.peaks.memory_Bps, 20e9, 1);
   EXPECT_TRUE(device.transfers.empty());  // the fake backend has no transfers
+}
+
+TEST(Driver, VectorOpsRecordTheirElementRate) {
+  FakeBackend backend;
+  Device device;
+  Plan plan = small_plan();
+  plan.vector_ops = {{"gelu", DType::bf16, 256, 1024}, {"exp", DType::f32, 256, 1024}};
+  plan.vector_op_rule = plan.fma_rule;
+  ASSERT_TRUE(calibrate_device(backend, plan, CalibrateOptions{}, device));
+  ASSERT_EQ(device.vector_ops.size(), 1u);
+  const auto& v = device.vector_ops[0];
+  EXPECT_EQ(v.op, "gelu");
+  EXPECT_EQ(v.dtype, DType::bf16);
+  EXPECT_EQ(v.rows * v.cols, 262144);
+  EXPECT_NEAR(v.elements_per_s, 262144 / 1e-4, 1);
+  EXPECT_EQ(v.impl, "fake_impl");
+  // The op the backend cannot run is a skipped entry with its reason.
+  bool skipped = false;
+  for (const auto& s : device.skipped) skipped |= s.reason.find("no exp here") != std::string::npos;
+  EXPECT_TRUE(skipped);
+}
+
+TEST(Summary, VectorOpsLineListsEachOpPerDtype) {
+  Profile profile;
+  Device d;
+  d.id = d.kind = "cpu";
+  d.vector_ops = {{"softmax", DType::f32, 256, 1024, {}, 3.0e9, ""},
+                  {"gelu", DType::bf16, 256, 1024, {}, 2.09e9, ""},
+                  {"gelu", DType::f32, 256, 1024, {}, 2.38e9, ""}};
+  profile.devices.push_back(d);
+  const auto text = profile_summary(profile);
+  EXPECT_NE(text.find("vector ops, G elements/s (f32 / bf16): gelu 2.38 / 2.09, softmax 3.00 / -\n"),
+            std::string::npos)
+      << text;
 }
 
 TEST(Driver, WrongOutputAndUnsupportedDtypeAreSkippedWithReasons) {

@@ -192,6 +192,23 @@ TEST(CpuPlan, QuickIsSmallerThanFull) {
             full.stream_ops.size() * full.stream_bytes.size());
 }
 
+TEST(CpuPlan, VectorOpsCoverBothFloatTypes) {
+  const auto quick = cpu_plan(this_kind_of_vm(), Suite::quick);
+  const auto full = cpu_plan(this_kind_of_vm(), Suite::full);
+  EXPECT_EQ(full.vector_ops.size(), 2 * vector_op_names().size());
+  for (const auto& plan : {quick, full}) {
+    for (const DType dtype : {DType::f32, DType::bf16}) {
+      for (const char* op : {"gelu", "softmax", "layernorm"}) {
+        const VectorOpShape shape{op, dtype, 256, 1024};
+        EXPECT_EQ(std::count(plan.vector_ops.begin(), plan.vector_ops.end(), shape), 1) << shape.str();
+      }
+    }
+    EXPECT_GE(plan.vector_op_rule.min_samples, 3);
+    EXPECT_LE(plan.vector_op_rule.budget_s, 0.5);
+  }
+  EXPECT_LT(quick.vector_ops.size(), full.vector_ops.size());
+}
+
 TEST(CpuPlan, SweepFollowsTheCache) {
   auto device = this_kind_of_vm();
   device.levels = {{"L1", 64 * kKiB}, {"L2", 2 * kMiB}, {"L3", 32 * kMiB}, {"DRAM", 16 * kGiB}};

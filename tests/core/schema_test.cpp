@@ -208,6 +208,15 @@ Profile full_profile() {
   c.flops_per_s = c.shape.flops() / c.timing.time_s;
   c.impl = "jit:avx512_core";
   cpu.conv.push_back(c);
+  VectorOpPoint v;
+  v.op = "gelu";
+  v.dtype = DType::bf16;
+  v.rows = 256;
+  v.cols = 1024;
+  v.timing = {1.2e-4, 1.3e-4, 0.03, 20};
+  v.elements_per_s = 262144 / v.timing.time_s;
+  v.impl = "jit:avx512_core_bf16";
+  cpu.vector_ops.push_back(v);
   cpu.memory_sweep.push_back({"triad", 1 << 20, 9.0e10, 8.5e10});
   cpu.memory_sweep.push_back({"copy", 1LL << 31, 1.2e10, 1.1e10});
   cpu.memory_levels.push_back({"L2", 2097152, 9.0e10});
@@ -257,6 +266,12 @@ TEST(ProfileSchema, WrittenProfileValidatesAndRoundTrips) {
   EXPECT_DOUBLE_EQ(cpu.gemm[0].flops_per_s, p.devices[0].gemm[0].flops_per_s);
   EXPECT_EQ(cpu.gemm[0].timing.samples, 40);
   EXPECT_EQ(cpu.gemm[0].impl, "brg:avx512_core_bf16");
+  ASSERT_EQ(cpu.vector_ops.size(), 1u);
+  EXPECT_EQ(cpu.vector_ops[0].op, "gelu");
+  EXPECT_EQ(cpu.vector_ops[0].dtype, DType::bf16);
+  EXPECT_EQ(cpu.vector_ops[0].cols, 1024);
+  EXPECT_DOUBLE_EQ(cpu.vector_ops[0].elements_per_s, p.devices[0].vector_ops[0].elements_per_s);
+  EXPECT_EQ(cpu.vector_ops[0].timing.samples, 20);
   ASSERT_EQ(cpu.conv.size(), 1u);
   EXPECT_EQ(cpu.conv[0].shape, p.devices[0].conv[0].shape);
   EXPECT_EQ(cpu.conv[0].layout, "nhwc");

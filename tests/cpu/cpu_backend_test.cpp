@@ -191,6 +191,25 @@ TEST_F(CpuBackendTest, FmaTinyOpAndSentinel) {
   }
 }
 
+TEST_F(CpuBackendTest, VectorOpsMatchTheirReference) {
+  if (!kHaveOnednn) {
+    EXPECT_THROW(backend().vector_op({"gelu", DType::f32, 8, 64}), Unsupported);
+    return;
+  }
+  for (const DType dtype : {DType::f32, DType::bf16}) {
+    for (const auto& op : vector_op_names()) {
+      const VectorOpShape shape{op, dtype, 64, 256};
+      auto kernel = backend().vector_op(shape);
+      exercise(*kernel);
+      EXPECT_EQ(kernel->name(), "vector_op " + shape.str());
+      EXPECT_DOUBLE_EQ(kernel->bytes(), 2.0 * 64 * 256 * dtype_bytes(dtype));
+      EXPECT_FALSE(kernel->impl().empty());
+    }
+  }
+  EXPECT_THROW(backend().vector_op({"erf", DType::f32, 8, 64}), Unsupported);
+  EXPECT_THROW(backend().vector_op({"gelu", DType::f32, 0, 64}), InputError);
+}
+
 TEST_F(CpuBackendTest, TransfersAreUnsupported) {
   EXPECT_THROW(backend().transfer(TransferDir::h2d, true, 1 << 20), Unsupported);
   EXPECT_THROW(backend().device_copy(1 << 20), Unsupported);

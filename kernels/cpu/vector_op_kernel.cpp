@@ -1,0 +1,162 @@
+// Elementwise, softmax and layer-norm ops through oneDNN: the ops between the GEMMs and
+// convolutions of a model. The transcendental ones (gelu, tanh, sigmoid, silu, exp, softmax) are
+// bound by arithmetic rather than memory on a CPU; their element rate is what the estimator needs.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+#include <vector>
+
+#include "core/error.hpp"
+#include "kernels/cpu/dnnl_check.hpp"
+#include "kernels/cpu/onednn_kernels.hpp"
+#include "kernels/cpu/random_fill.hpp"
+
+namespace truepeak::cpu {
+namespace {
+
+constexpr float kLayerNormEpsilon = 1e-5f;
+
+struct EltwiseAlgorithm {
+  dnnl::algorithm algorithm;
+  float alpha, beta;
+};
+
+EltwiseAlgorithm eltwise_algorithm(const std::string& op) {
+  using alg = dnnl::algorithm;
+  if (op == "relu") return {alg::eltwise_relu, 0.0f, 0.0f};
+  if (op == "relu6") return {alg::eltwise_clip, 0.0f, 6.0f};
+  if (op == "gelu") return {alg::eltwise_gelu_erf, 0.0f, 0.0f};
+  if (op == "tanh") return {alg::eltwise_tanh, 0.0f, 0.0f};
+  if (op == "sigmoid") return {alg::eltwise_logistic, 0.0f, 0.0f};
+  if (op == "silu") return {alg::eltwise_swish, 1.0f, 0.0f};
+  if (op == "exp") return {alg::eltwise_exp, 0.0f, 0.0f};
+  throw Unsupported(fmt::format("vector op '{}' is not an elementwise op of the CPU backend", op));
+}
+
+double reference_eltwise(const std::string& op, double x) {
+  if (op == "relu") return std::max(x, 0.0);
+  if (op == "relu6") return std::clamp(x, 0.0, 6.0);
+  if (op == "gelu") return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+  if (op == "tanh") return std::tanh(x);
+  if (op == "sigmoid") return 1.0 / (1.0 + std::exp(-x));
+  if (op == "silu") return x / (1.0 + std::exp(-x));
+  return std::exp(x);
+}
+
+class VectorOpKernel final : public Kernel {
+ public:
+  VectorOpKernel(const OnednnContext& context, const VectorOpShape& shape)
+      : context_(context), shape_(shape) {
+    if (shape.rows <= 0 || shape.cols <= 0)
+      throw InputError(fmt::format("vector op {}: rows and cols must be positive", shape.str()));
+    const auto type = onednn_float_type(shape.dtype);
+    const auto desc = plain_desc({shape.rows, shape.cols}, type, dnnl::memory::format_tag::ab);
+    const auto prop = dnnl::prop_kind::forward_inference;
+    if (shape.op == "softmax") {
+      const auto op = TRUEPEAK_DNNL(dnnl::softmax_forward::desc(prop, desc, 1));
+      const auto pd = TRUEPEAK_DNNL(dnnl::softmax_forward::primitive_desc(op, context_.engine));
+      impl_ = pd.impl_info_str();
+      primitive_ = TRUEPEAK_DNNL(dnnl::softmax_forward(pd));
+    } else if (shape.op == "layernorm") {
+      const auto op = TRUEPEAK_DNNL(dnnl::layer_normalization_forward::desc(
+          prop, desc, kLayerNormEpsilon, dnnl::normalization_flags::none));
+      const auto pd =
+          TRUEPEAK_DNNL(dnnl::layer_normalization_forward::primitive_desc(op, context_.engine));
+      impl_ = pd.impl_info_str();
+      primitive_ = TRUEPEAK_DNNL(dnnl::layer_normalization_forward(pd));
+      // Inference computes the statistics itself; memories only where the primitive asks.
+      for (const int arg : {DNNL_ARG_MEAN, DNNL_ARG_VARIANCE}) {
+        const auto md = pd.query_md(dnnl::query::exec_arg_md, arg);
+        if (md.get_size() > 0) args_[arg] = TRUEPEAK_DNNL(dnnl::memory(md, context_.engine));
+      }
+    } else {
+      const auto e = eltwise_algorithm(shape.op);
+      const auto op =
+          TRUEPEAK_DNNL(dnnl::eltwise_forward::desc(prop, e.algorithm, desc, e.alpha, e.beta));
+      const auto pd = TRUEPEAK_DNNL(dnnl::eltwise_forward::primitive_desc(op, context_.engine));
+      impl_ = pd.impl_info_str();
+      primitive_ = TRUEPEAK_DNNL(dnnl::eltwise_forward(pd));
+    }
+    src_ = TRUEPEAK_DNNL(dnnl::memory(desc, context_.engine));
+    dst_ = TRUEPEAK_DNNL(dnnl::memory(desc, context_.engine));
+    fill_memory(src_, 0x5e);
+    fill_memory(dst_, 0x5f);
+    args_[DNNL_ARG_SRC] = src_;
+    args_[DNNL_ARG_DST] = dst_;
+  }
+
+  std::string name() const override { return "vector_op " + shape_.str(); }
+  double flops() const override { return 0; }
+  double bytes() const override {
+    return 2.0 * shape_.elements() * static_cast<double>(dtype_bytes(shape_.dtype));
+  }
+  std::string impl() const override { return impl_; }
+  std::string layout() const override { return "row-major"; }
+
+  // Every element of a spread of rows against a double-precision reference computed from the
+  // same (rounded) inputs: f32 to 1e-4 relative, bf16 to its output rounding.
+  void check() override {
+    run_s();
+    const bool bf16 = shape_.dtype == DType::bf16;
+    const double rel = bf16 ? 1.6e-2 : 1e-4, abs = bf16 ? 1e-4 : 1e-6;
+    const std::int64_t step = std::max<std::int64_t>(1, shape_.rows / 32);
+    std::vector<double> x(static_cast<std::size_t>(shape_.cols)), ref(x.size());
+    for (std::int64_t row = 0; row < shape_.rows; row += step) {
+      for (std::int64_t c = 0; c < shape_.cols; ++c) x[c] = value(src_, row * shape_.cols + c);
+      reference_row(x, ref);
+      for (std::int64_t c = 0; c < shape_.cols; ++c) {
+        const double got = value(dst_, row * shape_.cols + c);
+        if (!(std::abs(got - ref[c]) <= rel * std::abs(ref[c]) + abs)) {
+          throw CheckFailed(fmt::format("{}: element ({}, {}) is {}, expected {} (input {})", name(),
+                                        row, c, got, ref[c], x[c]));
+        }
+      }
+    }
+  }
+
+  double run_s() override { return timed_execute_s(context_, primitive_, args_); }
+
+ private:
+  double value(const dnnl::memory& memory, std::int64_t index) const {
+    const void* data = memory.get_data_handle();
+    if (shape_.dtype == DType::bf16) return bf16_to_f32(static_cast<const std::uint16_t*>(data)[index]);
+    return static_cast<const float*>(data)[index];
+  }
+
+  void reference_row(const std::vector<double>& x, std::vector<double>& out) const {
+    const auto n = static_cast<double>(x.size());
+    if (shape_.op == "softmax") {
+      const double top = *std::max_element(x.begin(), x.end());
+      double sum = 0;
+      for (std::size_t i = 0; i < x.size(); ++i) sum += out[i] = std::exp(x[i] - top);
+      for (auto& v : out) v /= sum;
+    } else if (shape_.op == "layernorm") {
+      double mean = 0, var = 0;
+      for (const double v : x) mean += v;
+      mean /= n;
+      for (const double v : x) var += (v - mean) * (v - mean);
+      const double scale = 1.0 / std::sqrt(var / n + kLayerNormEpsilon);
+      for (std::size_t i = 0; i < x.size(); ++i) out[i] = (x[i] - mean) * scale;
+    } else {
+      for (std::size_t i = 0; i < x.size(); ++i) out[i] = reference_eltwise(shape_.op, x[i]);
+    }
+  }
+
+  OnednnContext context_;
+  VectorOpShape shape_;
+  std::string impl_;
+  dnnl::primitive primitive_;
+  dnnl::memory src_, dst_;
+  std::unordered_map<int, dnnl::memory> args_;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_vector_op_kernel(const OnednnContext& context,
+                                              const VectorOpShape& shape) {
+  return std::make_unique<VectorOpKernel>(context, shape);
+}
+
+}  // namespace truepeak::cpu
