@@ -18,9 +18,9 @@ How the runs are made:
   norms folded into convolutions, convolutions executed by oneDNN (mkldnn); ReLU and the
   residual adds run as separate in-place kernels; a classifier's Linear runs as the same product
   in a 1x1 convolution, since PyTorch would send it to its BLAS (Debian's: the generic reference
-  BLAS) instead of oneDNN. Transformers run in bf16 in eager mode, where
-  PyTorch sends bf16 linears and batched matmuls to oneDNN. A probe run with ONEDNN_VERBOSE=1
-  counts which oneDNN primitives each model executed; the output says so.
+  BLAS) instead of oneDNN. Transformers run in bf16 in eager mode, where PyTorch sends bf16
+  linears and batched matmuls to oneDNN; their layer norms compute in f32. A probe run with
+  ONEDNN_VERBOSE=1 counts which oneDNN primitives each model executed; the output says so.
 - Threads as in calibration (the profile's thread count, else all cores).
 - On the CPU, glibc's malloc is set to keep freed memory for reuse, as a caching allocator does:
   with its defaults, large activations are fresh pages every run and the page faults land inside
@@ -59,6 +59,18 @@ def transformer_classes():
     import torch
     from torch import nn
 
+    class LayerNorm(nn.LayerNorm):
+        """Computed in f32 whatever the activations' type, as mixed-precision inference does
+        (PyTorch's CPU autocast keeps layer_norm in f32): this build's bf16 layer_norm is a slow
+        path, about 15x its f32 time. An f32 model (the ONNX export) runs the plain layer norm."""
+
+        def forward(self, x):
+            if x.dtype == torch.float32:
+                return super().forward(x)
+            w = None if self.weight is None else self.weight.float()
+            b = None if self.bias is None else self.bias.float()
+            return nn.functional.layer_norm(x.float(), self.normalized_shape, w, b, self.eps).to(x.dtype)
+
     class Block(nn.Module):
         """One transformer layer, written as BERT/GPT-2 implementations write it."""
 
@@ -66,7 +78,7 @@ def transformer_classes():
             super().__init__()
             self.d, self.h, self.hd = d, heads, d // heads
             self.causal, self.pre_norm = causal, pre_norm
-            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            self.ln1, self.ln2 = LayerNorm(d), LayerNorm(d)
             self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
             self.fc1, self.fc2 = nn.Linear(d, ff), nn.Linear(ff, d)
             self.act = nn.GELU(approximate=gelu)
@@ -106,7 +118,7 @@ def transformer_classes():
         def __init__(self, layers=12, d=768, heads=12, ff=3072, vocab=30522, positions=512):
             super().__init__()
             self.wte, self.wpe = nn.Embedding(vocab, d), nn.Embedding(positions, d)
-            self.ln = nn.LayerNorm(d)
+            self.ln = LayerNorm(d)
             self.blocks = nn.ModuleList([Block(d, heads, ff, False, False, "none") for _ in range(layers)])
 
         def forward(self, ids):
@@ -124,7 +136,7 @@ def transformer_classes():
             super().__init__()
             self.wte, self.wpe = nn.Embedding(vocab, d), nn.Embedding(positions, d)
             self.blocks = nn.ModuleList([Block(d, heads, ff, True, True, "tanh") for _ in range(layers)])
-            self.ln_f = nn.LayerNorm(d)
+            self.ln_f = LayerNorm(d)
 
         def forward(self, ids, *past):
             start = past[0].shape[2] if past else 0
