@@ -189,6 +189,8 @@ class DeviceRun {
                     int(plan.gemm.size() + plan.gemm_cold.size()) + int(plan.conv.size() + plan.conv_cold.size()) +
                     int(plan.stream_ops.size() * plan.stream_bytes.size()) + int(plan.device_copy_bytes.size()) +
                     int(plan.transfer_bytes.size()) * 4 + (plan.bidirectional_bytes > 0 ? 1 : 0);
+    if (plan.revisit_max_s > 0)
+      total_points_ += int(plan.gemm.size() + plan.gemm_cold.size() + plan.conv.size() + plan.conv_cold.size());
     if (plan.confirm_peaks) {
       std::map<DType, int> gemms;
       for (const auto& g : plan.gemm) ++gemms[g.dtype];
@@ -221,6 +223,7 @@ class DeviceRun {
     measure_memory();
     measure_conv();
     measure_transfers();
+    revisit();
     confirm_peaks();
     finish();
   }
@@ -365,23 +368,29 @@ class DeviceRun {
         progress(what, format_flops_per_s(m->best_flops_per_s()));
         const std::size_t i = device_.gemm.size() - 1;
         const double flops = m->flops;
+        keep_for_revisit(klass, what, make, true, i, *m);
         watch_.offer(klass, what, flops, make, std::move(m->kernel), m->samples,
                      [this, i, dtype, flops](const Summary& s, const std::string& impl, const std::string& layout) {
                        set_figures(device_.gemm[i], flops, s, impl, layout);
                        auto& best = device_.peaks.flops_per_s[dtype];
                        best = std::max(best, device_.gemm[i].flops_per_s);
                      });
+      } else {
+        no_revisit();
       }
     }
     // Cold weights: their own points, never a peak.
     for (const auto& shape : plan_.gemm_cold) {
       const auto what = "gemm " + shape.str() + " cold weights";
       const auto klass = fmt::format("gemm {}", to_string(shape.dtype));
-      if (auto m = point(klass, what, plan_.gemm_rule,
-                         [&] { return backend_.gemm_cold_weights(shape); })) {
+      const auto make = [this, shape] { return backend_.gemm_cold_weights(shape); };
+      if (auto m = point(klass, what, plan_.gemm_rule, make)) {
         device_.gemm.push_back(
             {shape, timing_of(m->summary), m->best_flops_per_s(), m->impl, m->layout, true});
         progress(what, format_flops_per_s(m->best_flops_per_s()));
+        keep_for_revisit(klass, what, make, true, device_.gemm.size() - 1, *m);
+      } else {
+        no_revisit();
       }
     }
   }
@@ -396,21 +405,29 @@ class DeviceRun {
         progress(what + " " + m->layout, format_flops_per_s(m->best_flops_per_s()));
         const std::size_t i = device_.conv.size() - 1;
         const double flops = m->flops;
+        keep_for_revisit(klass, what + " " + m->layout, make, false, i, *m);
         watch_.offer(klass, what + " " + m->layout, flops, make, std::move(m->kernel), m->samples,
                      [this, i, flops](const Summary& s, const std::string& impl, const std::string& ran_layout) {
                        set_figures(device_.conv[i], flops, s, impl, ran_layout);
                      });
+      } else {
+        no_revisit();
       }
     }
     // Cold weights: their own points, never a peak.
     for (const auto& [shape, layout] : plan_.conv_cold) {
       const auto what = "conv " + shape.str() + " cold weights";
       const auto klass = fmt::format("conv {}", to_string(shape.dtype));
-      if (auto m = point(klass, what, plan_.conv_rule,
-                         [&] { return backend_.conv_cold_weights(shape, layout); })) {
+      const auto make = [this, shape = shape, layout = layout] {
+        return backend_.conv_cold_weights(shape, layout);
+      };
+      if (auto m = point(klass, what, plan_.conv_rule, make)) {
         device_.conv.push_back(
             {shape, m->layout, timing_of(m->summary), m->best_flops_per_s(), m->impl, true});
         progress(what + " " + m->layout, format_flops_per_s(m->best_flops_per_s()));
+        keep_for_revisit(klass, what + " " + m->layout, make, false, device_.conv.size() - 1, *m);
+      } else {
+        no_revisit();
       }
     }
   }
@@ -486,6 +503,68 @@ class DeviceRun {
         progress(what, format_Bps(m->best_Bps()));
       }
     }
+  }
+
+  // A GEMM or convolution point to look at again (Plan::revisit_max_s): how to make its kernel,
+  // where its figures are, and the samples of its first look.
+  struct Revisit {
+    std::string klass, what;
+    PeakWatch::Make make;
+    bool gemm = true;
+    std::size_t index = 0;
+    double flops = 0;
+    std::vector<double> samples;
+  };
+
+  void keep_for_revisit(const std::string& klass, const std::string& what, PeakWatch::Make make,
+                        bool gemm, std::size_t index, const Measured& m) {
+    if (plan_.revisit_max_s > 0 && m.summary.min_s <= plan_.revisit_max_s)
+      revisits_.push_back({klass, what, std::move(make), gemm, index, m.flops, m.samples});
+    else
+      no_revisit();
+  }
+
+  // A point with no second look (failed, or too long): its share of the progress total is done.
+  void no_revisit() {
+    if (plan_.revisit_max_s > 0) ++done_points_;
+  }
+
+  // Interference comes and goes over seconds to minutes: a point measured once may have been
+  // measured in a busy spell. Each point kept for it is measured once more, minutes after its
+  // first look; when the second look finds a faster sample, the point's figures become those of
+  // both looks' samples together (the fastest is its capability figure). Peak-watch candidates
+  // are skipped: their bursts and confirmation are many more looks.
+  void revisit() {
+    for (auto& r : revisits_) {
+      if (stopped()) break;
+      if (watch_.holds(r.what)) {
+        ++done_points_;
+        continue;
+      }
+      auto m = point(r.klass, "revisit " + r.what, plan_.revisit_rule, r.make);
+      if (!m) continue;
+      r.samples.insert(r.samples.end(), m->samples.begin(), m->samples.end());
+      const Summary all = summarize(r.samples);
+      // The point's figures may already hold more than its first look (bursts, while it was a
+      // candidate): they change only when the second look found a faster sample.
+      const auto update = [&](auto& p) {
+        if (all.min_s < p.timing.time_s) set_figures(p, r.flops, all, m->impl, m->layout);
+        return p.flops_per_s;
+      };
+      double rate = 0;
+      if (r.gemm) {
+        auto& p = device_.gemm[r.index];
+        rate = update(p);
+        if (!p.cold_weights) {
+          auto& best = device_.peaks.flops_per_s[std::string(to_string(p.shape.dtype))];
+          best = std::max(best, p.flops_per_s);
+        }
+      } else {
+        rate = update(device_.conv[r.index]);
+      }
+      progress("revisit " + r.what, format_flops_per_s(rate));
+    }
+    revisits_.clear();
   }
 
   // Interference on a shared host comes and goes over minutes (other tenants' memory traffic is
@@ -581,6 +660,7 @@ class DeviceRun {
   int total_points_ = 0;
   int done_points_ = 0;
   int remeasured_ = 0;
+  std::vector<Revisit> revisits_;
 };
 
 }  // namespace

@@ -175,6 +175,13 @@ std::size_t PeakWatch::candidates() const {
   return n;
 }
 
+bool PeakWatch::holds(const std::string& what) const {
+  for (const auto& cat : categories_)
+    for (const auto& c : cat.candidates)
+      if (c.what == what) return true;
+  return false;
+}
+
 nlohmann::json PeakWatch::report() const {
   nlohmann::json j = {{"share", options_.share}, {"bursts", bursts_}, {"burst_time_s", burst_time_s_},
                       {"candidates", nlohmann::json::array()}};

@@ -77,6 +77,8 @@ class PeakWatch {
 
   // Candidates now kept, over all categories.
   std::size_t candidates() const;
+  // Whether the point offered as `what` is a candidate now.
+  bool holds(const std::string& what) const;
   int bursts() const { return bursts_; }
   nlohmann::json report() const;
 

@@ -164,6 +164,43 @@ TEST(Driver, VectorOpsRecordTheirElementRate) {
   EXPECT_TRUE(skipped);
 }
 
+TEST(Driver, SecondLookKeepsTheFasterOfTwoLooks) {
+  for (const bool faster : {true, false}) {
+    FakeBackend backend;
+    // First kernel of each shape at one rate, the second look's at twice (or half) that.
+    backend.gemm_rate = [faster](const GemmShape&, int made) { return made == 0 ? 5e11 : (faster ? 1e12 : 2.5e11); };
+    backend.conv_rate = [faster](const ConvShape&, int made) { return made == 0 ? 2e11 : (faster ? 4e11 : 1e11); };
+    Plan plan = small_plan();
+    plan.confirm_peaks = false;  // no peak-watch candidates: every point gets its second look
+    plan.revisit_max_s = 1.0;
+    plan.revisit_rule = plan.gemm_rule;
+    Device device;
+    ASSERT_TRUE(calibrate_device(backend, plan, CalibrateOptions{}, device));
+    ASSERT_EQ(device.gemm.size(), 2u);
+    ASSERT_EQ(device.conv.size(), 1u);
+    EXPECT_EQ(backend.gemms_made.at(device.gemm[0].shape.str()), 2);
+    if (faster) {
+      EXPECT_NEAR(device.gemm[0].flops_per_s, 1e12, 1);
+      EXPECT_NEAR(device.peaks.flops_per_s.at("f32"), 1e12, 1);
+      EXPECT_NEAR(device.conv[0].flops_per_s, 4e11, 1);
+      EXPECT_EQ(device.gemm[0].timing.samples, 6);  // both looks' samples
+    } else {
+      EXPECT_NEAR(device.gemm[0].flops_per_s, 5e11, 1);
+      EXPECT_NEAR(device.conv[0].flops_per_s, 2e11, 1);
+      EXPECT_EQ(device.gemm[0].timing.samples, 3);  // the first look's figures stay
+    }
+  }
+  // Points longer than revisit_max_s get no second look.
+  FakeBackend backend;
+  Plan plan = small_plan();
+  plan.confirm_peaks = false;
+  plan.revisit_max_s = 1e-9;
+  plan.revisit_rule = plan.gemm_rule;
+  Device device;
+  ASSERT_TRUE(calibrate_device(backend, plan, CalibrateOptions{}, device));
+  for (const auto& [shape, made] : backend.gemms_made) EXPECT_EQ(made, 1) << shape;
+}
+
 TEST(Summary, VectorOpsLineListsEachOpPerDtype) {
   Profile profile;
   Device d;

@@ -209,6 +209,16 @@ TEST(CpuPlan, VectorOpsCoverBothFloatTypes) {
   EXPECT_LT(quick.vector_ops.size(), full.vector_ops.size());
 }
 
+TEST(CpuPlan, DefaultSuiteLooksAgainAtShortPoints) {
+  const auto quick = cpu_plan(this_kind_of_vm(), Suite::quick);
+  const auto full = cpu_plan(this_kind_of_vm(), Suite::full);
+  EXPECT_EQ(quick.revisit_max_s, 0.0);  // 30 s leave no time for a second look
+  EXPECT_GT(full.revisit_max_s, 0.0);
+  EXPECT_LE(full.revisit_max_s, 0.05);  // the long points average over busy spells anyway
+  EXPECT_GE(full.revisit_rule.min_samples, 3);
+  EXPECT_LE(full.revisit_rule.budget_s, full.conv_rule.budget_s);
+}
+
 TEST(CpuPlan, SweepFollowsTheCache) {
   auto device = this_kind_of_vm();
   device.levels = {{"L1", 64 * kKiB}, {"L2", 2 * kMiB}, {"L3", 32 * kMiB}, {"DRAM", 16 * kGiB}};
