@@ -37,6 +37,8 @@ std::vector<ConvShape> cnn_layers(DType dtype, bool quick) {
         conv(dtype, 1, 32, 112, 32, 3, 1, 1, 32),    // MobileNetV2 depthwise, first block
         conv(dtype, 1, 96, 112, 96, 3, 2, 1, 96),    // MobileNetV2 depthwise, strided
         conv(dtype, 1, 576, 14, 576, 3, 1, 1, 576),  // MobileNetV2 depthwise, late block
+        conv(dtype, 1, 16, 112, 96, 1, 1, 0),        // MobileNetV2 1x1 expand, few channels, 112²
+        conv(dtype, 1, 144, 56, 24, 1, 1, 0),        // MobileNetV2 1x1 project
     };
     layers.insert(layers.end(), more.begin(), more.end());
   }
@@ -114,6 +116,13 @@ Plan cpu_plan(const DeviceDescription& device, Suite suite) {
       }
       shapes.push_back(batched[i]);
       shapes.back().n = large_batch;
+    }
+    if (!quick) {
+      // Inverted-bottleneck 1x1s at a larger batch too: their activations, not their weights,
+      // fill the caches, and at 112² they outgrow them.
+      for (const auto& layer : {conv(dtype, large_batch, 16, 112, 96, 1, 1, 0),
+                                conv(dtype, large_batch, 144, 56, 24, 1, 1, 0)})
+        shapes.push_back(layer);
     }
     for (const auto& shape : shapes) {
       for (const ConvLayout layout : {ConvLayout::any, ConvLayout::blocked}) {
