@@ -47,8 +47,10 @@ class ConvKernel final : public Kernel {
         grouped ? dnnl::memory::dims{shape.groups, shape.k / shape.groups, shape.c / shape.groups,
                                      shape.r, shape.s}
                 : dnnl::memory::dims{shape.k, shape.c, shape.r, shape.s};
-    // Blocked: channel blocks as wide as a vector register. An input whose channels do not fill
-    // a block (an RGB image) stays plain, as it arrives from outside the network.
+    // Blocked: channel blocks as wide as a vector register; a channel count past one block that
+    // does not fill whole blocks is padded to them (24 channels take two blocks of 16), as
+    // frameworks that keep activations in oneDNN's formats store it. Fewer channels than a block
+    // (an RGB image) stay plain, as an image arrives from outside the network.
     const std::int64_t block = onednn_effective_isa().rfind("avx512", 0) == 0 ? 16 : 8;
     const tag block_tag = block == 16 ? tag::nChw16c : tag::nChw8c;
     const auto layout_tag = [&](std::int64_t channels) {
@@ -58,7 +60,7 @@ class ConvKernel final : public Kernel {
         case ConvLayout::nhwc:
           return tag::nhwc;
         case ConvLayout::blocked:
-          return channels % block == 0 ? block_tag : tag::nchw;
+          return channels >= block ? block_tag : tag::nchw;
         case ConvLayout::any:
           break;
       }

@@ -96,6 +96,7 @@ TEST_F(CpuBackendTest, ConvShapesAndLayouts) {
       {16, 8, 16, 3, 1, 1, 1, 16},  // depthwise
       {8, 10, 8, 3, 2, 2, 2, 2},    // grouped, strided, dilated
       {16, 6, 32, 1, 1, 0, 1, 1},   // 1x1
+      {144, 7, 24, 1, 1, 0, 1, 1},  // 1x1 whose outputs do not fill whole blocks
   };
   for (const DType dtype : {DType::f32, DType::bf16}) {
     for (const ConvLayout layout :
@@ -118,8 +119,11 @@ TEST_F(CpuBackendTest, ConvShapesAndLayouts) {
         if (layout == ConvLayout::nchw) {
           EXPECT_EQ(used, "nchw");
         }
-        if (layout == ConvLayout::blocked && c.k % 16 == 0) {
-          EXPECT_EQ(used, "blocked");  // 16 channels fill a block at every vector width
+        if (layout == ConvLayout::blocked && c.k >= 16) {
+          EXPECT_EQ(used, "blocked");  // 24 channels are padded to whole blocks
+          if (c.groups == 1) {  // and run on a vectorised implementation, not the reference one
+            EXPECT_EQ(kernel->impl().rfind("ref", 0), std::string::npos) << shape.str() << " " << kernel->impl();
+          }
         }
       }
     }
