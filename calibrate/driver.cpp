@@ -34,6 +34,14 @@ void set_figures(Point& p, double flops, const Summary& s, const std::string& im
   p.layout = layout;
 }
 
+// A convolution point's name for progress, the second look and the peak watch: the layout asked
+// for, and the one that ran where they differ ("any" usually runs blocked, so "any->blocked" and
+// "blocked" are two points).
+std::string layout_label(ConvLayout requested, const std::string& ran) {
+  const std::string asked(to_string(requested));
+  return asked == ran ? ran : asked + "->" + ran;
+}
+
 // A measured point: its figures, and its kernel and samples for the peak watch.
 struct Measured {
   Summary summary;
@@ -402,11 +410,12 @@ class DeviceRun {
       const auto make = [this, shape = shape, layout = layout] { return backend_.conv(shape, layout); };
       if (auto m = point(klass, what, plan_.conv_rule, make)) {
         device_.conv.push_back({shape, m->layout, timing_of(m->summary), m->best_flops_per_s(), m->impl});
-        progress(what + " " + m->layout, format_flops_per_s(m->best_flops_per_s()));
+        const auto named = what + " " + layout_label(layout, m->layout);
+        progress(named, format_flops_per_s(m->best_flops_per_s()));
         const std::size_t i = device_.conv.size() - 1;
         const double flops = m->flops;
-        keep_for_revisit(klass, what + " " + m->layout, make, false, i, *m);
-        watch_.offer(klass, what + " " + m->layout, flops, make, std::move(m->kernel), m->samples,
+        keep_for_revisit(klass, named, make, false, i, *m);
+        watch_.offer(klass, named, flops, make, std::move(m->kernel), m->samples,
                      [this, i, flops](const Summary& s, const std::string& impl, const std::string& ran_layout) {
                        set_figures(device_.conv[i], flops, s, impl, ran_layout);
                      });
@@ -424,8 +433,9 @@ class DeviceRun {
       if (auto m = point(klass, what, plan_.conv_rule, make)) {
         device_.conv.push_back(
             {shape, m->layout, timing_of(m->summary), m->best_flops_per_s(), m->impl, true});
-        progress(what + " " + m->layout, format_flops_per_s(m->best_flops_per_s()));
-        keep_for_revisit(klass, what + " " + m->layout, make, false, device_.conv.size() - 1, *m);
+        const auto named = what + " " + layout_label(layout, m->layout);
+        progress(named, format_flops_per_s(m->best_flops_per_s()));
+        keep_for_revisit(klass, named, make, false, device_.conv.size() - 1, *m);
       } else {
         no_revisit();
       }

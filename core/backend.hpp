@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -74,6 +75,20 @@ struct DeviceDescription {
 // nChw16c / nChw8c), as frameworks that keep activations in oneDNN's own format run them.
 // any: whatever the library prefers for the shape.
 enum class ConvLayout { nchw, nhwc, blocked, any };
+
+constexpr std::string_view to_string(ConvLayout layout) {
+  switch (layout) {
+    case ConvLayout::nchw:
+      return "nchw";
+    case ConvLayout::nhwc:
+      return "nhwc";
+    case ConvLayout::blocked:
+      return "blocked";
+    case ConvLayout::any:
+      return "any";
+  }
+  return "?";
+}
 
 class Backend {
  public:

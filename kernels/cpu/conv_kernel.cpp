@@ -14,20 +14,6 @@ namespace {
 
 using tag = dnnl::memory::format_tag;
 
-std::string_view layout_name(ConvLayout layout) {
-  switch (layout) {
-    case ConvLayout::nchw:
-      return "nchw";
-    case ConvLayout::nhwc:
-      return "nhwc";
-    case ConvLayout::blocked:
-      return "blocked";
-    case ConvLayout::any:
-      return "any";
-  }
-  return "?";
-}
-
 class ConvKernel final : public Kernel {
  public:
   ConvKernel(const OnednnContext& context, const ConvShape& shape, ConvLayout layout,
@@ -101,7 +87,7 @@ class ConvKernel final : public Kernel {
     } else {
       layout_ = "blocked";
     }
-    requested_ = std::string(layout_name(layout));
+    requested_ = std::string(to_string(layout));
     weights_copies_ = WeightCopies(context_, weights_, weight_span_bytes);
   }
 

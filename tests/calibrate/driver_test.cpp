@@ -201,6 +201,27 @@ TEST(Driver, SecondLookKeepsTheFasterOfTwoLooks) {
   for (const auto& [shape, made] : backend.gemms_made) EXPECT_EQ(made, 1) << shape;
 }
 
+TEST(Driver, SecondLookTellsALayoutAskedForFromTheLayoutThatRan) {
+  // One shape asked for in "any" and in "nhwc": both run nhwc (the fake kernel's layout). The
+  // first, faster, is the only peak-watch candidate; the second is a point of its own and gets
+  // its second look.
+  FakeBackend backend;
+  backend.conv_rate = [](const ConvShape&, int made) { return made == 0 ? 5e11 : 2.5e11; };
+  Plan plan = small_plan();
+  const auto shape = ConvShape::parse("f32_mb1ic16ih8oc16kh3ph1");
+  plan.conv = {{shape, ConvLayout::any}, {shape, ConvLayout::nhwc}};
+  plan.watch_pool = 1;
+  plan.confirm_gemms = 1;
+  plan.revisit_max_s = 1.0;
+  plan.revisit_rule = plan.gemm_rule;
+  Device device;
+  ASSERT_TRUE(calibrate_device(backend, plan, CalibrateOptions{}, device));
+  ASSERT_EQ(device.conv.size(), 2u);
+  // First looks (any, nhwc), the second look of the nhwc point, the candidate's confirmation.
+  const std::vector<ConvLayout> made = {ConvLayout::any, ConvLayout::nhwc, ConvLayout::nhwc, ConvLayout::any};
+  EXPECT_EQ(backend.conv_layouts, made);
+}
+
 TEST(Summary, VectorOpsLineListsEachOpPerDtype) {
   Profile profile;
   Device d;
