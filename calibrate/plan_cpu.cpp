@@ -15,7 +15,8 @@ using plan_detail::conv;
 using plan_detail::rule;
 
 // Layers of ResNet-50 (stem, 1x1 and 3x3 at the four stages, the strided 3x3 of a stage's first
-// block) and MobileNetV2 (depthwise 3x3, stride 1 and 2), per image (batch set later).
+// block) and MobileNetV2 (depthwise 3x3, stride 1 and 2; the 1x1 expand and project of its
+// inverted bottlenecks), per image (batch set later).
 std::vector<ConvShape> cnn_layers(DType dtype, bool quick) {
   std::vector<ConvShape> layers = {
       conv(dtype, 1, 3, 224, 64, 7, 2, 3),         // stem 7x7/2

@@ -47,7 +47,7 @@ struct ConvPoint {
 };
 
 // An elementwise, softmax or layer-norm op through the device's library over rows x cols elements
-// (softmax and layernorm reduce along each row of `cols`). Ops: see kVectorOps.
+// (softmax and layernorm reduce along each row of `cols`). Ops: see vector_op_names().
 struct VectorOpPoint {
   std::string op;
   DType dtype = DType::f32;

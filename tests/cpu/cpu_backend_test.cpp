@@ -121,7 +121,7 @@ TEST_F(CpuBackendTest, ConvShapesAndLayouts) {
         }
         if (layout == ConvLayout::blocked && c.k >= 16) {
           EXPECT_EQ(used, "blocked");  // 24 channels are padded to whole blocks
-          if (c.groups == 1) {  // and run on a vectorised implementation, not the reference one
+          if (c.groups == 1 && dtype == DType::f32) {  // on a vectorised implementation, not the reference one
             EXPECT_EQ(kernel->impl().rfind("ref", 0), std::string::npos) << shape.str() << " " << kernel->impl();
           }
         }
