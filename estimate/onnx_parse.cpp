@@ -255,9 +255,11 @@ ParsedGraph parse_onnx(const std::string& bytes, const std::string& where, const
   }
   // error_mode 0: a node whose shape cannot be inferred is left without one (reported where it
   // matters) rather than failing the whole model. Shape arithmetic that inference cannot follow
-  // is folded between passes, until nothing new folds.
+  // is folded between passes, until nothing new folds. Each pass makes at least one tensor
+  // known, and a chain of blocks whose shapes each wait on the block before (ShuffleNet's channel
+  // shuffles) needs a pass per block: the bound is the node count, never reached in practice.
   const onnx::ShapeInferenceOptions inference_options(false, 0, true);
-  for (int pass = 0; pass < 8; ++pass) {
+  for (int pass = 0; pass <= graph->node_size(); ++pass) {
     try {
       graph->clear_value_info();
       std::unordered_map<std::string, onnx::TensorShapeProto> propagated;

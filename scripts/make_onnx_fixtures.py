@@ -169,6 +169,41 @@ def dangling():
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
 
 
+def shuffle_chain(blocks=12):
+    """ShuffleNet's channel shuffles, `blocks` in a row: each block's Reshape targets come from the
+    Shape of the block before (channels // groups through Div and Cast), so each becomes known
+    only once the block before it is folded. Input 'x' [batch, 8, 4, 4]."""
+    n = helper.make_node
+    nodes, inits = [], [const_i64("i0", 0), const_i64("i1", 1), const_i64("i2", 2), const_i64("i3", 3),
+                        const_i64("two", 2), const_i64("two_1", [2]), const_i64("axes0", [0]),
+                        weight("w", 8, 8, 1, 1)]
+    x = "x"
+    for b in range(blocks):
+        p = f"s{b}/"
+        nodes += [n("Conv", [x, "w"], [p + "conv"], name=p + "conv", kernel_shape=[1, 1]),
+                  n("Shape", [p + "conv"], [p + "shape"], name=p + "shape")]
+        for i, dim in enumerate(("n", "c", "h", "w")):
+            nodes += [n("Gather", [p + "shape", f"i{i}"], [p + dim], name=p + "gather_" + dim, axis=0),
+                      n("Unsqueeze", [p + dim, "axes0"], [p + dim + "_1"], name=p + "unsq_" + dim)]
+        nodes += [n("Div", [p + "c", "two"], [p + "cg_div"], name=p + "div"),
+                  n("Cast", [p + "cg_div"], [p + "cg"], name=p + "cast", to=TensorProto.INT64),
+                  n("Unsqueeze", [p + "cg", "axes0"], [p + "cg_1"], name=p + "unsq_cg"),
+                  n("Concat", [p + "n_1", "two_1", p + "cg_1", p + "h_1", p + "w_1"], [p + "shape5"],
+                    name=p + "concat5", axis=0),
+                  n("Reshape", [p + "conv", p + "shape5"], [p + "r5"], name=p + "reshape5"),
+                  n("Transpose", [p + "r5"], [p + "t"], name=p + "transpose", perm=[0, 2, 1, 3, 4]),
+                  n("Concat", [p + "n_1", p + "c_1", p + "h_1", p + "w_1"], [p + "shape4"], name=p + "concat4",
+                    axis=0),
+                  n("Reshape", [p + "t", p + "shape4"], [p + "r4"], name=p + "reshape4"),
+                  n("Relu", [p + "r4"], [p + "out"], name=p + "relu")]
+        x = p + "out"
+    graph = helper.make_graph(
+        nodes, "shuffle_chain",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8, 4, 4])],
+        [helper.make_tensor_value_info(x, TensorProto.FLOAT, ["batch", 8, 4, 4])], inits)
+    return model_of(graph, 13)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "tests", "estimate",
@@ -186,6 +221,7 @@ def main():
     write("unnamed_dynamic.onnx", unnamed_dynamic().SerializeToString())
     write("fixed_batch.onnx", fixed_batch().SerializeToString())
     write("dangling.onnx", dangling().SerializeToString())
+    write("shuffle_chain.onnx", shuffle_chain().SerializeToString())
     write("truncated.onnx", cnn[: len(cnn) * 2 // 3])
     write("not_onnx.onnx", b"# a text file someone renamed to .onnx\nlayers: 3\n")
     write("empty.onnx", b"")

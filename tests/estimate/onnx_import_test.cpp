@@ -147,6 +147,19 @@ TEST(OnnxImport, TransformerRebuildsFrameworkOpsAndCountsUnknownNodes) {
   EXPECT_EQ(find_op(graph, "mix").fn, "unknown:Einsum");
 }
 
+TEST(OnnxImport, ShapeArithmeticFoldsThroughALongChainOfBlocks) {
+  // Twelve channel shuffles, each one's Reshape targets computed from the Shape of the block
+  // before: one fold-and-infer pass per block.
+  OnnxOptions options;
+  options.batch = 2;
+  const auto result = load_onnx(fixture("shuffle_chain.onnx"), options);
+  const auto& graph = result.model.forward;
+  EXPECT_EQ(count_kind(graph, OpKind::conv2d), 12);
+  const auto& last = find_op(graph, "s11/conv");
+  EXPECT_EQ(dims(last.output.shape), (std::vector<std::int64_t>{2, 8, 4, 4}));
+  EXPECT_EQ(dims(find_op(graph, "s11/transpose").output.shape), (std::vector<std::int64_t>{2, 4, 2, 4, 4}));
+}
+
 TEST(OnnxImport, GeluEpilogueFoldsIntoTheLinearWhenAsked) {
   OnnxOptions options;
   options.batch = 1;
