@@ -7,6 +7,11 @@ ONNX file, and compare. Writes one markdown and one JSON table (default results/
 
 Run with Debian's PyTorch:  /usr/bin/python3 scripts/validate.py --profile results/dev-cpu.json
 
+Models: the public set by default (ResNet-18, ResNet-50, MobileNetV2, a BERT-base-like encoder,
+a GPT-2-small-like decoder in prefill and in one decode step); --models also takes any of
+torchvision's classification models (resnet34, densenet121, efficientnet_b0, ...), built with
+random weights at the image size of their default weights.
+
 On a GPU (--device cuda:0), CNNs run in bf16, channels-last, with batch norms folded into the
 convolutions (torch.fx), and transformers in bf16, all in eager mode through cuDNN and cuBLAS;
 each run ends with a device synchronize. The GPU machine may lack truepeak's ONNX import: measure
@@ -233,6 +238,32 @@ def keep_freed_memory():
             else "the C library's default allocator (mallopt not available)")
 
 
+TRANSFORMERS = ("bert_base", "gpt2_prefill", "gpt2_decode")
+
+
+def torchvision_classifier(name):
+    """The image size of torchvision's classification model `name` (its default weights' crop,
+    read from their metadata: nothing is downloaded), or None when torchvision has no such model."""
+    import torchvision
+    if name not in torchvision.models.list_models(module=torchvision.models):
+        return None
+    try:
+        crop = torchvision.models.get_model_weights(name).DEFAULT.transforms().crop_size
+        return int(crop[0] if isinstance(crop, (list, tuple)) else crop)
+    except (AttributeError, ValueError, TypeError):
+        return 224
+
+
+def check_model_names(names):
+    """Exits with one line naming the first model that is neither a transformer of this script
+    nor a torchvision classification model."""
+    for name in names:
+        if name not in TRANSFORMERS and torchvision_classifier(name) is None:
+            sys.exit(f"validate.py: --models: unknown model '{name}' (known: {', '.join(TRANSFORMERS)}, "
+                     f"and torchvision's classification models, e.g. resnet34, densenet121, "
+                     f"efficientnet_b0)")
+
+
 def build_case(name, batch, seq, context, device="cpu", runnable=True):
     """One model at one batch. With runnable=False only the module and example inputs are made
     (for the ONNX export), not the runner on `device`."""
@@ -241,9 +272,14 @@ def build_case(name, batch, seq, context, device="cpu", runnable=True):
 
     torch.manual_seed(0)
     gpu = on_gpu(device)
-    if name in ("resnet18", "resnet50", "mobilenet_v2"):
-        module = getattr(torchvision.models, name)(weights=None).eval()
-        x = torch.randn(batch, 3, 224, 224)
+    if name not in TRANSFORMERS:
+        size = torchvision_classifier(name)
+        if size is None:
+            check_model_names([name])
+        # Random weights; eval mode (dropout off, batch norms use their running statistics, no
+        # auxiliary classifiers).
+        module = torchvision.models.get_model(name, weights=None).eval()
+        x = torch.randn(batch, 3, size, size)
         if gpu:
             run = None
             if runnable:
@@ -290,7 +326,7 @@ def build_case(name, batch, seq, context, device="cpu", runnable=True):
         names = ["input_ids"] + [f"past_{kv}_{i}" for i in range(12) for kv in ("k", "v")]
         return Case(name, batch, "bf16", module, (ids, *past), runner(module, ids, *past), "eager", seq=1,
                     context=context, input_names=names)
-    raise SystemExit(f"validate.py: unknown model '{name}' (known: {', '.join(DEFAULT_MODELS)})")
+    raise AssertionError(f"unhandled transformer '{name}'")
 
 
 # ---- runtime per-op overhead ----------------------------------------------------------------
@@ -637,7 +673,10 @@ def main():
     parser = argparse.ArgumentParser(description="Validate truepeak estimates against PyTorch runs.")
     parser.add_argument("--profile", default=os.path.join(ROOT, "results", "dev-cpu.json"))
     parser.add_argument("--truepeak", default=None, help="the truepeak executable (default: build/cli/truepeak)")
-    parser.add_argument("--models", default=",".join(DEFAULT_MODELS))
+    parser.add_argument("--models", default=",".join(DEFAULT_MODELS),
+                        help="comma-separated: bert_base, gpt2_prefill, gpt2_decode, and any torchvision "
+                             "classification model (resnet34, densenet121, efficientnet_b0, ...); default: "
+                             "the public set")
     parser.add_argument("--batches", default="1,8")
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--runs", type=int, default=3, help="runs of each case per round")
@@ -691,6 +730,7 @@ def main():
     if gpu and not measured_doc and not torch.cuda.is_available():
         sys.exit(f"validate.py: --device {args.device}: PyTorch {torch.__version__} sees no CUDA device here")
     models = [m for m in args.models.split(",") if m]
+    check_model_names(models)
     batches = [int(b) for b in args.batches.split(",") if b]
 
     if gpu and not measured_doc:
