@@ -123,7 +123,8 @@ double flops_per_element(const Op& op) {
       const auto& f = op.fn;
       const double operands = static_cast<double>(op.inputs.size() + op.weights.size());
       if (f == "add" || f == "mul") return std::max(1.0, operands - 1);
-      if (f == "gelu") return 8;  // tanh approximation: x * (1 + tanh(a * (x + b x^3))) / 2
+      // x * (1 + tanh(a * (x + b x^3))) / 2 for the tanh form; the erf form counted alike.
+      if (f == "gelu" || f == "gelu_tanh") return 8;
       if (f == "tanh") return 6;
       if (f == "silu" || f == "sigmoid" || f == "hardswish") return 4;
       if (f == "rope") return 3;  // x * cos + rotate(x) * sin
@@ -150,7 +151,7 @@ std::string measured_vector_op(const Op& op) {
       return op.fn == "layernorm" ? "layernorm" : "";
     case OpKind::elementwise:
       if (op.fn == "clip") return "relu6";
-      for (const char* fn : {"relu", "relu6", "gelu", "tanh", "sigmoid", "silu", "exp"})
+      for (const char* fn : {"relu", "relu6", "gelu", "gelu_tanh", "tanh", "sigmoid", "silu", "exp"})
         if (op.fn == fn) return op.fn;
       return "";
     default:

@@ -258,8 +258,11 @@ class Mapper {
     auto has = [&](const char* op) { return ops.count(op) > 0; };
     if (ops.size() < 2) return std::nullopt;
     if (has("Erf") && ops.size() <= 6) return RegionKind{OpKind::elementwise, "gelu"};
-    if (has("Tanh") && has("Pow") && ops.size() <= 9) return RegionKind{OpKind::elementwise, "gelu"};
-    if (has("Tanh") && ops.count("Mul") >= 3 && ops.size() <= 9) return RegionKind{OpKind::elementwise, "gelu"};
+    // GELU's tanh approximation (GPT-2's): a function of its own in the libraries, timed apart.
+    if (has("Tanh") && has("Pow") && ops.size() <= 9) return RegionKind{OpKind::elementwise, "gelu_tanh"};
+    if (has("Tanh") && ops.count("Mul") >= 3 && ops.size() <= 9) {
+      return RegionKind{OpKind::elementwise, "gelu_tanh"};
+    }
     if (has("ReduceMean") && has("Sqrt") && ops.size() <= 11) {
       return RegionKind{OpKind::norm, has("Sub") ? "layernorm" : "rmsnorm"};
     }
@@ -380,7 +383,7 @@ class Mapper {
   }
 
   static const std::set<std::string>& epilogue_activations() {
-    static const std::set<std::string> fns = {"relu", "clip", "gelu", "silu", "sigmoid", "tanh",
+    static const std::set<std::string> fns = {"relu", "clip", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh",
                                               "leakyrelu", "hardswish", "elu"};
     return fns;
   }

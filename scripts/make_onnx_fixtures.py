@@ -204,6 +204,30 @@ def shuffle_chain(blocks=12):
     return model_of(graph, 13)
 
 
+def gelu_tanh():
+    """A linear and GELU's tanh approximation as PyTorch exports it (GPT-2's), decomposed into
+    Pow, Mul, Add and Tanh nodes. Input 'x' [batch, 8]."""
+    n = helper.make_node
+    nodes = [
+        n("MatMul", ["x", "w"], ["h"], name="fc"),
+        n("Pow", ["h", "three"], ["h3"], name="gelu/pow"),
+        n("Mul", ["h3", "c"], ["h3c"], name="gelu/mul_c"),
+        n("Add", ["h", "h3c"], ["inner"], name="gelu/add_inner"),
+        n("Mul", ["inner", "k"], ["scaled"], name="gelu/mul_k"),
+        n("Tanh", ["scaled"], ["t"], name="gelu/tanh"),
+        n("Add", ["t", "one"], ["t1"], name="gelu/add_one"),
+        n("Mul", ["h", "t1"], ["ht"], name="gelu/mul_x"),
+        n("Mul", ["ht", "half"], ["y"], name="gelu/mul_half"),
+    ]
+    inits = [weight("w", 8, 8), scalar("three", 3.0), scalar("c", 0.044715), scalar("k", 0.7978845608),
+             scalar("one", 1.0), scalar("half", 0.5)]
+    graph = helper.make_graph(
+        nodes, "gelu_tanh",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 8])], inits)
+    return model_of(graph, 13)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "tests", "estimate",
@@ -222,6 +246,7 @@ def main():
     write("fixed_batch.onnx", fixed_batch().SerializeToString())
     write("dangling.onnx", dangling().SerializeToString())
     write("shuffle_chain.onnx", shuffle_chain().SerializeToString())
+    write("gelu_tanh.onnx", gelu_tanh().SerializeToString())
     write("truncated.onnx", cnn[: len(cnn) * 2 // 3])
     write("not_onnx.onnx", b"# a text file someone renamed to .onnx\nlayers: 3\n")
     write("empty.onnx", b"")

@@ -28,6 +28,7 @@ EltwiseAlgorithm eltwise_algorithm(const std::string& op) {
   if (op == "relu") return {alg::eltwise_relu, 0.0f, 0.0f};
   if (op == "relu6") return {alg::eltwise_clip, 0.0f, 6.0f};
   if (op == "gelu") return {alg::eltwise_gelu_erf, 0.0f, 0.0f};
+  if (op == "gelu_tanh") return {alg::eltwise_gelu_tanh, 0.0f, 0.0f};
   if (op == "tanh") return {alg::eltwise_tanh, 0.0f, 0.0f};
   if (op == "sigmoid") return {alg::eltwise_logistic, 0.0f, 0.0f};
   if (op == "silu") return {alg::eltwise_swish, 1.0f, 0.0f};
@@ -39,6 +40,10 @@ double reference_eltwise(const std::string& op, double x) {
   if (op == "relu") return std::max(x, 0.0);
   if (op == "relu6") return std::clamp(x, 0.0, 6.0);
   if (op == "gelu") return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+  if (op == "gelu_tanh") {
+    const double pi = std::acos(-1.0);
+    return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / pi) * (x + 0.044715 * x * x * x)));
+  }
   if (op == "tanh") return std::tanh(x);
   if (op == "sigmoid") return 1.0 / (1.0 + std::exp(-x));
   if (op == "silu") return x / (1.0 + std::exp(-x));

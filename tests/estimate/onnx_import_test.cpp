@@ -147,6 +147,22 @@ TEST(OnnxImport, TransformerRebuildsFrameworkOpsAndCountsUnknownNodes) {
   EXPECT_EQ(find_op(graph, "mix").fn, "unknown:Einsum");
 }
 
+TEST(OnnxImport, TanhGeluIsOneOpOfItsOwn) {
+  // GELU's tanh form, decomposed into 8 nodes, is one elementwise gelu_tanh (timed by its own
+  // measured rate, not the erf form's) reading the linear's output.
+  OnnxOptions options;
+  options.batch = 3;
+  const auto result = load_onnx(fixture("gelu_tanh.onnx"), options);
+  const auto& graph = result.model.forward;
+  EXPECT_EQ(count_kind(graph, OpKind::elementwise, "gelu"), 0);
+  ASSERT_EQ(count_kind(graph, OpKind::elementwise, "gelu_tanh"), 1);
+  const auto& gelu = *std::find_if(graph.ops.begin(), graph.ops.end(),
+                                   [](const Op& op) { return op.fn == "gelu_tanh"; });
+  EXPECT_EQ(gelu.inputs.at(0).name, "h");
+  EXPECT_EQ(gelu.output.name, "y");
+  EXPECT_EQ(count_kind(graph, OpKind::elementwise), 1);
+}
+
 TEST(OnnxImport, ShapeArithmeticFoldsThroughALongChainOfBlocks) {
   // Twelve channel shuffles, each one's Reshape targets computed from the Shape of the block
   // before: one fold-and-infer pass per block.
