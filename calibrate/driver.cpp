@@ -34,6 +34,11 @@ void set_figures(Point& p, double flops, const Summary& s, const std::string& im
   p.layout = layout;
 }
 
+// A vector op's rate in progress lines: "3.41 Gelem/s".
+std::string format_elements_per_s(double elements_per_s) {
+  return fmt::format("{:.2f} Gelem/s", elements_per_s / 1e9);
+}
+
 // A convolution point's name for progress, the second look and the peak watch: the layout asked
 // for, and the one that ran where they differ ("any" usually runs blocked, so "any->blocked" and
 // "blocked" are two points).
@@ -198,7 +203,8 @@ class DeviceRun {
                     int(plan.stream_ops.size() * plan.stream_bytes.size()) + int(plan.device_copy_bytes.size()) +
                     int(plan.transfer_bytes.size()) * 4 + (plan.bidirectional_bytes > 0 ? 1 : 0);
     if (plan.revisit_max_s > 0)
-      total_points_ += int(plan.gemm.size() + plan.gemm_cold.size() + plan.conv.size() + plan.conv_cold.size());
+      total_points_ += int(plan.gemm.size() + plan.gemm_cold.size() + plan.conv.size() + plan.conv_cold.size() +
+                           plan.vector_ops.size());
     if (plan.confirm_peaks) {
       std::map<DType, int> gemms;
       for (const auto& g : plan.gemm) ++gemms[g.dtype];
@@ -352,12 +358,17 @@ class DeviceRun {
   void measure_vector_ops() {
     for (const auto& shape : plan_.vector_ops) {
       const auto what = "vector_op " + shape.str();
-      if (auto m = point("vector_op " + shape.op, what, plan_.vector_op_rule,
-                         [&] { return backend_.vector_op(shape); })) {
+      const auto klass = "vector_op " + shape.op;
+      const auto make = [this, shape = shape] { return backend_.vector_op(shape); };
+      if (auto m = point(klass, what, plan_.vector_op_rule, make)) {
         const double rate = shape.elements() / m->summary.min_s;
         device_.vector_ops.push_back({shape.op, shape.dtype, shape.rows, shape.cols,
                                       timing_of(m->summary), rate, m->impl});
-        progress(what, fmt::format("{:.2f} Gelem/s", rate / 1e9));
+        progress(what, format_elements_per_s(rate));
+        keep_for_revisit(klass, what, make, Revisit::Kind::vector_op, device_.vector_ops.size() - 1, *m,
+                         static_cast<double>(shape.elements()));
+      } else {
+        no_revisit();
       }
     }
   }
@@ -376,7 +387,7 @@ class DeviceRun {
         progress(what, format_flops_per_s(m->best_flops_per_s()));
         const std::size_t i = device_.gemm.size() - 1;
         const double flops = m->flops;
-        keep_for_revisit(klass, what, make, true, i, *m);
+        keep_for_revisit(klass, what, make, Revisit::Kind::gemm, i, *m);
         watch_.offer(klass, what, flops, make, std::move(m->kernel), m->samples,
                      [this, i, dtype, flops](const Summary& s, const std::string& impl, const std::string& layout) {
                        set_figures(device_.gemm[i], flops, s, impl, layout);
@@ -396,7 +407,7 @@ class DeviceRun {
         device_.gemm.push_back(
             {shape, timing_of(m->summary), m->best_flops_per_s(), m->impl, m->layout, true});
         progress(what, format_flops_per_s(m->best_flops_per_s()));
-        keep_for_revisit(klass, what, make, true, device_.gemm.size() - 1, *m);
+        keep_for_revisit(klass, what, make, Revisit::Kind::gemm, device_.gemm.size() - 1, *m);
       } else {
         no_revisit();
       }
@@ -414,7 +425,7 @@ class DeviceRun {
         progress(named, format_flops_per_s(m->best_flops_per_s()));
         const std::size_t i = device_.conv.size() - 1;
         const double flops = m->flops;
-        keep_for_revisit(klass, named, make, false, i, *m);
+        keep_for_revisit(klass, named, make, Revisit::Kind::conv, i, *m);
         watch_.offer(klass, named, flops, make, std::move(m->kernel), m->samples,
                      [this, i, flops](const Summary& s, const std::string& impl, const std::string& ran_layout) {
                        set_figures(device_.conv[i], flops, s, impl, ran_layout);
@@ -435,7 +446,7 @@ class DeviceRun {
             {shape, m->layout, timing_of(m->summary), m->best_flops_per_s(), m->impl, true});
         const auto named = what + " " + layout_label(layout, m->layout);
         progress(named, format_flops_per_s(m->best_flops_per_s()));
-        keep_for_revisit(klass, named, make, false, device_.conv.size() - 1, *m);
+        keep_for_revisit(klass, named, make, Revisit::Kind::conv, device_.conv.size() - 1, *m);
       } else {
         no_revisit();
       }
@@ -518,18 +529,20 @@ class DeviceRun {
   // A GEMM or convolution point to look at again (Plan::revisit_max_s): how to make its kernel,
   // where its figures are, and the samples of its first look.
   struct Revisit {
+    enum class Kind { gemm, conv, vector_op };
     std::string klass, what;
     PeakWatch::Make make;
-    bool gemm = true;
+    Kind kind = Kind::gemm;
     std::size_t index = 0;
-    double flops = 0;
+    double work = 0;  // FLOPs (GEMM, convolution) or elements (vector op) of one run
     std::vector<double> samples;
   };
 
+  // `work`: of one run, when it is not the kernel's FLOPs (a vector op's elements).
   void keep_for_revisit(const std::string& klass, const std::string& what, PeakWatch::Make make,
-                        bool gemm, std::size_t index, const Measured& m) {
+                        Revisit::Kind kind, std::size_t index, const Measured& m, double work = -1) {
     if (plan_.revisit_max_s > 0 && m.summary.min_s <= plan_.revisit_max_s)
-      revisits_.push_back({klass, what, std::move(make), gemm, index, m.flops, m.samples});
+      revisits_.push_back({klass, what, std::move(make), kind, index, work >= 0 ? work : m.flops, m.samples});
     else
       no_revisit();
   }
@@ -558,21 +571,34 @@ class DeviceRun {
       // The point's figures may already hold more than its first look (bursts, while it was a
       // candidate): they change only when the second look found a faster sample.
       const auto update = [&](auto& p) {
-        if (all.min_s < p.timing.time_s) set_figures(p, r.flops, all, m->impl, m->layout);
+        if (all.min_s < p.timing.time_s) set_figures(p, r.work, all, m->impl, m->layout);
         return p.flops_per_s;
       };
-      double rate = 0;
-      if (r.gemm) {
-        auto& p = device_.gemm[r.index];
-        rate = update(p);
-        if (!p.cold_weights) {
-          auto& best = device_.peaks.flops_per_s[std::string(to_string(p.shape.dtype))];
-          best = std::max(best, p.flops_per_s);
+      switch (r.kind) {
+        case Revisit::Kind::gemm: {
+          auto& p = device_.gemm[r.index];
+          const double rate = update(p);
+          if (!p.cold_weights) {
+            auto& best = device_.peaks.flops_per_s[std::string(to_string(p.shape.dtype))];
+            best = std::max(best, p.flops_per_s);
+          }
+          progress("revisit " + r.what, format_flops_per_s(rate));
+          break;
         }
-      } else {
-        rate = update(device_.conv[r.index]);
+        case Revisit::Kind::conv:
+          progress("revisit " + r.what, format_flops_per_s(update(device_.conv[r.index])));
+          break;
+        case Revisit::Kind::vector_op: {
+          auto& p = device_.vector_ops[r.index];
+          if (all.min_s < p.timing.time_s) {
+            p.timing = timing_of(all);
+            p.elements_per_s = r.work / all.min_s;
+            p.impl = m->impl;
+          }
+          progress("revisit " + r.what, format_elements_per_s(p.elements_per_s));
+          break;
+        }
       }
-      progress("revisit " + r.what, format_flops_per_s(rate));
     }
     revisits_.clear();
   }

@@ -67,10 +67,11 @@ struct Plan {
   int watch_pool = 3;
   bool watch_keeps_kernels = false;
   StopRule burst_rule;
-  // A second look: after the other points (before the confirmation), every GEMM and convolution
-  // point that is not a peak-watch candidate and whose fastest sample took at most
-  // `revisit_max_s` is made and measured again with `revisit_rule`; a faster second look joins its samples to the first's. A point
-  // measured in a busy spell of a shared host then gets a second draw minutes later (0: none).
+  // A second look: after the other points (before the confirmation), every vector op, GEMM and
+  // convolution point that is not a peak-watch candidate and whose fastest sample took at most
+  // `revisit_max_s` is made and measured again with `revisit_rule`; a faster second look joins
+  // its samples to the first's. A point measured in a busy spell of a shared host then gets a
+  // second draw minutes later (0: none).
   double revisit_max_s = 0;
   StopRule revisit_rule;
 };

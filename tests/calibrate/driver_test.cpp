@@ -80,8 +80,13 @@ class FakeBackend : public Backend {
   std::unique_ptr<Kernel> fma(DType) override { return std::make_unique<FakeKernel>("fma", 1e-3, 2e9, 0); }
   std::unique_ptr<Kernel> vector_op(const VectorOpShape& shape) override {
     if (shape.op == "exp") throw Unsupported("no exp here");
-    return std::make_unique<FakeKernel>("vector_op", 1e-4, 0, 8 * shape.elements());
+    const int made = vector_ops_made[shape.str()]++;
+    // 1e-4 s a run unless vector_op_time says otherwise.
+    const double time_s = vector_op_time ? vector_op_time(made) : 1e-4;
+    return std::make_unique<FakeKernel>("vector_op", time_s, 0, 8 * shape.elements());
   }
+  std::function<double(int)> vector_op_time;  // a vector op kernel's time by kernels made before
+  std::map<std::string, int> vector_ops_made;
   std::unique_ptr<Kernel> tiny_op() override { return std::make_unique<FakeKernel>("tiny", 3e-6, 1, 8); }
   std::unique_ptr<Kernel> sentinel() override {
     auto kernel = std::make_unique<FakeKernel>("sentinel", 1e-4, 1e6, 0);
@@ -189,6 +194,23 @@ TEST(Driver, SecondLookKeepsTheFasterOfTwoLooks) {
       EXPECT_NEAR(device.conv[0].flops_per_s, 2e11, 1);
       EXPECT_EQ(device.gemm[0].timing.samples, 3);  // the first look's figures stay
     }
+  }
+  // Vector ops get their second look too; one that cannot run has none.
+  {
+    FakeBackend backend;
+    backend.vector_op_time = [](int made) { return made == 0 ? 2e-4 : 1e-4; };
+    Plan plan = small_plan();
+    plan.confirm_peaks = false;
+    plan.vector_ops = {{"gelu", DType::bf16, 256, 1024}, {"exp", DType::f32, 256, 1024}};
+    plan.vector_op_rule = plan.gemm_rule;
+    plan.revisit_max_s = 1.0;
+    plan.revisit_rule = plan.gemm_rule;
+    Device device;
+    ASSERT_TRUE(calibrate_device(backend, plan, CalibrateOptions{}, device));
+    ASSERT_EQ(device.vector_ops.size(), 1u);
+    EXPECT_EQ(backend.vector_ops_made.at("gelu_bf16_256x1024"), 2);
+    EXPECT_NEAR(device.vector_ops[0].elements_per_s, 256 * 1024 / 1e-4, 1);
+    EXPECT_EQ(device.vector_ops[0].timing.samples, 6);
   }
   // Points longer than revisit_max_s get no second look.
   FakeBackend backend;
