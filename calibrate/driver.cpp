@@ -219,8 +219,11 @@ class DeviceRun {
       for (const auto& c : plan.conv) ++convs[c.first.dtype];
       for (const auto& [dtype, count] : convs)
         confirmed += std::min(count, std::max(plan.confirm_gemms, 1));
-      total_points_ += int(plan.fma_dtypes.size()) + confirmed +
-                       device_memory_sizes * int(plan.stream_ops.size());
+      // The triads are confirmed by the watch or after it; the other ops when the plan says so.
+      int confirmed_streams = 0;
+      for (const auto op : plan.stream_ops)
+        confirmed_streams += op == StreamOp::triad || plan.confirm_other_streams ? 1 : 0;
+      total_points_ += int(plan.fma_dtypes.size()) + confirmed + device_memory_sizes * confirmed_streams;
     }
   }
 
@@ -623,9 +626,24 @@ class DeviceRun {
                       waited));
   }
 
+  // A main-memory sweep point measured again after the watch's confirmation.
+  bool confirms_after_watch(const MemoryPoint& p, std::int64_t device_memory_from) const {
+    if (p.bytes < device_memory_from || p.kernel == "d2d_copy" || !stream_op_named(p.kernel)) return false;
+    // With bursts, the main-memory triad points were the watch's to confirm.
+    if (p.kernel == "triad") return plan_.watch_share <= 0;
+    return plan_.confirm_other_streams;
+  }
+
   void confirm_peaks() {
     if (!plan_.confirm_peaks) return;
     wait_for_quiet();
+    // The progress total counted every point the plan could confirm; now the candidates are known
+    // (a dtype whose points all failed has none).
+    const auto from = device_memory_from(backend_.describe().levels);
+    int after_watch = 0;
+    if (from)
+      for (const auto& p : device_.memory_sweep) after_watch += confirms_after_watch(p, *from);
+    total_points_ = done_points_ + static_cast<int>(watch_.to_confirm()) + after_watch;
     // FMA, the few fastest GEMMs and convolutions of each dtype (which shape is fastest is itself
     // a noisy verdict, and the best layer is a headline figure too) and the main-memory triads.
     watch_.confirm(
@@ -641,14 +659,11 @@ class DeviceRun {
         [this](const std::string& category, const std::string& what, const std::string& reason) {
           skip(category, "confirm " + what, reason);
         });
-    const auto from = device_memory_from(backend_.describe().levels);
     if (!from) return;
     bool changed = false;
     for (auto& p : device_.memory_sweep) {
-      // With bursts, the main-memory triad points were the watch's to confirm.
-      if (p.bytes < *from || p.kernel == "d2d_copy" || (p.kernel == "triad" && plan_.watch_share > 0)) continue;
+      if (!confirms_after_watch(p, *from)) continue;
       const auto op = stream_op_named(p.kernel);
-      if (!op) continue;
       const auto what = fmt::format("confirm stream {} {}", p.kernel, format_bytes(double(p.bytes)));
       if (auto m = point("stream " + p.kernel, what, plan_.stream_rule, [&] { return backend_.stream(*op, p.bytes); })) {
         if (m->best_Bps() > p.Bps) {

@@ -169,6 +169,16 @@ void PeakWatch::confirm(const std::function<StopRule(const std::string& category
   }
 }
 
+std::size_t PeakWatch::to_confirm() const {
+  std::size_t n = 0;
+  for (const auto& cat : categories_) {
+    const auto alive = static_cast<std::size_t>(
+        std::count_if(cat.candidates.begin(), cat.candidates.end(), [](const Candidate& c) { return !c.failed; }));
+    n += std::min(alive, static_cast<std::size_t>(std::max(options_.confirmed, 0)));
+  }
+  return n;
+}
+
 std::size_t PeakWatch::candidates() const {
   std::size_t n = 0;
   for (const auto& cat : categories_) n += cat.candidates.size();

@@ -77,6 +77,9 @@ class PeakWatch {
 
   // Candidates now kept, over all categories.
   std::size_t candidates() const;
+  // How many candidates confirm() will measure: per category, the `confirmed` fastest that have
+  // not failed.
+  std::size_t to_confirm() const;
   // Whether the point offered as `what` is a candidate now.
   bool holds(const std::string& what) const;
   int bursts() const { return bursts_; }

@@ -52,9 +52,10 @@ struct Plan {
   int max_remeasure = 2;
   // Measure the points behind the headline peaks (FMA, the `confirm_gemms` fastest GEMMs and
   // convolutions per dtype, with bursts the same number of main-memory triads; see PeakWatch)
-  // once more at the end of the run, every sample counting, and the other device-memory stream
-  // points too, keeping the faster run.
+  // once more at the end of the run, every sample counting, and (`confirm_other_streams`) the
+  // other device-memory stream points too, keeping the faster run.
   bool confirm_peaks = true;
+  bool confirm_other_streams = true;
   int confirm_gemms = 3;
   // Before confirming, wait up to this long for the sentinel to run as fast as it ever did.
   double quiet_wait_s = 0;

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <map>
+#include <regex>
 
 #include <gtest/gtest.h>
 
@@ -72,6 +73,7 @@ class FakeBackend : public Backend {
     return std::make_unique<FakeKernel>(s.str(), s.flops() / 2.5e11, s.flops(), s.bytes());
   }
   std::unique_ptr<Kernel> stream(StreamOp op, std::int64_t bytes) override {
+    ++streams_made[std::string(to_string(op)) + " " + std::to_string(bytes)];
     const double rate = bytes <= (1 << 15) ? 400e9 : 20e9;
     auto kernel = std::make_unique<FakeKernel>(std::string(to_string(op)), double(bytes) / rate, 0, double(bytes));
     if (bytes == memory_probe_bytes) kernel->time_fn = memory_probe_time;
@@ -94,6 +96,7 @@ class FakeBackend : public Backend {
     return kernel;
   }
   std::function<double()> sentinel_time;  // when set, the sentinel's time per run
+  std::map<std::string, int> streams_made;  // by "op bytes"
   // When set, the time per run of the stream kernel of memory_probe_bytes (the memory probe).
   std::function<double()> memory_probe_time;
   std::int64_t memory_probe_bytes = -1;
@@ -242,6 +245,33 @@ TEST(Driver, SecondLookTellsALayoutAskedForFromTheLayoutThatRan) {
   // First looks (any, nhwc), the second look of the nhwc point, the candidate's confirmation.
   const std::vector<ConvLayout> made = {ConvLayout::any, ConvLayout::nhwc, ConvLayout::nhwc, ConvLayout::any};
   EXPECT_EQ(backend.conv_layouts, made);
+}
+
+TEST(Driver, OtherMainMemoryStreamsAreConfirmedOnlyWhenThePlanSaysSo) {
+  for (const bool others : {true, false}) {
+    FakeBackend backend;
+    Plan plan = small_plan();
+    plan.stream_ops = {StreamOp::copy, StreamOp::triad};
+    plan.confirm_other_streams = others;
+    std::vector<std::string> lines;
+    CalibrateOptions options;
+    options.progress = [&](const std::string& line) { lines.push_back(line); };
+    Device device;
+    ASSERT_TRUE(calibrate_device(backend, plan, options, device));
+    const std::string dram = std::to_string(std::int64_t(1) << 36);
+    EXPECT_EQ(backend.streams_made.at("copy " + dram), others ? 2 : 1);
+    EXPECT_EQ(backend.streams_made.at("triad " + dram), 2);  // the headline triad, always
+    EXPECT_EQ(backend.streams_made.at("copy 16384"), 1);     // in-cache points never
+    // The progress count still ends where it said it would.
+    const std::regex counted(R"(^\[\S* *(\d+)/(\d+) )");
+    std::smatch last;
+    for (const auto& line : lines) {
+      std::smatch m;
+      if (std::regex_search(line, m, counted)) last = m;
+    }
+    ASSERT_FALSE(last.empty());
+    EXPECT_EQ(last[1].str(), last[2].str()) << last[0].str();
+  }
 }
 
 TEST(Summary, VectorOpsLineListsEachOpPerDtype) {
