@@ -56,7 +56,7 @@ struct VectorOpShape {
   std::string str() const;
   friend bool operator==(const VectorOpShape&, const VectorOpShape&) = default;
 };
-// relu, relu6, gelu (erf form), tanh, sigmoid, silu, exp, softmax, layernorm.
+// relu, relu6, gelu (erf form), gelu_tanh (tanh form), tanh, sigmoid, silu, exp, softmax, layernorm.
 const std::vector<std::string>& vector_op_names();
 
 // STREAM kernels over arrays of doubles (CPU) or the backend's element type.

@@ -44,6 +44,7 @@ std::optional<KindFn> op_alias(const std::string& text) {
       {"relu", {OpKind::elementwise, "relu"}},
       {"relu6", {OpKind::elementwise, "relu6"}},
       {"gelu", {OpKind::elementwise, "gelu"}},
+      {"gelu_tanh", {OpKind::elementwise, "gelu_tanh"}},
       {"silu", {OpKind::elementwise, "silu"}},
       {"sigmoid", {OpKind::elementwise, "sigmoid"}},
       {"tanh", {OpKind::elementwise, "tanh"}},

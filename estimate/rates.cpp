@@ -33,7 +33,8 @@ int conv_class(std::int64_t groups, bool depthwise) {
 
 std::optional<double> RateModel::vector_op_elements_per_s(const std::string& op) const {
   auto it = vector_op_rates_.find(op);
-  // Profiles before 1.5 time GELU in its erf form only: the tanh form takes that rate.
+  // A profile without the tanh form (before 1.5, the quick suite, a skipped point) lends it the
+  // erf form's rate.
   if (it == vector_op_rates_.end() && op == "gelu_tanh") it = vector_op_rates_.find("gelu");
   if (it == vector_op_rates_.end()) return std::nullopt;
   return it->second;

@@ -56,8 +56,8 @@ class RateModel {
   // Elementwise work (norms, activations): the vector FMA peak of the dtype.
   double vector_flops_per_s() const { return vector_flops_per_s_; }
   // Elements per second of the profile's measured vector op `op` in this dtype (the fastest point
-  // of that op; gelu_tanh falls back to gelu in profiles before 1.5), or nullopt when the profile
-  // has none.
+  // of that op; gelu_tanh falls back to gelu where the profile has no gelu_tanh point), or nullopt
+  // when the profile has none.
   std::optional<double> vector_op_elements_per_s(const std::string& op) const;
   // Bandwidth of the smallest memory level that holds `working_set_bytes`.
   double Bps(double working_set_bytes) const;

@@ -95,7 +95,7 @@ Config parse_config(const json& c, const std::string& where) {
   cfg.lm_head = bool_field(c, where, "lm_head", cfg.decoder);
   cfg.embedding_norm = bool_field(c, where, "embedding_norm", false);
   cfg.pre_norm = string_field(c, where, "norm_position", "pre", {"pre", "post"}) == "pre";
-  cfg.activation = string_field(c, where, "activation", "gelu", {"gelu", "silu", "relu"});
+  cfg.activation = string_field(c, where, "activation", "gelu", {"gelu", "gelu_tanh", "silu", "relu"});
   cfg.norm = string_field(c, where, "norm", "layernorm", {"layernorm", "rmsnorm"});
   cfg.position = string_field(c, where, "position", "learned", {"learned", "rope", "none"});
   if (cfg.layers == 0 || cfg.hidden == 0 || cfg.heads == 0)

@@ -456,11 +456,11 @@ def onednn_summary(name, args):
 def find_truepeak(path):
     if path:
         return path
-    for candidate in ("build/cli/truepeak", "build-release/cli/truepeak", "build-onnx/cli/truepeak"):
+    for candidate in ("build/truepeak", "build-release/truepeak", "build-onnx/truepeak"):
         full = os.path.join(ROOT, candidate)
         if os.path.exists(full):
             return full
-    return shutil.which("truepeak") or os.path.join(ROOT, "build/cli/truepeak")
+    return shutil.which("truepeak") or os.path.join(ROOT, "build/truepeak")
 
 
 def find_key(doc, key):
@@ -672,7 +672,7 @@ def library_text(info):
 def main():
     parser = argparse.ArgumentParser(description="Validate truepeak estimates against PyTorch runs.")
     parser.add_argument("--profile", default=os.path.join(ROOT, "results", "dev-cpu.json"))
-    parser.add_argument("--truepeak", default=None, help="the truepeak executable (default: build/cli/truepeak)")
+    parser.add_argument("--truepeak", default=None, help="the truepeak executable (default: build/truepeak)")
     parser.add_argument("--models", default=",".join(DEFAULT_MODELS),
                         help="comma-separated: bert_base, gpt2_prefill, gpt2_decode, and any torchvision "
                              "classification model (resnet34, densenet121, efficientnet_b0, ...); default: "

@@ -1,4 +1,7 @@
 // The zoo against the published parameter and multiply-add counts.
+#include <set>
+#include <string>
+
 #include <gtest/gtest.h>
 
 #include "estimate/cost.hpp"
@@ -79,6 +82,18 @@ TEST(Zoo, DecodersHaveADecodeStepReadingTheKvCache) {
   for (const auto& op : m.decode->ops) cache_reads += static_cast<int>(op.state.size());
   EXPECT_EQ(cache_reads, 2 * 32);  // k and v of every layer
   EXPECT_FALSE(load_model("bert_base").decode.has_value());
+}
+
+TEST(Zoo, EachTransformerUsesItsOwnGeluForm) {
+  // GPT-2's MLP uses GELU's tanh form, BERT's the erf form: each is timed by its own measured op.
+  const auto activations = [](const std::string& name) {
+    std::set<std::string> fns;
+    for (const auto& op : load_model(name).forward.ops)
+      if (op.kind == OpKind::elementwise && op.fn.rfind("gelu", 0) == 0) fns.insert(op.fn);
+    return fns;
+  };
+  EXPECT_EQ(activations("gpt2"), std::set<std::string>{"gelu_tanh"});
+  EXPECT_EQ(activations("bert_base"), std::set<std::string>{"gelu"});
 }
 
 }  // namespace
