@@ -213,9 +213,9 @@ Plan cpu_plan(const DeviceDescription& device, Suite suite) {
   plan.watch_keeps_kernels = true;
   plan.burst_rule = rule(3, 0.02, 0, 0, 0.0);
   plan.burst_rule.max_samples = 3;
-  // The default suite looks at every vector op, GEMM and convolution of up to 20 ms a second time (a busy
-  // spell here slows a batch-1 convolution by a third and lasts seconds); the quick one has no
-  // time for it.
+  // The default suite looks at every vector op, GEMM and convolution of up to 20 ms a second
+  // time (a busy spell here slows a batch-1 convolution by a third and lasts seconds); the quick
+  // one has no time for it.
   if (!quick) {
     plan.revisit_max_s = 0.02;
     plan.revisit_rule = rule(3, 0.1, 3, 1, 0.005);
