@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace truepeak::estimate {
 namespace {
 
@@ -159,7 +161,10 @@ std::string measured_vector_op(const Op& op) {
   }
 }
 
-std::vector<Work> forward_work(const Op& op, const Bindings& b, double e) {
+namespace {
+
+// forward_work before the output's share is filled in.
+std::vector<Work> forward_products(const Op& op, const Bindings& b, double e) {
   const double out = elems(op.output, b);
   const double in = sum_elems(op.inputs, b);
   const double params = sum_elems(op.weights, b);
@@ -219,6 +224,15 @@ std::vector<Work> forward_work(const Op& op, const Bindings& b, double e) {
       return {};  // a view
   }
   return {};
+}
+
+}  // namespace
+
+std::vector<Work> forward_work(const Op& op, const Bindings& b, double e) {
+  auto work = forward_products(op, b, e);
+  const double written = elems(op.output, b) * e;
+  for (auto& w : work) w.output_bytes = std::min(written, w.bytes);
+  return work;
 }
 
 std::vector<Work> backward_work(const Op& op, const Bindings& b, double e,

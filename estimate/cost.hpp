@@ -21,6 +21,7 @@ struct Work {
   double flops = 0;
   double bytes = 0;
   double weight_bytes = 0;  // the parameters' share of `bytes` (forward passes)
+  double output_bytes = 0;  // the written tensor's share of `bytes` (forward passes)
   std::vector<std::pair<GemmCoords, double>> products;  // (shape, flops) for gemm/conv engines
   std::int64_t groups = 1;
   bool depthwise = false;

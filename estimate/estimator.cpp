@@ -23,7 +23,7 @@ OpRow cost_row(const Op& op, const Work& w, const RateModel& rates, const std::s
   r.shape = w.shape;
   r.flops = w.flops;
   r.bytes = w.bytes;
-  r.memory_s = rates.memory_s(w.bytes, w.weight_bytes, model_weight_bytes);
+  r.memory_s = rates.memory_s(w.bytes, w.weight_bytes, model_weight_bytes, w.output_bytes);
   // The bytes of an op of several products (attention) are shared in proportion to their work.
   double product_flops = 0;
   for (const auto& product : w.products) product_flops += product.second;

@@ -47,10 +47,14 @@ class RateModel {
   // `cold_weights` as for gemm_time_s, with the profile's cold-weight conv points.
   double conv_time_s(const GemmCoords& implicit_gemm, double flops, double bytes,
                      std::int64_t groups, bool depthwise, bool cold_weights = false) const;
-  // Time to move `bytes`, `weight_bytes` of them parameters. Activations come from the level that
-  // holds the op's bytes; parameters from the level that holds all of the model's
-  // (`model_weight_bytes`): a pass reads each weight once, after every other layer's.
-  double memory_s(double bytes, double weight_bytes = 0, double model_weight_bytes = 0) const;
+  // Time to move `bytes`, `weight_bytes` of them parameters and `output_bytes` the tensor the op
+  // writes. Activations come from the level that holds the op's bytes; parameters from the level
+  // that holds all of the model's (`model_weight_bytes`): a pass reads each weight once, after
+  // every other layer's. On a CPU, an output larger than the caches that keep data, or any output
+  // of a model whose weights outgrow them, is written to lines that must be read first: twice its
+  // bytes at main-memory bandwidth.
+  double memory_s(double bytes, double weight_bytes = 0, double model_weight_bytes = 0,
+                  double output_bytes = 0) const;
   // The rate gemm_time_s gives a GEMM whose operands are read and written once.
   double gemm_flops_per_s(const GemmCoords& shape) const;
   // Elementwise work (norms, activations): the vector FMA peak of the dtype.
@@ -108,6 +112,7 @@ class RateModel {
   double dram_Bps_ = 0;
   double overhead_s_ = 0;
   bool overlaps_issue_ = false;
+  bool write_allocate_ = false;  // a store reads its line first (a CPU)
   double naive_matrix_ = 0, naive_vector_ = 0, naive_Bps_ = 0;
 };
 
