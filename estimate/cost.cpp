@@ -230,7 +230,11 @@ std::vector<Work> forward_products(const Op& op, const Bindings& b, double e) {
 
 std::vector<Work> forward_work(const Op& op, const Bindings& b, double e) {
   auto work = forward_products(op, b, e);
-  const double written = elems(op.output, b) * e;
+  // An elementwise op, a norm or a softmax writes a tensor of its input's shape, which runtimes
+  // write in place or into a buffer an input just left: no fresh output (`output_bytes` 0).
+  const bool in_place = op.kind == OpKind::elementwise || op.kind == OpKind::norm ||
+                        op.kind == OpKind::softmax;
+  const double written = in_place ? 0 : elems(op.output, b) * e;
   for (auto& w : work) w.output_bytes = std::min(written, w.bytes);
   return work;
 }

@@ -21,7 +21,9 @@ struct Work {
   double flops = 0;
   double bytes = 0;
   double weight_bytes = 0;  // the parameters' share of `bytes` (forward passes)
-  double output_bytes = 0;  // the written tensor's share of `bytes` (forward passes)
+  // The share of `bytes` written to a fresh buffer (forward passes): the output of an op that
+  // cannot run in place (0 for elementwise ops, norms and softmax).
+  double output_bytes = 0;
   std::vector<std::pair<GemmCoords, double>> products;  // (shape, flops) for gemm/conv engines
   std::int64_t groups = 1;
   bool depthwise = false;

@@ -47,8 +47,8 @@ class RateModel {
   // `cold_weights` as for gemm_time_s, with the profile's cold-weight conv points.
   double conv_time_s(const GemmCoords& implicit_gemm, double flops, double bytes,
                      std::int64_t groups, bool depthwise, bool cold_weights = false) const;
-  // Time to move `bytes`, `weight_bytes` of them parameters and `output_bytes` the tensor the op
-  // writes. Activations come from the level that holds the op's bytes; parameters from the level
+  // Time to move `bytes`, `weight_bytes` of them parameters and `output_bytes` a tensor the op
+  // writes to a fresh buffer. Activations come from the level that holds the op's bytes; parameters from the level
   // that holds all of the model's (`model_weight_bytes`): a pass reads each weight once, after
   // every other layer's. On a CPU, an output larger than the caches that keep data, or any output
   // of a model whose weights outgrow them, is written to lines that must be read first: twice its
