@@ -111,7 +111,15 @@ class PeakWatch {
     std::vector<Candidate> candidates;
     Clock::time_point since;
     double burst_time_s = 0;
+    int bursts = 0;
+    int near_best = 0;  // bursts whose fastest sample came within kNearBest of the category's best
   };
+  // A burst this close to its category's best rate (or faster) finds the figure where it was.
+  static constexpr double kNearBest = 0.99;
+  // A category whose bursts seldom come near its best claims up to this many times the burst time
+  // of one whose bursts always do.
+  static constexpr double kMaxClaim = 4.0;
+  static double claim(const Category& cat);
 
   // Times `c` with `rule`, adds the samples and writes the figures back. False when its kernel
   // could not be made again.

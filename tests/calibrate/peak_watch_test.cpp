@@ -149,6 +149,27 @@ TEST(PeakWatch, BurstTimeIsSharedEvenlyNotByCount) {
   EXPECT_GE(longer.calls, 2);
 }
 
+TEST(PeakWatch, ACategoryWhoseBurstsMissItsBestGetsMoreOfTheTime) {
+  // Same wall time per burst. "steady" runs at its best every time; "noisy" was offered with one
+  // fast sample and its bursts never come near it (other tenants on the memory bus): it claims
+  // up to four times the steady one's burst time, to catch the next fast spell.
+  PeakWatch watch({3, 3, 1.0, true, burst_rule()});
+  Applied steady, noisy;
+  watch.offer("fma f32", "steady", 1e9, no_make(),
+              std::make_unique<ScriptedKernel>(std::vector<double>{1e-3}, "impl", 0.001), {1e-3}, record(steady));
+  watch.offer("memory", "noisy", 1e9, no_make(),
+              std::make_unique<ScriptedKernel>(std::vector<double>{1.5e-3}, "impl", 0.001), {1e-3},
+              record(noisy));
+  for (int i = 0; i < 4; ++i) watch.tick(1000.0, nullptr);
+  EXPECT_EQ(steady.calls + noisy.calls, 64);
+  EXPECT_GT(noisy.calls, 2 * steady.calls);
+  EXPECT_GE(steady.calls, 8);
+  const auto report = watch.report();
+  ASSERT_EQ(report["categories"].size(), 2u);
+  EXPECT_EQ(report["categories"][0]["near_best"], steady.calls);
+  EXPECT_EQ(report["categories"][1]["near_best"], 0);
+}
+
 TEST(PeakWatch, CandidatesNearTheTopGetMostOfTheirCategorysTime) {
   // Same wall time per burst; one candidate at half the other's rate claims a sixteenth of its time.
   PeakWatch watch({3, 3, 1.0, true, burst_rule()});
