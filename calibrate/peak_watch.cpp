@@ -126,8 +126,8 @@ std::pair<PeakWatch::Category*, PeakWatch::Candidate*> PeakWatch::next_for_burst
 }
 
 // Burst time goes where the headline is least settled: a category claims the inverse of the share
-// of its bursts that came near its best (counted as if one of two more had, so that a category
-// starts even), between 1 and kMaxClaim. On a shared machine main memory's fast samples come
+// of its bursts that came near their candidate's best (counted as if one of two more had, so that
+// new categories start even), between 1 and kMaxClaim. On a shared machine main memory's fast samples come
 // seldom when other tenants load it; the vector peak's come every burst.
 double PeakWatch::claim(const Category& cat) {
   const double near_share = (cat.near_best + 1.0) / (cat.bursts + 2.0);
@@ -140,20 +140,20 @@ void PeakWatch::tick(double elapsed_s, const std::atomic<bool>* stop) {
   for (std::size_t i = 0; i < most && burst_time_s_ < options_.share * elapsed_s && !raised(stop); ++i) {
     const auto [cat, c] = next_for_burst();
     if (!c) return;
-    double best_rate = 0;
-    for (const auto& other : cat->candidates) best_rate = std::max(best_rate, other.rate());
+    const double best_rate = c->rate();
     const std::size_t before = c->samples.size();
     const auto start = Clock::now();
     time(*c, options_.burst_rule, stop);
     const double spent = seconds_since(start);
+    // Only a burst that timed something tells how settled the category is.
     if (c->samples.size() > before) {
       const double fastest = *std::min_element(c->samples.begin() + static_cast<std::ptrdiff_t>(before),
                                                c->samples.end());
       if (c->work / fastest >= kNearBest * best_rate) ++cat->near_best;
+      ++cat->bursts;
     }
     burst_time_s_ += spent;
     cat->burst_time_s += spent;
-    ++cat->bursts;
     c->burst_time_s += spent;
     ++c->bursts;
     ++bursts_;

@@ -14,11 +14,12 @@
 // candidates than are confirmed, because a point measured in a slow spell ranks too low to be
 // confirmed on its first figure; its bursts can lift it back.
 //
-// The burst time is shared evenly among the categories, by burst time per second since each
-// joined, and within a category by the same measure weighted by (rate / the category's best)^4:
-// each category gets about the same time, a 0.1 ms GEMM many more bursts than a 30 ms
-// convolution, the candidates near the top most of their category's time, and a late arrival is
-// not made up for all at once.
+// The burst time is shared among the categories by burst time per second since each joined, over
+// the category's claim: 1 when its bursts come within 1% of their candidate's best, up to 4 when
+// they seldom do (main memory while other tenants load it). Within a category the same measure is
+// weighted by (rate / the category's best)^4. Settled categories get about the same time, a
+// 0.1 ms GEMM many more bursts than a 30 ms convolution, the candidates near the top most of
+// their category's time, and a late arrival is not made up for all at once.
 #pragma once
 
 #include <atomic>
@@ -112,9 +113,9 @@ class PeakWatch {
     Clock::time_point since;
     double burst_time_s = 0;
     int bursts = 0;
-    int near_best = 0;  // bursts whose fastest sample came within kNearBest of the category's best
+    int near_best = 0;  // bursts whose fastest sample came within kNearBest of their candidate's best
   };
-  // A burst this close to its category's best rate (or faster) finds the figure where it was.
+  // A burst this close to its candidate's best rate (or faster) finds the figure where it was.
   static constexpr double kNearBest = 0.99;
   // A category whose bursts seldom come near its best claims up to this many times the burst time
   // of one whose bursts always do.

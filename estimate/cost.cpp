@@ -235,7 +235,11 @@ std::vector<Work> forward_work(const Op& op, const Bindings& b, double e) {
   const bool in_place = op.kind == OpKind::elementwise || op.kind == OpKind::norm ||
                         op.kind == OpKind::softmax;
   const double written = in_place ? 0 : elems(op.output, b) * e;
-  for (auto& w : work) w.output_bytes = std::min(written, w.bytes);
+  double all_bytes = 0;
+  for (const auto& w : work) all_bytes += w.bytes;
+  // Several kernels of one op share its output in proportion to their bytes.
+  for (auto& w : work)
+    w.output_bytes = all_bytes > 0 ? std::min(w.bytes, written * w.bytes / all_bytes) : 0;
   return work;
 }
 

@@ -133,7 +133,17 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
   dram_Bps_ = levels_.back().second;
   overhead_s_ = op_overhead_s.value_or(device.overhead_op_s.value_or(0));
   overlaps_issue_ = device.kind == "gpu";
-  write_allocate_ = device.kind == "cpu";  // a GPU's L2 takes whole-sector writes without a read
+  // A GPU's L2 takes whole-sector writes without a read. A CPU's main-memory triad that stored
+  // regularly holds the reads of its lines already (profiles before `main_memory_stores` used
+  // streaming stores wherever AVX-512 was there).
+  if (device.kind == "cpu") {
+    const auto& p = device.properties;
+    if (p.contains("main_memory_stores") && p["main_memory_stores"].is_string())
+      write_allocate_ = p["main_memory_stores"] == "streaming";
+    else
+      write_allocate_ =
+          p.contains("isa") && p["isa"].is_object() && p["isa"].value("avx512f", false);
+  }
 
   // Each measured point as its efficiency: the time its reference roofline allows over the time
   // it took.

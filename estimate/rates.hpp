@@ -48,11 +48,11 @@ class RateModel {
   double conv_time_s(const GemmCoords& implicit_gemm, double flops, double bytes,
                      std::int64_t groups, bool depthwise, bool cold_weights = false) const;
   // Time to move `bytes`, `weight_bytes` of them parameters and `output_bytes` a tensor the op
-  // writes to a fresh buffer. Activations come from the level that holds the op's bytes; parameters from the level
-  // that holds all of the model's (`model_weight_bytes`): a pass reads each weight once, after
-  // every other layer's. On a CPU, an output larger than the caches that keep data, or any output
-  // of a model whose weights outgrow them, is written to lines that must be read first: twice its
-  // bytes at main-memory bandwidth.
+  // writes to a fresh buffer. Activations come from the level that holds the op's bytes;
+  // parameters from the level that holds all of the model's (`model_weight_bytes`): a pass reads
+  // each weight once, after every other layer's. On a CPU, an output larger than the caches that
+  // keep data, or any output of a model whose weights outgrow them, is written to lines that must
+  // be read first: twice its bytes at main-memory bandwidth.
   double memory_s(double bytes, double weight_bytes = 0, double model_weight_bytes = 0,
                   double output_bytes = 0) const;
   // The rate gemm_time_s gives a GEMM whose operands are read and written once.
@@ -69,8 +69,8 @@ class RateModel {
   // Whether the device runs an op while the host issues the next (a GPU's stream): then an op
   // costs the longer of its work and its issue time, not their sum.
   bool overlaps_issue() const { return overlaps_issue_; }
-  // The largest cache that keeps weights warm: the largest level measured at least
-  // kCacheAdvantage times faster than main memory (0 when there is none).
+  // The largest cache that keeps data (weights, outputs) between uses: the largest level measured
+  // at least kCacheAdvantage times faster than main memory (0 when there is none).
   double largest_cache_bytes() const { return largest_cache_bytes_; }
   static constexpr double kCacheAdvantage = 2.0;
 
@@ -112,7 +112,9 @@ class RateModel {
   double dram_Bps_ = 0;
   double overhead_s_ = 0;
   bool overlaps_issue_ = false;
-  bool write_allocate_ = false;  // a store reads its line first (a CPU)
+  // A store reads its line first (a CPU), and the main-memory figure is of streaming stores,
+  // which do not: a cold output's read is not in that figure.
+  bool write_allocate_ = false;
   double naive_matrix_ = 0, naive_vector_ = 0, naive_Bps_ = 0;
 };
 

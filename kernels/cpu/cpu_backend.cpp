@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "kernels/cpu/cpu_info.hpp"
 #include "kernels/cpu/own_kernels.hpp"
+#include "kernels/cpu/stream_loops.hpp"
 #ifdef TRUEPEAK_HAVE_ONEDNN
 #include "kernels/cpu/onednn_kernels.hpp"
 #endif
@@ -89,6 +90,10 @@ class CpuBackend final : public Backend {
     description_.properties["onednn_isa"] = nullptr;
 #endif
     description_.properties["fma_kernel_isa"] = cpu::best_fma_variant().isa;
+    // How the main-memory triads store (the working sets past twice the last-level cache):
+    // streaming stores read no line first, regular ones do, inside the figure.
+    description_.properties["main_memory_stores"] =
+        llc_bytes_ > 0 && cpu::stream_nt_available() ? "streaming" : "regular";
   }
 
   const DeviceDescription& describe() const override { return description_; }

@@ -163,11 +163,32 @@ TEST(PeakWatch, ACategoryWhoseBurstsMissItsBestGetsMoreOfTheTime) {
   for (int i = 0; i < 4; ++i) watch.tick(1000.0, nullptr);
   EXPECT_EQ(steady.calls + noisy.calls, 64);
   EXPECT_GT(noisy.calls, 2 * steady.calls);
+  EXPECT_LT(noisy.calls, 6 * steady.calls);
   EXPECT_GE(steady.calls, 8);
   const auto report = watch.report();
   ASSERT_EQ(report["categories"].size(), 2u);
   EXPECT_EQ(report["categories"][0]["near_best"], steady.calls);
   EXPECT_EQ(report["categories"][1]["near_best"], 0);
+}
+
+TEST(PeakWatch, CandidatesOfDifferentRatesAreSettledWhenEachRepeatsItsOwnBest) {
+  // "gemm f32" holds two shapes, one at 90% of the other's rate, each as fast in every burst as
+  // it ever was: as settled as the single FMA candidate, so the two categories share evenly.
+  PeakWatch watch({3, 3, 1.0, true, burst_rule()});
+  Applied fma, big, small;
+  watch.offer("fma f32", "fma", 1e9, no_make(),
+              std::make_unique<ScriptedKernel>(std::vector<double>{1e-3}, "impl", 0.001), {1e-3}, record(fma));
+  watch.offer("gemm f32", "big", 1e9, no_make(),
+              std::make_unique<ScriptedKernel>(std::vector<double>{1e-3}, "impl", 0.001), {1e-3}, record(big));
+  watch.offer("gemm f32", "small", 0.9e9, no_make(),
+              std::make_unique<ScriptedKernel>(std::vector<double>{1e-3}, "impl", 0.001), {1e-3}, record(small));
+  for (int i = 0; i < 2; ++i) watch.tick(1000.0, nullptr);
+  const int gemm = big.calls + small.calls;
+  EXPECT_EQ(fma.calls + gemm, 48);
+  EXPECT_LT(gemm, 2 * fma.calls);
+  EXPECT_LT(fma.calls, 2 * gemm);
+  const auto report = watch.report();
+  EXPECT_EQ(report["categories"][1]["near_best"], report["categories"][1]["bursts"]);
 }
 
 TEST(PeakWatch, CandidatesNearTheTopGetMostOfTheirCategorysTime) {

@@ -216,16 +216,41 @@ TEST_F(FixtureCpu, AnOutputTheCachesNoLongerHoldIsReadBeforeItIsWritten) {
   EXPECT_NEAR(p.memory_s, (in + 2 * pooled) / 5e10, 1e-12);
   const auto relu = estimate(relu_model(1 << 24), cpu, batch(1)).ops.at(0);
   EXPECT_NEAR(relu.memory_s, relu.bytes / 5e10, 1e-12);
+  // So may a softmax.
+  GraphBuilder sb;
+  sb.add(make_softmax("softmax", sb.input("x", {Dim::symbol("N"), 1 << 20})));
+  Model softmax;
+  softmax.name = "softmax";
+  softmax.forward = sb.take();
+  const auto sm = estimate(softmax, cpu, batch(16)).ops.at(0);
+  EXPECT_NEAR(sm.memory_s, sm.bytes / 5e10, 1e-12);
 }
 
-TEST(FixtureGpu, OutputsAreWrittenOnce) {
-  // A GPU's L2 takes a whole-sector write without reading the line: no doubling, even for an
-  // output far beyond its caches.
-  // Fixture: HBM at 3e12 B/s.
-  const Profile p = fixture("fixture_gpu_conv.json");
-  const RateModel rates(p.devices.at(0), DType::bf16);
-  const double out = 1e9;
-  EXPECT_NEAR(rates.memory_s(2 * out, 0, 1e10, out), 2 * out / 3e12, 1e-12);
+TEST_F(FixtureCpu, OutputsColdOnlyBeyondTheCachesAndNeverMoreThanTheActivations) {
+  const RateModel rates(cpu, DType::f32);
+  // An output of exactly the L2's 1 MiB in a model that fits: still held, counted once.
+  const double mib = 1 << 20;
+  EXPECT_NEAR(rates.memory_s(2 * mib, 0, 0, mib), 2 * mib / 5e10, 1e-15);
+  // Said to write 500 bytes of the 200 that are not weights: the output is the 200.
+  EXPECT_NEAR(rates.memory_s(1000, 800, 4e6, 500), 800 / 5e10 + 2 * 200 / 5e10, 1e-18);
+}
+
+TEST(FixtureCpuRegularStores, AMainMemoryFigureOfRegularStoresHoldsTheReadsAlready) {
+  // A profile whose main-memory triads stored regularly: their figure holds the line reads, so a
+  // cold output counts once.
+  Profile p = fixture("fixture_cpu.json");
+  Device& d = p.devices.at(0);
+  d.properties["main_memory_stores"] = "regular";
+  const RateModel regular(d, DType::f32);
+  EXPECT_NEAR(regular.memory_s(4000, 1000, 4e6, 1000), 2000 / 2e11 + 1000 / 5e10 + 1000 / 2e11,
+              1e-18);
+  // A profile from before the property: streaming stores where AVX-512 was there.
+  d.properties = {{"isa", {{"avx512f", true}}}};
+  EXPECT_NEAR(RateModel(d, DType::f32).memory_s(4000, 1000, 4e6, 1000),
+              2000 / 2e11 + 1000 / 5e10 + 2000 / 5e10, 1e-18);
+  d.properties = {{"isa", {{"avx512f", false}}}};
+  EXPECT_NEAR(RateModel(d, DType::f32).memory_s(4000, 1000, 4e6, 1000),
+              2000 / 2e11 + 1000 / 5e10 + 1000 / 2e11, 1e-18);
 }
 
 TEST(FixtureCold, LinearsOfAModelLargerThanTheCachesTakeTheColdWeightPoints) {
@@ -337,6 +362,16 @@ TEST_F(FixtureCpu, ConvWithoutConvPointsUsesItsImplicitGemmShape) {
 
 TEST_F(FixtureCpu, MissingDtypeIsAnInputError) {
   EXPECT_THROW(estimate(linear_model(64, 64), cpu, batch(1, DType::int8)), InputError);
+}
+
+TEST(FixtureGpu, OutputsAreWrittenOnce) {
+  // A GPU's L2 takes a whole-sector write without reading the line: no doubling, even for an
+  // output far beyond its caches.
+  // Fixture: HBM at 3e12 B/s.
+  const Profile p = fixture("fixture_gpu_conv.json");
+  const RateModel rates(p.devices.at(0), DType::bf16);
+  const double out = 1e9;
+  EXPECT_NEAR(rates.memory_s(2 * out, 0, 1e10, out), 2 * out / 3e12, 1e-12);
 }
 
 TEST(FixtureGpu, ConvUsesMeasuredConvPoints) {
