@@ -135,8 +135,9 @@ TEST(PeakWatch, BurstsRunOnlyWithinTheirShareOfTheElapsedTime) {
 }
 
 TEST(PeakWatch, BurstTimeIsSharedEvenlyNotByCount) {
-  // A 1 ms kernel and a 10 ms one (wall time): over many bursts each gets about the same burst
-  // time, so the short one gets several times more bursts.
+  // A 1 ms kernel and a 10 ms one (wall time), each as fast in every burst as it ever was (equally
+  // settled): over many bursts each gets about the same burst time, so the short one gets several
+  // times more bursts.
   PeakWatch watch({3, 3, 1.0, true, burst_rule()});
   Applied shorter, longer;
   watch.offer("gemm f32", "short", 1e9, no_make(),
