@@ -222,9 +222,13 @@ void add_estimate_command(CLI::App& app, const Context&) {
       "measured\n"
       "bandwidth of the memory level holding its working set) + the measured per-op overhead (on "
       "a GPU,\n"
-      "which runs an op while the host issues the next: the longer of the two); the naive roofline "
-      "(same\n"
-      "FLOPs and bytes over datasheet peaks) is printed beside every figure.");
+      "which runs an op while the host issues the next: the longer of the two). On a CPU, an "
+      "output\n"
+      "written where the caches no longer hold it counts twice at main-memory bandwidth (the line "
+      "is\n"
+      "read first). The naive roofline (same FLOPs and bytes over datasheet peaks) is printed "
+      "beside\n"
+      "every figure.");
   cmd->add_option(
       "--profile", args->profile,
       "Profile written by 'truepeak calibrate' (default: results/dev-cpu.json, built in)");
