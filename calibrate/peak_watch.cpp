@@ -127,8 +127,8 @@ std::pair<PeakWatch::Category*, PeakWatch::Candidate*> PeakWatch::next_for_burst
 
 // Burst time goes where the headline is least settled: a category claims the inverse of the share
 // of its bursts that came near their candidate's best (counted as if one of two more had, so that
-// new categories start even), between 1 and kMaxClaim. On a shared machine main memory's fast samples come
-// seldom when other tenants load it; the vector peak's come every burst.
+// new categories start even), between 1 and kMaxClaim. On a shared machine main memory's fast
+// samples come seldom when other tenants load it; the vector peak's come every burst.
 double PeakWatch::claim(const Category& cat) {
   const double near_share = (cat.near_best + 1.0) / (cat.bursts + 2.0);
   return std::clamp(1.0 / near_share, 1.0, kMaxClaim);

@@ -225,17 +225,16 @@ double RateModel::memory_s(double bytes, double weight_bytes, double model_weigh
   if (!(bytes > 0)) return 0;
   weight_bytes = std::clamp(weight_bytes, 0.0, bytes);
   output_bytes = std::clamp(output_bytes, 0.0, bytes - weight_bytes);
-  // Where a store first reads the line it writes (a CPU's write-back caches), an output written
-  // to memory the caches no longer hold costs its bytes twice at main-memory bandwidth: the line
-  // read, then written back. The buffer was last used a pass ago (or more layers back than the
-  // caches span) when the pass outgrows the caches, as for the weights, or when the output alone
-  // does. The profile's main-memory figure is the streaming-store triad's, which reads no line.
+  // Where a store first reads the line it writes and the main-memory figure holds no such reads
+  // (write_allocate_), an output written to memory the caches no longer hold costs its bytes
+  // twice at main-memory bandwidth: the line read, then written back. The buffer was last used a
+  // pass ago (or more layers back than the caches span) when the pass outgrows the caches, as
+  // for the weights, or when the output alone does. Any other output counts with the activations.
   const bool cold_output = write_allocate_ && output_bytes > 0 &&
                            std::max(output_bytes, model_weight_bytes) > largest_cache_bytes_;
-  const double fresh_s = cold_output ? 2 * output_bytes / dram_Bps_ : 0;
   if (!cold_output) output_bytes = 0;
   return (bytes - weight_bytes - output_bytes) / Bps(bytes) +
-         weight_bytes / Bps(std::max(bytes, model_weight_bytes)) + fresh_s;
+         weight_bytes / Bps(std::max(bytes, model_weight_bytes)) + 2 * output_bytes / dram_Bps_;
 }
 
 double RateModel::product_s(const std::vector<Point>& points, const std::array<double, 4>& query,

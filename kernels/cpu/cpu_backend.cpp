@@ -82,6 +82,7 @@ class CpuBackend final : public Backend {
     // process-wide OpenMP default; our own kernels name their thread count explicitly.
     omp_set_num_threads(threads_);
     llc_bytes_ = largest_cache_bytes(description_.levels);
+    streaming_stores_ = llc_bytes_ > 0 && cpu::stream_nt_available();
 #ifdef TRUEPEAK_HAVE_ONEDNN
     onednn_ = cpu::make_onednn_context();
     description_.libraries["onednn"] = cpu::onednn_version();
@@ -92,8 +93,7 @@ class CpuBackend final : public Backend {
     description_.properties["fma_kernel_isa"] = cpu::best_fma_variant().isa;
     // How the main-memory triads store (the working sets past twice the last-level cache):
     // streaming stores read no line first, regular ones do, inside the figure.
-    description_.properties["main_memory_stores"] =
-        llc_bytes_ > 0 && cpu::stream_nt_available() ? "streaming" : "regular";
+    description_.properties["main_memory_stores"] = streaming_stores_ ? "streaming" : "regular";
   }
 
   const DeviceDescription& describe() const override { return description_; }
@@ -149,7 +149,7 @@ class CpuBackend final : public Backend {
     options.threads = threads_;
     // Non-temporal stores only where the working set is far beyond the last-level cache: there
     // they save the read-for-ownership of the destination; in cache they would evict it.
-    options.non_temporal = llc_bytes_ > 0 && bytes >= 2 * llc_bytes_;
+    options.non_temporal = streaming_stores_ && bytes >= 2 * llc_bytes_;
     return cpu::make_stream_kernel(op, bytes, options);
   }
 
@@ -190,6 +190,8 @@ class CpuBackend final : public Backend {
   DeviceDescription description_;
   int threads_ = 1;
   std::int64_t llc_bytes_ = 0;
+  // The main-memory triads (past twice the last-level cache) use streaming stores.
+  bool streaming_stores_ = false;
 #ifdef TRUEPEAK_HAVE_ONEDNN
   cpu::OnednnContext onednn_;
 #endif
