@@ -98,6 +98,7 @@ Work conv_work(const Op& op, const std::string& phase, const GemmCoords& g, doub
   w.products = {{g, flops}};
   w.groups = op.groups;
   w.depthwise = op.groups > 1 && d.g == d.c && d.g == d.k;
+  if (phase == "forward") w.stride = op.stride;
   w.shape = fmt::format("g{}mb{}ic{}ih{}oc{}kh{}sh{}ph{}dh{}", op.groups, d.n, d.c, d.h, d.k,
                         op.kernel_h, op.stride, op.pad, op.dilation);
   if (phase != "forward") w.shape += " (" + gemm_text(g) + ")";

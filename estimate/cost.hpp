@@ -27,6 +27,7 @@ struct Work {
   std::vector<std::pair<GemmCoords, double>> products;  // (shape, flops) for gemm/conv engines
   std::int64_t groups = 1;
   bool depthwise = false;
+  std::int64_t stride = 1;  // a forward convolution's window stride
   std::string shape;  // printable problem
   // Elementwise, norm and softmax work whose op the profile may have measured (vector_ops):
   // its name there and the elements it produces. Empty where no measured op matches.

@@ -36,7 +36,7 @@ OpRow cost_row(const Op& op, const Work& w, const RateModel& rates, const std::s
       break;
     case Engine::conv:
       for (const auto& [g, f] : w.products)
-        r.compute_s += rates.conv_time_s(g, f, share(f), w.groups, w.depthwise, cold);
+        r.compute_s += rates.conv_time_s(g, f, share(f), w.groups, w.depthwise, w.stride, cold);
       break;
     case Engine::vector:
       // A measured op's element rate where the profile has it (transcendental ops are bound by

@@ -20,9 +20,14 @@ std::optional<double> lookup(const std::map<std::string, double>& m, DType dtype
   return it->second;
 }
 
-std::array<double, 4> coords(double batch, double m, double n, double k) {
+// A convolution's stride counts kStrideScale units per factor of two: a strided kernel reads its
+// input with gaps, so a stride-2 layer runs apart from an unstrided one of the same GEMM shape
+// (a depthwise 3x3 at half the rate here), and the measured points of its own stride lead.
+constexpr double kStrideScale = 2.0;
+
+RateModel::Coords coords(double batch, double m, double n, double k, double stride = 1) {
   return {std::log2(std::max(batch, 1.0)), std::log2(std::max(m, 1.0)), std::log2(std::max(n, 1.0)),
-          std::log2(std::max(k, 1.0))};
+          std::log2(std::max(k, 1.0)), kStrideScale * std::log2(std::max(stride, 1.0))};
 }
 
 int conv_class(std::int64_t groups, bool depthwise) {
@@ -40,11 +45,11 @@ std::optional<double> RateModel::vector_op_elements_per_s(const std::string& op)
   return it->second;
 }
 
-double RateModel::interpolate(const std::vector<Point>& points, std::array<double, 4> query) {
+double RateModel::interpolate(const std::vector<Point>& points, Coords query) {
   if (points.empty()) return 0;
   // Clamp into the measured box: outside the measured range the value is that of the nearest
   // measured shapes, so it can never extrapolate past what was measured.
-  for (std::size_t d = 0; d < 4; ++d) {
+  for (std::size_t d = 0; d < query.size(); ++d) {
     double lo = std::numeric_limits<double>::infinity(), hi = -lo;
     for (const auto& p : points) {
       lo = std::min(lo, p.x[d]);
@@ -57,7 +62,7 @@ double RateModel::interpolate(const std::vector<Point>& points, std::array<doubl
   near.reserve(points.size());
   for (const auto& p : points) {
     double d2 = 0;
-    for (std::size_t d = 0; d < 4; ++d) d2 += (p.x[d] - query[d]) * (p.x[d] - query[d]);
+    for (std::size_t d = 0; d < query.size(); ++d) d2 += (p.x[d] - query[d]) * (p.x[d] - query[d]);
     near.emplace_back(d2, p.log_value);
   }
   const std::size_t count = std::min(kNeighbours, near.size());
@@ -176,7 +181,7 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
     const double k = static_cast<double>(s.c / s.groups * s.r * s.s);
     const auto cls = static_cast<std::size_t>(conv_class(s.groups, depthwise));
     (c.cold_weights ? conv_cold[cls] : conv_points_[cls])
-        .push_back({coords(static_cast<double>(s.groups), m, n, k), *e});
+        .push_back({coords(static_cast<double>(s.groups), m, n, k, static_cast<double>(s.stride)), *e});
   }
   // One value per measured shape: several layouts (or repeats) of one shape keep the fastest.
   auto dedupe = [](std::vector<Point>& points) {
@@ -237,7 +242,7 @@ double RateModel::memory_s(double bytes, double weight_bytes, double model_weigh
          weight_bytes / Bps(std::max(bytes, model_weight_bytes)) + 2 * output_bytes / dram_Bps_;
 }
 
-double RateModel::product_s(const std::vector<Point>& points, const std::array<double, 4>& query,
+double RateModel::product_s(const std::vector<Point>& points, const Coords& query,
                             double flops, double bytes) const {
   const double roof = roofline_s(flops, bytes);
   if (points.empty()) return roof;
@@ -253,11 +258,13 @@ double RateModel::gemm_time_s(const GemmCoords& s, double flops, double bytes,
 }
 
 double RateModel::conv_time_s(const GemmCoords& s, double flops, double bytes,
-                              std::int64_t groups, bool depthwise, bool cold_weights) const {
+                              std::int64_t groups, bool depthwise, std::int64_t stride,
+                              bool cold_weights) const {
   const auto cls = static_cast<std::size_t>(conv_class(groups, depthwise));
   const auto& points = cold_weights ? conv_cold_points_[cls] : conv_points_[cls];
   if (points.empty()) return gemm_time_s(s, flops, bytes, cold_weights);
-  return product_s(points, coords(s.batch, s.m, s.n, s.k), flops, bytes);
+  return product_s(points, coords(s.batch, s.m, s.n, s.k, static_cast<double>(stride)), flops,
+                   bytes);
 }
 
 double RateModel::gemm_flops_per_s(const GemmCoords& s) const {

@@ -44,9 +44,11 @@ class RateModel {
   // Convolutions (forward, data- and weight-gradient) in implicit-GEMM coordinates, `groups`
   // separating dense, grouped and depthwise: measured conv points of the same class when the
   // profile has them, else the GEMM points (batch = groups). `bytes`: the convolution's own.
-  // `cold_weights` as for gemm_time_s, with the profile's cold-weight conv points.
+  // `stride`: the forward window's (the measured points are forward convolutions; a gradient
+  // passes 1). `cold_weights` as for gemm_time_s, with the profile's cold-weight conv points.
   double conv_time_s(const GemmCoords& implicit_gemm, double flops, double bytes,
-                     std::int64_t groups, bool depthwise, bool cold_weights = false) const;
+                     std::int64_t groups, bool depthwise, std::int64_t stride = 1,
+                     bool cold_weights = false) const;
   // Time to move `bytes`, `weight_bytes` of them parameters and `output_bytes` a tensor the op
   // writes to a fresh buffer. Activations come from the level that holds the op's bytes;
   // parameters from the level that holds all of the model's (`model_weight_bytes`): a pass reads
@@ -84,17 +86,20 @@ class RateModel {
   double naive_Bps() const { return naive_Bps_; }
 
   // Interpolation over an arbitrary point set (exposed for tests): inverse-distance weighting of
-  // the log values of the nearest points in (log2 batch, log2 m, log2 n, log2 k), the query first
-  // clamped into the measured box; returns the value (exp of the weighted mean).
+  // the log values of the nearest points in (log2 batch, log2 m, log2 n, log2 k, stride), the
+  // query first clamped into the measured box; returns the value (exp of the weighted mean).
+  // The stride coordinate is a convolution's (a multiple of log2 stride; 0 for GEMMs and
+  // unstrided convolutions).
+  using Coords = std::array<double, 5>;
   struct Point {
-    std::array<double, 4> x;  // log2 coordinates
+    Coords x;
     double log_value = 0;
   };
-  static double interpolate(const std::vector<Point>& points, std::array<double, 4> query);
+  static double interpolate(const std::vector<Point>& points, Coords query);
 
  private:
   double roofline_s(double flops, double bytes) const;
-  double product_s(const std::vector<Point>& points, const std::array<double, 4>& query,
+  double product_s(const std::vector<Point>& points, const Coords& query,
                    double flops, double bytes) const;
 
   DType dtype_;

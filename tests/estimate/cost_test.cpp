@@ -301,6 +301,32 @@ TEST(FixtureCold, ConvolutionsOfAModelLargerThanTheCachesTakeTheColdWeightPoints
   for (const auto& r : eight.ops) EXPECT_NEAR(r.compute_s, 60e-6, 1e-12) << r.name;
 }
 
+TEST(FixtureStride, AStridedConvolutionTakesTheStridedPointOfItsShape) {
+  // A 3x3 conv of 64 -> 64 channels to 8x8, unstrided from 8x8 (40 us) and with stride 2 from
+  // 16x16 (80 us): the same implicit GEMM (64 x 64 x 576), each timed by its own point. A 1x1
+  // conv (k clamped into the measured box) takes the efficiency of its stride's point.
+  Profile p = fixture("fixture_cpu.json");
+  Device& d = p.devices.at(0);
+  const ConvShape plain = ConvShape::parse("f32_mb1ic64ih8oc64kh3ph1");
+  const ConvShape strided = ConvShape::parse("f32_mb1ic64ih16oc64kh3sh2ph1");
+  d.conv = {{plain, "blocked", {40e-6, 40e-6, 0.01, 10}, plain.flops() / 40e-6, "fixture"},
+            {strided, "blocked", {80e-6, 80e-6, 0.01, 10}, strided.flops() / 80e-6, "fixture"}};
+  const auto conv_of = [](std::int64_t size, std::int64_t kernel, std::int64_t stride) {
+    GraphBuilder b;
+    const auto& x = b.input("x", {Dim::symbol("N"), 64, size, size});
+    b.add(make_conv2d("c", x, 64, {kernel, kernel, stride, kernel / 2, 1, 1}, false));
+    Model m;
+    m.name = "conv";
+    m.forward = b.take();
+    return m;
+  };
+  EXPECT_NEAR(estimate(conv_of(8, 3, 1), d, batch(1)).ops.at(0).compute_s, 40e-6, 1e-12);
+  EXPECT_NEAR(estimate(conv_of(16, 3, 2), d, batch(1)).ops.at(0).compute_s, 80e-6, 1e-12);
+  const auto one_by_one = estimate(conv_of(16, 1, 2), d, batch(1)).ops.at(0);
+  const auto one_by_one_plain = estimate(conv_of(8, 1, 1), d, batch(1)).ops.at(0);
+  EXPECT_GT(one_by_one.compute_s, 1.5 * one_by_one_plain.compute_s);
+}
+
 TEST(FixtureCold, ACacheBarelyFasterThanMemoryKeepsNoWeightsWarm) {
   // The fixture's 1 MiB L2 (2e11 B/s, 4x DRAM) keeps weights; a 64 MiB L3 measured at 6e10 B/s
   // (1.2x DRAM's 5e10) does not, so a model of 2 MiB of weights still takes the cold points.
