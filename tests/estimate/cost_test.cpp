@@ -253,15 +253,22 @@ TEST(FixtureCpuRegularStores, AMainMemoryFigureOfRegularStoresHoldsTheReadsAlrea
               2000 / 2e11 + 1000 / 5e10 + 1000 / 2e11, 1e-18);
 }
 
-TEST(FixtureCold, LinearsOfAModelLargerThanTheCachesTakeTheColdWeightPoints) {
-  // 1 x 256 x 256 measured warm (10 us) and with cold weights (30 us; a warm point left beside
-  // its cold twin would show as 10). One such linear (256 KiB of weights, inside the 1 MiB L2)
-  // runs warm; each of a stack of eight (2 MiB) runs cold.
+// The CPU fixture with one GEMM point, 1 x 256 x 256, measured warm and with cold weights.
+Profile warm_and_cold_gemm(double warm_s, double cold_s) {
   Profile p = fixture("fixture_cpu.json");
-  Device& d = p.devices.at(0);
   const GemmShape s{DType::f32, 1, 256, 256, 1};
-  d.gemm = {{s, {10e-6, 10e-6, 0.01, 10}, s.flops() / 10e-6, "fixture", "row-major"},
-            {s, {30e-6, 30e-6, 0.01, 10}, s.flops() / 30e-6, "fixture", "row-major", true}};
+  p.devices.at(0).gemm = {
+      {s, {warm_s, warm_s, 0.01, 10}, s.flops() / warm_s, "fixture", "row-major"},
+      {s, {cold_s, cold_s, 0.01, 10}, s.flops() / cold_s, "fixture", "row-major", true}};
+  return p;
+}
+
+TEST(FixtureCold, LinearsOfAModelLargerThanTheCachesTakeTheColdWeightPoints) {
+  // Warm 10 us, cold 30 us (a warm point left beside its cold twin would show as 10). One such
+  // linear (256 KiB of weights, inside the 1 MiB L2) runs warm; each of a stack of eight (2 MiB)
+  // runs cold.
+  const Profile p = warm_and_cold_gemm(10e-6, 30e-6);
+  const Device& d = p.devices.at(0);
   const auto one = estimate(linear_model(256, 256), d, batch(1));
   EXPECT_NEAR(one.ops.at(0).compute_s, 10e-6, 1e-12);
   const auto stack = estimate(testing::linear_stack(8, 256), d, batch(1));
@@ -275,12 +282,8 @@ TEST(FixtureCold, LinearsOfAModelLargerThanTheCachesTakeTheColdWeightPoints) {
 TEST(FixtureCold, AColdFigureFasterThanTheWarmOneBoundsTheWarmOne) {
   // Cold weights can only add time: warm 30 us beside cold 10 us means the warm point met a slow
   // spell. The single linear (warm caches) takes 10 us too.
-  Profile p = fixture("fixture_cpu.json");
-  Device& d = p.devices.at(0);
-  const GemmShape s{DType::f32, 1, 256, 256, 1};
-  d.gemm = {{s, {30e-6, 30e-6, 0.01, 10}, s.flops() / 30e-6, "fixture", "row-major"},
-            {s, {10e-6, 10e-6, 0.01, 10}, s.flops() / 10e-6, "fixture", "row-major", true}};
-  EXPECT_NEAR(estimate(linear_model(256, 256), d, batch(1)).ops.at(0).compute_s, 10e-6, 1e-12);
+  const Profile p = warm_and_cold_gemm(30e-6, 10e-6);
+  EXPECT_NEAR(estimate(linear_model(256, 256), p.devices.at(0), batch(1)).ops.at(0).compute_s, 10e-6, 1e-12);
 }
 
 TEST(FixtureCold, ConvolutionsOfAModelLargerThanTheCachesTakeTheColdWeightPoints) {
