@@ -120,8 +120,9 @@ std::string VectorOpShape::str() const {
 }
 
 const std::vector<std::string>& vector_op_names() {
-  static const std::vector<std::string> names = {"relu", "relu6", "gelu",    "gelu_tanh", "tanh",
-                                                 "sigmoid", "silu", "exp", "softmax", "layernorm"};
+  static const std::vector<std::string> names = {"relu", "relu6",   "gelu",      "gelu_tanh",
+                                                 "tanh", "sigmoid", "silu",      "exp",
+                                                 "add",  "softmax", "layernorm"};
   return names;
 }
 

@@ -46,7 +46,8 @@ struct ConvShape {
 };
 
 // An elementwise, softmax or layer-norm op over rows x cols elements, e.g. "gelu_bf16_256x1024".
-// Softmax and layernorm reduce along each row of `cols`; the others treat it as a flat tensor.
+// Softmax and layernorm reduce along each row of `cols`; the others treat it as a flat tensor
+// (add sums two of them).
 struct VectorOpShape {
   std::string op;  // one of vector_op_names()
   DType dtype = DType::f32;
@@ -56,7 +57,8 @@ struct VectorOpShape {
   std::string str() const;
   friend bool operator==(const VectorOpShape&, const VectorOpShape&) = default;
 };
-// relu, relu6, gelu (erf form), gelu_tanh (tanh form), tanh, sigmoid, silu, exp, softmax, layernorm.
+// relu, relu6, gelu (erf form), gelu_tanh (tanh form), tanh, sigmoid, silu, exp, add (of two
+// tensors), softmax, layernorm.
 const std::vector<std::string>& vector_op_names();
 
 // STREAM kernels over arrays of doubles (CPU) or the backend's element type.
