@@ -154,6 +154,13 @@ std::string measured_vector_op(const Op& op) {
       return op.fn == "layernorm" ? "layernorm" : "";
     case OpKind::elementwise:
       if (op.fn == "clip") return "relu6";
+      // A residual add: two activations of the output's shape (a broadcast or a parameter
+      // operand runs as another kernel).
+      if (op.fn == "add")
+        return op.inputs.size() == 2 && op.weights.empty() &&
+                       op.inputs[0].shape == op.output.shape && op.inputs[1].shape == op.output.shape
+                   ? "add"
+                   : "";
       for (const char* fn : {"relu", "relu6", "gelu", "gelu_tanh", "tanh", "sigmoid", "silu", "exp"})
         if (op.fn == fn) return op.fn;
       return "";

@@ -36,7 +36,8 @@ struct Work {
 };
 
 // The profile's vector op (VectorOpShape::op) that times `op`, or "" when none matches: relu,
-// clip (as relu6), gelu, gelu_tanh, tanh, sigmoid, silu, exp, softmax and layernorm.
+// clip (as relu6), gelu, gelu_tanh, tanh, sigmoid, silu, exp, the add of two tensors of the
+// output's shape, softmax and layernorm.
 std::string measured_vector_op(const Op& op);
 
 // `element_bytes`: bytes of one element of the estimate's dtype.

@@ -113,7 +113,11 @@ TEST(VectorOps, OpsMapToTheMeasuredOpThatTimesThem) {
   EXPECT_EQ(measured_vector_op(make_elementwise("a", "clip", {x})), "relu6");
   EXPECT_EQ(measured_vector_op(make_elementwise("a", "gelu", {x})), "gelu");
   EXPECT_EQ(measured_vector_op(make_elementwise("a", "gelu_tanh", {x})), "gelu_tanh");
-  EXPECT_EQ(measured_vector_op(make_elementwise("a", "add", {x, x})), "");
+  // A residual add is oneDNN's sum; a broadcast add or one with a parameter is another kernel.
+  EXPECT_EQ(measured_vector_op(make_elementwise("a", "add", {x, x})), "add");
+  EXPECT_EQ(measured_vector_op(make_elementwise("a", "add", {x, TensorRef{"b", {1, 768}}})), "");
+  EXPECT_EQ(measured_vector_op(make_elementwise("a", "add", {x}, {{"bias", {8, 768}}})), "");
+  EXPECT_EQ(measured_vector_op(make_elementwise("a", "mul", {x, x})), "");
   EXPECT_EQ(measured_vector_op(make_softmax("a", x)), "softmax");
   EXPECT_EQ(measured_vector_op(make_norm("a", "layernorm", x)), "layernorm");
   EXPECT_EQ(measured_vector_op(make_norm("a", "batchnorm", x)), "");
