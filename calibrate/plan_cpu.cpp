@@ -167,11 +167,12 @@ Plan cpu_plan(const DeviceDescription& device, Suite suite) {
   plan.stream_bytes = sizes;
 
   plan.fma_dtypes = {DType::f32};
-  // The ops between the GEMMs: 256K elements (1 MiB in f32, in the private caches), rows of 1024
-  // for softmax and layernorm. The quick suite keeps the ones transformers and CNNs spend most on.
+  // The ops between the GEMMs: 256K elements (1 MiB a tensor in f32, in the private caches; add
+  // reads two), rows of 1024 for softmax and layernorm. The quick suite keeps the ones
+  // transformers and CNNs spend most on.
   for (const DType dtype : {DType::f32, DType::bf16}) {
     for (const auto& op : vector_op_names()) {
-      if (quick && op != "gelu" && op != "softmax" && op != "layernorm") continue;
+      if (quick && op != "gelu" && op != "add" && op != "softmax" && op != "layernorm") continue;
       plan.vector_ops.push_back({op, dtype, 256, 1024});
     }
   }
