@@ -82,6 +82,15 @@ PeakWatch::Make no_make() {
   return []() -> std::unique_ptr<Kernel> { throw Error("not made again in this test"); };
 }
 
+// Offers a candidate first measured at `offered_s` whose kernel then times `time_s` every run and
+// takes `wall_s` of wall time per run.
+void offer_scripted(PeakWatch& watch, const std::string& category, const std::string& what,
+                    double work, double offered_s, double time_s, double wall_s, Applied& applied) {
+  watch.offer(category, what, work, no_make(),
+              std::make_unique<ScriptedKernel>(std::vector<double>{time_s}, "impl", wall_s),
+              {offered_s}, record(applied));
+}
+
 TEST(PeakWatch, KeepsTheFastestFewOfEachCategory) {
   PeakWatch watch({2, 2, 0.0, true, burst_rule()});
   bool a_gone = false, b_gone = false, c_gone = false, d_gone = false;
@@ -111,10 +120,8 @@ TEST(PeakWatch, BurstsRunOnlyWithinTheirShareOfTheElapsedTime) {
   three.budget_s = 10;  // always the 3 samples, however loaded the machine
   PeakWatch watch({3, 3, 0.1, true, three});
   Applied first, second;
-  watch.offer("gemm f32", "first", 1e9, no_make(),
-              std::make_unique<ScriptedKernel>(std::vector<double>{1e-3}, "impl", 0.005), {1e-3}, record(first));
-  watch.offer("gemm f32", "second", 1e9, no_make(),
-              std::make_unique<ScriptedKernel>(std::vector<double>{1e-3}, "impl", 0.005), {1e-3}, record(second));
+  offer_scripted(watch, "gemm f32", "first", 1e9, 1e-3, 1e-3, 0.005, first);
+  offer_scripted(watch, "gemm f32", "second", 1e9, 1e-3, 1e-3, 0.005, second);
   watch.tick(0.0, nullptr);  // no time has passed: no share to spend
   EXPECT_EQ(watch.bursts(), 0);
   watch.tick(0.1, nullptr);  // 10 ms to spend: one burst, then the share is spent
@@ -140,10 +147,8 @@ TEST(PeakWatch, BurstTimeIsSharedEvenlyNotByCount) {
   // times more bursts.
   PeakWatch watch({3, 3, 1.0, true, burst_rule()});
   Applied shorter, longer;
-  watch.offer("gemm f32", "short", 1e9, no_make(),
-              std::make_unique<ScriptedKernel>(std::vector<double>{1e-3}, "impl", 0.001), {1e-3}, record(shorter));
-  watch.offer("conv f32", "long", 1e9, no_make(),
-              std::make_unique<ScriptedKernel>(std::vector<double>{1e-2}, "impl", 0.01), {1e-2}, record(longer));
+  offer_scripted(watch, "gemm f32", "short", 1e9, 1e-3, 1e-3, 0.001, shorter);
+  offer_scripted(watch, "conv f32", "long", 1e9, 1e-2, 1e-2, 0.01, longer);
   for (int i = 0; i < 2; ++i) watch.tick(1000.0, nullptr);
   EXPECT_EQ(shorter.calls + longer.calls, 32);
   EXPECT_GT(shorter.calls, 2 * longer.calls);
@@ -156,11 +161,8 @@ TEST(PeakWatch, ACategoryWhoseBurstsMissItsBestGetsMoreOfTheTime) {
   // up to four times the steady one's burst time, to catch the next fast spell.
   PeakWatch watch({3, 3, 1.0, true, burst_rule()});
   Applied steady, noisy;
-  watch.offer("fma f32", "steady", 1e9, no_make(),
-              std::make_unique<ScriptedKernel>(std::vector<double>{1e-3}, "impl", 0.001), {1e-3}, record(steady));
-  watch.offer("memory", "noisy", 1e9, no_make(),
-              std::make_unique<ScriptedKernel>(std::vector<double>{1.5e-3}, "impl", 0.001), {1e-3},
-              record(noisy));
+  offer_scripted(watch, "fma f32", "steady", 1e9, 1e-3, 1e-3, 0.001, steady);
+  offer_scripted(watch, "memory", "noisy", 1e9, 1e-3, 1.5e-3, 0.001, noisy);
   for (int i = 0; i < 4; ++i) watch.tick(1000.0, nullptr);
   EXPECT_EQ(steady.calls + noisy.calls, 64);
   EXPECT_GT(noisy.calls, 2 * steady.calls);
@@ -177,12 +179,9 @@ TEST(PeakWatch, CandidatesOfDifferentRatesAreSettledWhenEachRepeatsItsOwnBest) {
   // it ever was: as settled as the single FMA candidate, so the two categories share evenly.
   PeakWatch watch({3, 3, 1.0, true, burst_rule()});
   Applied fma, big, small;
-  watch.offer("fma f32", "fma", 1e9, no_make(),
-              std::make_unique<ScriptedKernel>(std::vector<double>{1e-3}, "impl", 0.001), {1e-3}, record(fma));
-  watch.offer("gemm f32", "big", 1e9, no_make(),
-              std::make_unique<ScriptedKernel>(std::vector<double>{1e-3}, "impl", 0.001), {1e-3}, record(big));
-  watch.offer("gemm f32", "small", 0.9e9, no_make(),
-              std::make_unique<ScriptedKernel>(std::vector<double>{1e-3}, "impl", 0.001), {1e-3}, record(small));
+  offer_scripted(watch, "fma f32", "fma", 1e9, 1e-3, 1e-3, 0.001, fma);
+  offer_scripted(watch, "gemm f32", "big", 1e9, 1e-3, 1e-3, 0.001, big);
+  offer_scripted(watch, "gemm f32", "small", 0.9e9, 1e-3, 1e-3, 0.001, small);
   for (int i = 0; i < 2; ++i) watch.tick(1000.0, nullptr);
   const int gemm = big.calls + small.calls;
   EXPECT_EQ(fma.calls + gemm, 48);
@@ -196,10 +195,8 @@ TEST(PeakWatch, CandidatesNearTheTopGetMostOfTheirCategorysTime) {
   // Same wall time per burst; one candidate at half the other's rate claims a sixteenth of its time.
   PeakWatch watch({3, 3, 1.0, true, burst_rule()});
   Applied fast, slow;
-  watch.offer("gemm int8", "fast", 1e9, no_make(),
-              std::make_unique<ScriptedKernel>(std::vector<double>{1e-3}, "impl", 0.001), {1e-3}, record(fast));
-  watch.offer("gemm int8", "slow", 1e9, no_make(),
-              std::make_unique<ScriptedKernel>(std::vector<double>{2e-3}, "impl", 0.001), {2e-3}, record(slow));
+  offer_scripted(watch, "gemm int8", "fast", 1e9, 1e-3, 1e-3, 0.001, fast);
+  offer_scripted(watch, "gemm int8", "slow", 1e9, 2e-3, 2e-3, 0.001, slow);
   for (int i = 0; i < 2; ++i) watch.tick(1000.0, nullptr);
   EXPECT_EQ(fast.calls + slow.calls, 32);
   EXPECT_GE(slow.calls, 1);
