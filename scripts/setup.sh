@@ -3,9 +3,11 @@
 # missing). Usage: scripts/setup.sh [extra Debian packages...]
 set -euo pipefail
 
+# ocl-icd-opencl-dev: Debian's oneDNN is built with its OpenCL GPU runtime, so its CMake config
+# looks for OpenCL's headers and library even for a CPU-only build.
 packages=(
   build-essential cmake ninja-build git pkg-config
-  libdnnl-dev libfmt-dev nlohmann-json3-dev libcli11-dev
+  libdnnl-dev ocl-icd-opencl-dev libfmt-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libonnx-dev libprotobuf-dev protobuf-compiler
   "$@"
