@@ -38,6 +38,8 @@ How the runs are made:
 - Warm-up, then several rounds; in each round every model x batch runs a few times, so
   interference spreads over all of them. The fastest run is the measured time (the estimator
   predicts the undisturbed time, as calibration measures it); median and spread sit beside it.
+- A case whose fastest run still improved by more than 1% over its last 3 rounds runs extra
+  rounds (up to --extra-rounds): a busy spell over its early rounds has not yet passed.
 """
 import argparse
 import copy
@@ -169,6 +171,7 @@ class Case:
         self.seq, self.context = seq, context
         self.input_names = input_names or ["input"]
         self.times_s = []
+        self.fastest_by_round = []  # the fastest run so far, after each round
 
     @property
     def key(self):
@@ -511,20 +514,46 @@ def export_onnx(case, path):
 
 # ---- timing ---------------------------------------------------------------------------------
 
+SETTLE_ROUNDS, SETTLE_GAIN = 3, 0.01  # see settled()
+
+
+def run_round(cases, runs):
+    for case in cases:
+        for _ in range(runs):
+            start = time.perf_counter()
+            case.runner()
+            case.times_s.append(time.perf_counter() - start)
+        case.fastest_by_round.append(min(case.times_s))
+
+
+def settled(case, rounds, gain):
+    """True when the case's fastest run has not improved by more than `gain` over its last `rounds`
+    rounds: a busy spell that covered its early rounds has then passed, or lasts."""
+    history = case.fastest_by_round
+    return len(history) > rounds and history[-1 - rounds] <= history[-1] * (1 + gain)
+
+
 def measure(cases, args):
+    """Warm-up, then `rounds` rounds of every case. A case whose fastest run still improved by more
+    than 1% over its last 3 rounds runs extra rounds, up to --extra-rounds of them: interference
+    comes in spells of seconds to minutes here, and a spell that covered a case's early rounds
+    leaves its fastest run above the machine's. Every run counts (interference only adds time)."""
     import torch
     with torch.no_grad():
         for case in cases:
             for _ in range(args.warmup):
                 case.runner()
         for r in range(args.rounds):
-            for case in cases:
-                for _ in range(args.runs):
-                    start = time.perf_counter()
-                    case.runner()
-                    case.times_s.append(time.perf_counter() - start)
+            run_round(cases, args.runs)
             print(f"  round {r + 1}/{args.rounds}: " + ", ".join(
                 f"{c.key} {min(c.times_s) * 1e3:.1f}" for c in cases), file=sys.stderr, flush=True)
+        for extra in range(args.extra_rounds):
+            behind = [c for c in cases if not settled(c, SETTLE_ROUNDS, SETTLE_GAIN)]
+            if not behind:
+                break
+            run_round(behind, args.runs)
+            print(f"  extra round {extra + 1}/{args.extra_rounds}: " + ", ".join(
+                f"{c.key} {min(c.times_s) * 1e3:.1f}" for c in behind), file=sys.stderr, flush=True)
 
 
 # ---- per-kind breakdown ---------------------------------------------------------------------
@@ -609,17 +638,22 @@ def write_report(rows, summary, meta, out_base):
         lines.append(f"Times measured on that machine with `{meta['measure_command']}`.")
     if meta.get("allocator"):
         lines.append(f"Allocator: {meta['allocator']}.")
+    if meta.get("extra_rounds"):
+        lines.append(f"A case whose fastest run still improved by more than {SETTLE_GAIN:.0%} over its last "
+                     f"{SETTLE_ROUNDS} rounds ran extra rounds, up to {meta['extra_rounds']} (rounds column).")
     lines += [
              "Per-op overhead: " + ("; ".join(f"{k} PyTorch {fmt(v, '.1f')} us" for k, v in meta["runtime_overhead_us"].items())
                                     + " (tiny-op chains, measured beside the models)" if meta.get("runtime_overhead_us")
                                     else "the profile's (the library's alone)") + ".", "",
-             "| model | batch | dtype | measured ms (fastest) | median ms | spread | predicted ms | error | "
-             "naive ms | naive error | library |",
-             "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+             "| model | batch | dtype | measured ms (fastest) | median ms | spread | rounds | predicted ms | "
+             "error | naive ms | naive error | library |",
+             "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
         lines.append(
             f"| {r['model']} | {r['batch']} | {r['dtype']} | {fmt(r['measured_ms'], '.2f')} | "
-            f"{fmt(r['median_ms'], '.2f')} | {fmt(r['spread'], '.2f')}x | {fmt(r['predicted_ms'], '.2f')} | "
+            f"{fmt(r['median_ms'], '.2f')} | {fmt(r['spread'], '.2f')}x | "
+            f"{r.get('rounds') or '-'} | "
+            f"{fmt(r['predicted_ms'], '.2f')} | "
             f"{fmt(r['error_pct'], '+.1f')}% | {fmt(r['naive_ms'], '.2f')} | {fmt(r['naive_error_pct'], '+.1f')}% | "
             f"{r['library']} |")
     lines += ["", f"Median absolute error: {fmt(summary['median_abs_error_pct'], '.1f')}% "
@@ -681,6 +715,9 @@ def main():
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--runs", type=int, default=3, help="runs of each case per round")
     parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--extra-rounds", type=int, default=8,
+                        help="at most this many more rounds for the cases whose fastest run still "
+                             "improved by more than 1%% over their last 3 rounds")
     parser.add_argument("--seq", type=int, default=128, help="sequence (prefill) length of the transformers")
     parser.add_argument("--context", type=int, default=128, help="KV-cache length of the decode step")
     parser.add_argument("--threads", type=int, default=None, help="default: the profile's, else all cores")
@@ -771,6 +808,7 @@ def main():
                      f"(it holds {', '.join(measured_doc['times_s']) or 'none'})")
         for case in cases:
             case.times_s = list(measured_doc["times_s"][case.key])
+            case.fastest_by_round = list(measured_doc.get("fastest_by_round", {}).get(case.key, []))
     onnx_dir = args.onnx_dir or tempfile.mkdtemp(prefix="truepeak-validate-")
     os.makedirs(onnx_dir, exist_ok=True)
     estimates = {}
@@ -804,6 +842,8 @@ def main():
             "model": case.model, "batch": case.batch, "dtype": case.dtype, "seq": case.seq, "context": case.context,
             "measured_ms": measured * 1e3 if measured else None, "median_ms": statistics.median(t) * 1e3 if t else None,
             "spread": max(t) / min(t) if t else None, "runs": len(t),
+            "rounds": len(case.fastest_by_round) or None,
+            "fastest_by_round_ms": [f * 1e3 for f in case.fastest_by_round],
             "predicted_ms": predicted * 1e3 if predicted else None, "error_pct": error_pct(predicted, measured),
             "naive_ms": naive * 1e3 if naive else None, "naive_error_pct": error_pct(naive, measured),
             "library": gpu_library_text(measured_doc or {"meta": torch_meta(torch)}) if gpu
@@ -836,6 +876,7 @@ def main():
         "measure_command": where["command"] if where else None,
         "runtime_overhead_us": overheads,
         "allocator": where.get("allocator") if where else allocator,
+        "extra_rounds": args.extra_rounds,
     }
     print(write_report(rows, summary, meta, args.out))
 
@@ -857,6 +898,7 @@ def write_measured(args, cases, overheads, allocator):
         },
         "runtime_overhead_us": overheads,
         "times_s": {c.key: c.times_s for c in cases},
+        "fastest_by_round": {c.key: c.fastest_by_round for c in cases},
     }
     write_atomic(args.measure_only, json.dumps(doc, indent=1) + "\n")
     for c in cases:
