@@ -540,20 +540,24 @@ def measure(cases, args):
     leaves its fastest run above the machine's. Every run counts (interference only adds time)."""
     import torch
     with torch.no_grad():
-        for case in cases:
-            for _ in range(args.warmup):
-                case.runner()
-        for r in range(args.rounds):
-            run_round(cases, args.runs)
-            print(f"  round {r + 1}/{args.rounds}: " + ", ".join(
-                f"{c.key} {min(c.times_s) * 1e3:.1f}" for c in cases), file=sys.stderr, flush=True)
-        for extra in range(args.extra_rounds):
-            behind = [c for c in cases if not settled(c, SETTLE_ROUNDS, SETTLE_GAIN)]
-            if not behind:
-                break
-            run_round(behind, args.runs)
-            print(f"  extra round {extra + 1}/{args.extra_rounds}: " + ", ".join(
-                f"{c.key} {min(c.times_s) * 1e3:.1f}" for c in behind), file=sys.stderr, flush=True)
+        timed_rounds(cases, args)
+
+
+def timed_rounds(cases, args):
+    for case in cases:
+        for _ in range(args.warmup):
+            case.runner()
+    for r in range(args.rounds):
+        run_round(cases, args.runs)
+        print(f"  round {r + 1}/{args.rounds}: " + ", ".join(
+            f"{c.key} {min(c.times_s) * 1e3:.1f}" for c in cases), file=sys.stderr, flush=True)
+    for extra in range(args.extra_rounds):
+        behind = [c for c in cases if not settled(c, SETTLE_ROUNDS, SETTLE_GAIN)]
+        if not behind:
+            break
+        run_round(behind, args.runs)
+        print(f"  extra round {extra + 1}/{args.extra_rounds}: " + ", ".join(
+            f"{c.key} {min(c.times_s) * 1e3:.1f}" for c in behind), file=sys.stderr, flush=True)
 
 
 # ---- per-kind breakdown ---------------------------------------------------------------------
