@@ -185,6 +185,8 @@ PeakWatch::Options watch_options(const Plan& plan) {
   o.share = plan.watch_share;
   o.keep_kernels = plan.watch_keeps_kernels;
   o.burst_rule = plan.burst_rule;
+  o.admit_within = plan.watch_admit_within;
+  o.most = plan.watch_share > 0 ? std::max(plan.watch_most, o.pool) : o.pool;
   return o;
 }
 

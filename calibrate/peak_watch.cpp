@@ -53,7 +53,11 @@ void PeakWatch::offer(const std::string& category, const std::string& what, doub
   c.since = Clock::now();
 
   auto& kept = cat->candidates;
-  if (kept.size() < static_cast<std::size_t>(options_.pool)) {
+  double best_rate = 0;
+  for (const auto& k : kept) best_rate = std::max(best_rate, k.rate());
+  const bool near_best = options_.admit_within > 0 && c.rate() >= (1 - options_.admit_within) * best_rate;
+  if (kept.size() < static_cast<std::size_t>(options_.pool) ||
+      (near_best && kept.size() < static_cast<std::size_t>(options_.most))) {
     kept.push_back(std::move(c));
     return;
   }

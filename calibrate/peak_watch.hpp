@@ -46,6 +46,13 @@ class PeakWatch {
     // Keep each candidate's kernel between uses (else it is made, and checked, again when needed).
     bool keep_kernels = false;
     StopRule burst_rule;
+    // Beyond `pool`, a point whose rate is within this fraction of its category's best joins too,
+    // up to `most` candidates in all (0: the pool alone). On a shared host both looks at a
+    // category's best point can come out 10-15% low (seen here: the best f32 convolution layer at
+    // 347 and 356 GFLOP/s, 401 in the next run), below the pool's slowest, which lie within a few
+    // percent of one another; only bursts lift such a point back.
+    double admit_within = 0;
+    int most = 0;
   };
   // Writes a candidate's figures back to its point: the summary of all its samples and the
   // implementation and layout of the kernel that ran the fastest one.
@@ -56,7 +63,8 @@ class PeakWatch {
 
   // A point just measured (its kernel, already checked, and its samples). It becomes a candidate
   // of `category` when its rate (work over its fastest sample) is among the category's best
-  // `pool`; the slowest candidate then leaves. Otherwise nothing is kept.
+  // `pool`, or within `admit_within` of the best while there are fewer than `most`; else, when it
+  // is faster than the slowest candidate, it takes that one's place. Otherwise nothing is kept.
   void offer(const std::string& category, const std::string& what, double work, Make make,
              std::unique_ptr<Kernel> kernel, const std::vector<double>& samples, Apply apply);
 

@@ -66,6 +66,10 @@ struct Plan {
   // for the confirmation.
   double watch_share = 0;
   int watch_pool = 3;
+  // Beyond the pool, points within this fraction of their category's best join it, up to
+  // `watch_most` candidates a category (PeakWatch::Options).
+  double watch_admit_within = 0;
+  int watch_most = 0;
   bool watch_keeps_kernels = false;
   StopRule burst_rule;
   // A second look: after the other points (before the confirmation), every vector op, GEMM and

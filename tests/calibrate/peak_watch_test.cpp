@@ -114,6 +114,43 @@ TEST(PeakWatch, KeepsTheFastestFewOfEachCategory) {
   EXPECT_EQ(watch.candidates(), 3u);
 }
 
+TEST(PeakWatch, PointsNearTheBestJoinBeyondThePoolUpToTheMost) {
+  PeakWatch::Options options{2, 2, 0.0, true, burst_rule()};
+  options.admit_within = 0.15;
+  options.most = 3;
+  PeakWatch watch(options);
+  Applied unused;
+  auto offer = [&](const std::string& what, double time_s) {
+    watch.offer("conv f32", what, 1e9, no_make(), std::make_unique<ScriptedKernel>(std::vector<double>{time_s}),
+                {time_s}, record(unused));
+  };
+  offer("best", 1.0e-3);
+  offer("second", 1.01e-3);
+  offer("far", 1.25e-3);    // 80% of the best: not kept, the pool being full
+  EXPECT_FALSE(watch.holds("far"));
+  offer("near", 1.15e-3);   // 87%: joins beyond the pool
+  EXPECT_TRUE(watch.holds("near"));
+  EXPECT_EQ(watch.candidates(), 3u);
+  offer("nearer", 1.1e-3);  // 91%, but the category is at its most: takes the slowest's place
+  EXPECT_TRUE(watch.holds("nearer"));
+  EXPECT_FALSE(watch.holds("near"));
+  EXPECT_EQ(watch.candidates(), 3u);
+  // The confirmation still measures only the `confirmed` fastest.
+  EXPECT_EQ(watch.to_confirm(), 2u);
+}
+
+TEST(PeakWatch, WithoutAMarginThePoolIsTheMost) {
+  PeakWatch::Options options{2, 2, 0.0, true, burst_rule()};
+  options.most = 3;
+  PeakWatch watch(options);
+  Applied unused;
+  for (const double t : {1.0e-3, 1.01e-3, 0.99e-3}) {
+    watch.offer("conv f32", "p", 1e9, no_make(), std::make_unique<ScriptedKernel>(std::vector<double>{t}), {t},
+                record(unused));
+  }
+  EXPECT_EQ(watch.candidates(), 2u);
+}
+
 TEST(PeakWatch, BurstsRunOnlyWithinTheirShareOfTheElapsedTime) {
   // Each run sleeps 5 ms: a burst of 3 samples takes 15 ms of wall time or more.
   StopRule three = burst_rule();
