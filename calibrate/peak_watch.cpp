@@ -54,7 +54,8 @@ void PeakWatch::offer(const std::string& category, const std::string& what, doub
 
   auto& kept = cat->candidates;
   double best_rate = 0;
-  for (const auto& k : kept) best_rate = std::max(best_rate, k.rate());
+  for (const auto& k : kept)
+    if (!k.failed) best_rate = std::max(best_rate, k.rate());
   const bool near_best = options_.admit_within > 0 && c.rate() >= (1 - options_.admit_within) * best_rate;
   if (kept.size() < static_cast<std::size_t>(options_.pool) ||
       (near_best && kept.size() < static_cast<std::size_t>(options_.most))) {

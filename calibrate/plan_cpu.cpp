@@ -208,7 +208,8 @@ Plan cpu_plan(const DeviceDescription& device, Suite suite) {
   plan.quiet_wait_s = quick ? 0 : 20;
   // The headline candidates, six per category and up to twelve within 15% of its best, are timed
   // in bursts all through the run (PeakWatch): a few samples, no warm-up (the fastest of many
-  // bursts is what counts), for 10% of the elapsed time.
+  // bursts is what counts), for 10% of the elapsed time. The margin splits a category's time among
+  // more candidates: a point within it may be the category's best measured in a busy spell.
   plan.watch_share = 0.10;
   plan.watch_pool = 6;
   plan.watch_admit_within = 0.15;

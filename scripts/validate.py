@@ -60,6 +60,12 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 DEFAULT_MODELS = ["resnet18", "resnet50", "mobilenet_v2", "bert_base", "gpt2_prefill", "gpt2_decode"]
 
 
+def usage_error(message):
+    """Bad flags or input files: one line on stderr and exit status 2, as truepeak itself does."""
+    print(message, file=sys.stderr)
+    sys.exit(2)
+
+
 # ---- models ---------------------------------------------------------------------------------
 
 def transformer_classes():
@@ -262,7 +268,7 @@ def check_model_names(names):
     nor a torchvision classification model."""
     for name in names:
         if name not in TRANSFORMERS and torchvision_classifier(name) is None:
-            sys.exit(f"validate.py: --models: unknown model '{name}' (known: {', '.join(TRANSFORMERS)}, "
+            usage_error(f"validate.py: --models: unknown model '{name}' (known: {', '.join(TRANSFORMERS)}, "
                      f"and torchvision's classification models, e.g. resnet34, densenet121, "
                      f"efficientnet_b0)")
 
@@ -721,7 +727,8 @@ def main():
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--extra-rounds", type=int, default=8,
                         help="at most this many more rounds for the cases whose fastest run still "
-                             "improved by more than 1%% over their last 3 rounds")
+                             "improved by more than 1%% over their last 3 rounds (a case needs more than 3 "
+                             "rounds to count as settled; 0: none)")
     parser.add_argument("--seq", type=int, default=128, help="sequence (prefill) length of the transformers")
     parser.add_argument("--context", type=int, default=128, help="KV-cache length of the decode step")
     parser.add_argument("--threads", type=int, default=None, help="default: the profile's, else all cores")
@@ -751,15 +758,18 @@ def main():
     args = parser.parse_args()
 
     if not re.fullmatch(r"cpu|cuda:\d+", args.device):
-        sys.exit(f"validate.py: --device {args.device}: expected cpu or cuda:N")
+        usage_error(f"validate.py: --device {args.device}: expected cpu or cuda:N")
+    if args.rounds < 1 or args.runs < 1 or args.extra_rounds < 0:
+        usage_error(f"validate.py: --rounds {args.rounds}, --runs {args.runs}, --extra-rounds {args.extra_rounds}: "
+                 "rounds and runs must be 1 or more, extra rounds 0 or more")
     if args.measure_only and args.measured:
-        sys.exit("validate.py: --measure-only and --measured exclude each other")
+        usage_error("validate.py: --measure-only and --measured exclude each other")
     measured_doc = load_measured(args.measured) if args.measured else None
     if measured_doc:
         args.device = measured_doc["device"]
     gpu = on_gpu(args.device)
     if args.breakdown and (gpu or measured_doc):
-        sys.exit("validate.py: --breakdown profiles CPU runs in this process; it is not available with "
+        usage_error("validate.py: --breakdown profiles CPU runs in this process; it is not available with "
                  "--device cuda:N or --measured")
     if args.threads is None:
         args.threads = profile_threads(args.profile) or os.cpu_count()
@@ -769,7 +779,7 @@ def main():
     import torch
     torch.set_num_threads(args.threads)
     if gpu and not measured_doc and not torch.cuda.is_available():
-        sys.exit(f"validate.py: --device {args.device}: PyTorch {torch.__version__} sees no CUDA device here")
+        usage_error(f"validate.py: --device {args.device}: PyTorch {torch.__version__} sees no CUDA device here")
     models = [m for m in args.models.split(",") if m]
     check_model_names(models)
     batches = [int(b) for b in args.batches.split(",") if b]
@@ -808,7 +818,7 @@ def main():
     if measured_doc:
         missing = [c.key for c in cases if c.key not in measured_doc["times_s"]]
         if missing:
-            sys.exit(f"validate.py: {args.measured}: no times for {', '.join(missing)} "
+            usage_error(f"validate.py: {args.measured}: no times for {', '.join(missing)} "
                      f"(it holds {', '.join(measured_doc['times_s']) or 'none'})")
         for case in cases:
             case.times_s = list(measured_doc["times_s"][case.key])
@@ -880,7 +890,7 @@ def main():
         "measure_command": where["command"] if where else None,
         "runtime_overhead_us": overheads,
         "allocator": where.get("allocator") if where else allocator,
-        "extra_rounds": args.extra_rounds,
+        "extra_rounds": where.get("extra_rounds") if where else args.extra_rounds,
     }
     print(write_report(rows, summary, meta, args.out))
 
@@ -897,6 +907,7 @@ def write_measured(args, cases, overheads, allocator):
                         else f"{cpu_model()}, {os.cpu_count()} cores, {platform.node()}"),
             **torch_meta(torch),
             "threads": args.threads, "rounds": args.rounds, "runs": args.runs,
+            "extra_rounds": args.extra_rounds,
             "command": " ".join(["scripts/validate.py"] + sys.argv[1:]),
             "allocator": allocator,
         },
@@ -917,16 +928,20 @@ def load_measured(path):
         with open(path) as f:
             doc = json.load(f)
     except OSError as error:
-        sys.exit(f"validate.py: --measured {path}: cannot read it ({error.strerror})")
+        usage_error(f"validate.py: --measured {path}: cannot read it ({error.strerror})")
     except ValueError as error:
-        sys.exit(f"validate.py: --measured {path}: not JSON ({error})")
+        usage_error(f"validate.py: --measured {path}: not JSON ({error})")
     ok = (isinstance(doc, dict) and isinstance(doc.get("times_s"), dict) and isinstance(doc.get("meta"), dict)
           and isinstance(doc.get("device"), str)
           and all(isinstance(v, list) and v and all(isinstance(t, (int, float)) and t > 0 for t in v)
-                  for v in doc["times_s"].values()))
+                  for v in doc["times_s"].values())
+          and isinstance(doc.get("fastest_by_round", {}), dict)
+          and all(isinstance(v, list) and all(isinstance(t, (int, float)) and t > 0 for t in v)
+                  for v in doc.get("fastest_by_round", {}).values()))
     if not ok:
-        sys.exit(f"validate.py: --measured {path}: not a file written by --measure-only "
-                 "(needs device, meta and times_s with positive times)")
+        usage_error(f"validate.py: --measured {path}: not a file written by --measure-only "
+                 "(needs device, meta and times_s with positive times; fastest_by_round, where present, "
+                 "lists of positive times)")
     return doc
 
 
