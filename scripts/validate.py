@@ -177,7 +177,6 @@ class Case:
         self.seq, self.context = seq, context
         self.input_names = input_names or ["input"]
         self.times_s = []
-        self.fastest_by_round = []  # the fastest run so far, after each round
 
     @property
     def key(self):
@@ -529,13 +528,17 @@ def run_round(cases, runs):
             start = time.perf_counter()
             case.runner()
             case.times_s.append(time.perf_counter() - start)
-        case.fastest_by_round.append(min(case.times_s))
 
 
-def settled(case, rounds, gain):
+def fastest_by_round(times_s, runs):
+    """The fastest run so far after each round, from a case's times (each round adds `runs`)."""
+    return [min(times_s[:end]) for end in range(runs, len(times_s) + 1, runs)]
+
+
+def settled(case, runs, rounds, gain):
     """True when the case's fastest run has not improved by more than `gain` over its last `rounds`
     rounds: a busy spell that covered its early rounds has then passed, or lasts."""
-    history = case.fastest_by_round
+    history = fastest_by_round(case.times_s, runs)
     return len(history) > rounds and history[-1 - rounds] <= history[-1] * (1 + gain)
 
 
@@ -558,7 +561,7 @@ def timed_rounds(cases, args):
         print(f"  round {r + 1}/{args.rounds}: " + ", ".join(
             f"{c.key} {min(c.times_s) * 1e3:.1f}" for c in cases), file=sys.stderr, flush=True)
     for extra in range(args.extra_rounds):
-        behind = [c for c in cases if not settled(c, SETTLE_ROUNDS, SETTLE_GAIN)]
+        behind = [c for c in cases if not settled(c, args.runs, SETTLE_ROUNDS, SETTLE_GAIN)]
         if not behind:
             break
         run_round(behind, args.runs)
@@ -822,7 +825,6 @@ def main():
                      f"(it holds {', '.join(measured_doc['times_s']) or 'none'})")
         for case in cases:
             case.times_s = list(measured_doc["times_s"][case.key])
-            case.fastest_by_round = list(measured_doc.get("fastest_by_round", {}).get(case.key, []))
     onnx_dir = args.onnx_dir or tempfile.mkdtemp(prefix="truepeak-validate-")
     os.makedirs(onnx_dir, exist_ok=True)
     estimates = {}
@@ -845,6 +847,7 @@ def main():
         for case in cases:
             breakdowns[case.key] = measured_breakdown(case)
 
+    runs_per_round = measured_doc["meta"].get("runs") if measured_doc else args.runs
     rows = []
     for case in cases:
         t = case.times_s
@@ -856,8 +859,8 @@ def main():
             "model": case.model, "batch": case.batch, "dtype": case.dtype, "seq": case.seq, "context": case.context,
             "measured_ms": measured * 1e3 if measured else None, "median_ms": statistics.median(t) * 1e3 if t else None,
             "spread": max(t) / min(t) if t else None, "runs": len(t),
-            "rounds": len(case.fastest_by_round) or None,
-            "fastest_by_round_ms": [f * 1e3 for f in case.fastest_by_round],
+            "rounds": len(t) // runs_per_round if runs_per_round else None,
+            "fastest_by_round_ms": [f * 1e3 for f in fastest_by_round(t, runs_per_round)] if runs_per_round else None,
             "predicted_ms": predicted * 1e3 if predicted else None, "error_pct": error_pct(predicted, measured),
             "naive_ms": naive * 1e3 if naive else None, "naive_error_pct": error_pct(naive, measured),
             "library": gpu_library_text(measured_doc or {"meta": torch_meta(torch)}) if gpu
@@ -913,7 +916,6 @@ def write_measured(args, cases, overheads, allocator):
         },
         "runtime_overhead_us": overheads,
         "times_s": {c.key: c.times_s for c in cases},
-        "fastest_by_round": {c.key: c.fastest_by_round for c in cases},
     }
     write_atomic(args.measure_only, json.dumps(doc, indent=1) + "\n")
     for c in cases:
@@ -934,14 +936,10 @@ def load_measured(path):
     ok = (isinstance(doc, dict) and isinstance(doc.get("times_s"), dict) and isinstance(doc.get("meta"), dict)
           and isinstance(doc.get("device"), str)
           and all(isinstance(v, list) and v and all(isinstance(t, (int, float)) and t > 0 for t in v)
-                  for v in doc["times_s"].values())
-          and isinstance(doc.get("fastest_by_round", {}), dict)
-          and all(isinstance(v, list) and all(isinstance(t, (int, float)) and t > 0 for t in v)
-                  for v in doc.get("fastest_by_round", {}).values()))
+                  for v in doc["times_s"].values()))
     if not ok:
         usage_error(f"validate.py: --measured {path}: not a file written by --measure-only "
-                 "(needs device, meta and times_s with positive times; fastest_by_round, where present, "
-                 "lists of positive times)")
+                 "(needs device, meta and times_s with positive times)")
     return doc
 
 
