@@ -2,7 +2,10 @@
 // convolutions of a model. The transcendental ones (gelu, tanh, sigmoid, silu, exp, softmax) are
 // bound by arithmetic rather than memory on a CPU; their element rate is what the estimator needs.
 // `add` is oneDNN's sum of two tensors, the residual add of frameworks that keep activations in
-// oneDNN's formats (its implementation here runs far below the bandwidth of the caches).
+// oneDNN's formats (its implementation here runs far below the bandwidth of the caches). The two
+// reorders are the layout changes such a framework makes where an op it runs outside oneDNN meets
+// one inside: a plain tensor of `rows` channels by `cols` positions into oneDNN's channel-blocked
+// format (aBcd16b), and back.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -19,6 +22,9 @@ namespace truepeak::cpu {
 namespace {
 
 constexpr float kLayerNormEpsilon = 1e-5f;
+constexpr std::int64_t kChannelBlock = 16;  // aBcd16b
+
+bool is_reorder(const std::string& op) { return op == "reorder_blocked" || op == "reorder_plain"; }
 
 struct EltwiseAlgorithm {
   dnnl::algorithm algorithm;
@@ -59,9 +65,25 @@ class VectorOpKernel final : public Kernel {
     if (shape.rows <= 0 || shape.cols <= 0)
       throw InputError(fmt::format("vector op {}: rows and cols must be positive", shape.str()));
     const auto type = onednn_float_type(shape.dtype);
-    const auto desc = plain_desc({shape.rows, shape.cols}, type, dnnl::memory::format_tag::ab);
+    auto desc = plain_desc({shape.rows, shape.cols}, type, dnnl::memory::format_tag::ab);
+    auto dst_desc = desc;
     const auto prop = dnnl::prop_kind::forward_inference;
-    if (shape.op == "add") {
+    if (is_reorder(shape.op)) {
+      if (shape.rows % kChannelBlock != 0)
+        throw InputError(fmt::format("vector op {}: a reorder's rows (channels) must be a multiple of {}",
+                                     shape.str(), kChannelBlock));
+      // One image of `rows` channels, one row of `cols` positions.
+      const dnnl::memory::dims dims = {1, shape.rows, 1, shape.cols};
+      const auto plain = plain_desc(dims, type, dnnl::memory::format_tag::abcd);
+      const auto blocked = plain_desc(dims, type, dnnl::memory::format_tag::aBcd16b);
+      const bool to_blocked = shape.op == "reorder_blocked";
+      desc = to_blocked ? plain : blocked;
+      dst_desc = to_blocked ? blocked : plain;
+      const auto pd = TRUEPEAK_DNNL(
+          dnnl::reorder::primitive_desc(context_.engine, desc, context_.engine, dst_desc));
+      impl_ = pd.impl_info_str();
+      primitive_ = TRUEPEAK_DNNL(dnnl::reorder(pd));
+    } else if (shape.op == "add") {
       const std::vector<float> scales = {1.0f, 1.0f};
       const auto pd = TRUEPEAK_DNNL(
           dnnl::sum::primitive_desc(desc, scales, {desc, desc}, context_.engine));
@@ -96,7 +118,7 @@ class VectorOpKernel final : public Kernel {
       primitive_ = TRUEPEAK_DNNL(dnnl::eltwise_forward(pd));
     }
     src_ = TRUEPEAK_DNNL(dnnl::memory(desc, context_.engine));
-    dst_ = TRUEPEAK_DNNL(dnnl::memory(desc, context_.engine));
+    dst_ = TRUEPEAK_DNNL(dnnl::memory(dst_desc, context_.engine));
     fill_memory(src_, 0x5e);
     spread_inputs();
     fill_memory(dst_, 0x5f);
@@ -111,12 +133,20 @@ class VectorOpKernel final : public Kernel {
     return tensors * shape_.elements() * static_cast<double>(dtype_bytes(shape_.dtype));
   }
   std::string impl() const override { return impl_; }
-  std::string layout() const override { return "row-major"; }
+  std::string layout() const override {
+    if (shape_.op == "reorder_blocked") return "abcd->aBcd16b";
+    if (shape_.op == "reorder_plain") return "aBcd16b->abcd";
+    return "row-major";
+  }
 
   // Every element of a spread of rows against a double-precision reference computed from the
   // same (rounded) inputs: f32 to 1e-4 relative, bf16 to its output rounding.
   void check() override {
     run_s();
+    if (is_reorder(shape_.op)) {
+      check_reorder();
+      return;
+    }
     const bool bf16 = shape_.dtype == DType::bf16;
     const double rel = bf16 ? 1.6e-2 : 1e-4, abs = bf16 ? 1e-4 : 1e-6;
     const std::int64_t step = std::max<std::int64_t>(1, shape_.rows / 32);
@@ -152,6 +182,26 @@ class VectorOpKernel final : public Kernel {
     } else {
       auto* p = static_cast<float*>(data);
       for (std::size_t i = 0; i < n; ++i) p[i] *= 8.0f;
+    }
+  }
+
+  // Offset of channel `c` at position `p` in a tensor of this op's shape, plain or blocked.
+  std::int64_t offset(bool blocked, std::int64_t c, std::int64_t p) const {
+    if (!blocked) return c * shape_.cols + p;
+    return (c / kChannelBlock) * shape_.cols * kChannelBlock + p * kChannelBlock + c % kChannelBlock;
+  }
+
+  // A layout change moves every element unchanged: each one is compared exactly.
+  void check_reorder() const {
+    const bool to_blocked = shape_.op == "reorder_blocked";
+    for (std::int64_t c = 0; c < shape_.rows; ++c) {
+      for (std::int64_t p = 0; p < shape_.cols; ++p) {
+        const double want = value(src_, offset(!to_blocked, c, p));
+        const double got = value(dst_, offset(to_blocked, c, p));
+        if (got != want)
+          throw CheckFailed(fmt::format("{}: channel {} position {} is {}, expected {}", name(), c, p,
+                                        got, want));
+      }
     }
   }
 

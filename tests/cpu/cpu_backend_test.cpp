@@ -213,6 +213,10 @@ TEST_F(CpuBackendTest, VectorOpsMatchTheirReference) {
   }
   EXPECT_THROW(backend().vector_op({"erf", DType::f32, 8, 64}), Unsupported);
   EXPECT_THROW(backend().vector_op({"gelu", DType::f32, 0, 64}), InputError);
+  // A reorder's channels fill whole blocks of 16.
+  EXPECT_THROW(backend().vector_op({"reorder_plain", DType::f32, 24, 64}), InputError);
+  EXPECT_EQ(backend().vector_op({"reorder_blocked", DType::f32, 32, 64})->layout(), "abcd->aBcd16b");
+  EXPECT_EQ(backend().vector_op({"reorder_plain", DType::f32, 32, 64})->layout(), "aBcd16b->abcd");
 }
 
 TEST_F(CpuBackendTest, TransfersAreUnsupported) {
