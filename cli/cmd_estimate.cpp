@@ -34,6 +34,8 @@ struct EstimateArgs {
   double max_latency_ms = 0;
   std::string conv_layout;
   std::optional<double> op_overhead_us;   // unset: the profile's per-op overhead
+  std::vector<std::string> blocked_ops;   // the runtime's blocked-layout ops; empty: no layout model
+  std::string layout_copies = "1,1";      // copies per layout change: to plain, to blocked
   std::vector<std::string> input_shapes;  // ONNX: NAME=1x3x224x224
   bool fuse_activations = false;          // ONNX: fold activations into GEMM/conv epilogues
 };
@@ -128,6 +130,38 @@ class ModelSource {
   std::int64_t batch_ = 0;
 };
 
+// --blocked-ops KIND,... and --layout-copies TO_PLAIN,TO_BLOCKED.
+estimate::BlockedLayout blocked_layout(const EstimateArgs& args) {
+  estimate::BlockedLayout layout;
+  for (const auto& kind : args.blocked_ops) {
+    const auto base = kind.substr(0, kind.find(':'));
+    if (!estimate::parse_op_kind(base) || kind.back() == ':')
+      throw InputError(fmt::format(
+          "--blocked-ops {}: not an op kind (expected a row kind such as conv2d, elementwise:relu, "
+          "pool:max or pool)",
+          kind));
+    layout.ops.push_back(kind);
+  }
+  const auto comma = args.layout_copies.find(',');
+  const auto count = [&](const std::string& text) {
+    std::size_t used = 0;
+    int n = -1;
+    try {
+      n = std::stoi(text, &used);
+    } catch (const std::exception&) {
+    }
+    if (used != text.size() || n < 0 || n > 8)
+      throw InputError(fmt::format(
+          "--layout-copies {}: expected two counts from 0 to 8, TO_PLAIN,TO_BLOCKED (e.g. 1,2)",
+          args.layout_copies));
+    return n;
+  };
+  if (comma == std::string::npos) count("");
+  layout.to_plain_copies = count(args.layout_copies.substr(0, comma));
+  layout.to_blocked_copies = count(args.layout_copies.substr(comma + 1));
+  return layout;
+}
+
 void run_estimate(const EstimateArgs& args) {
   estimate::Options options;
   const auto dtype = parse_dtype(args.dtype);
@@ -155,6 +189,7 @@ void run_estimate(const EstimateArgs& args) {
                                    *args.op_overhead_us));
     options.op_overhead_s = *args.op_overhead_us * 1e-6;
   }
+  if (!args.blocked_ops.empty()) options.blocked_layout = blocked_layout(args);
   const auto format = parse_format(args.format);
   for (auto b : args.batches)
     if (b < 1) throw InputError(fmt::format("--batch {}: batch sizes must be at least 1", b));
@@ -260,6 +295,17 @@ void add_estimate_command(CLI::App& app, const Context&) {
   cmd->add_option("--op-overhead-us", args->op_overhead_us,
                   "Fixed cost of one op in the target runtime, framework dispatch included, in "
                   "microseconds (default: the profile's per-op overhead, the library's alone)");
+  cmd->add_option(
+         "--blocked-ops", args->blocked_ops,
+         "The target runtime keeps 4-D activations in oneDNN's channel-blocked layout: "
+         "convolutions, and these op kinds when all their 4-D inputs are blocked (e.g. "
+         "elementwise:relu,elementwise:add,pool); every other op runs plain, and each layout "
+         "change costs a reorder (inference; default: no layout changes)")
+      ->delimiter(',');
+  cmd->add_option("--layout-copies", args->layout_copies,
+                  "With --blocked-ops: copies one layout change makes, TO_PLAIN,TO_BLOCKED (a "
+                  "runtime that copies a tensor into its own before reordering it makes 2)")
+      ->capture_default_str();
   cmd->add_option("--input-shape", args->input_shapes,
                   "ONNX: the shape of a graph input, NAME=1x3x224x224 (repeatable); wins over --batch/--seq");
   cmd->add_flag("--fuse-activations", args->fuse_activations,

@@ -1,9 +1,12 @@
 #include "estimate/estimator.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <set>
 
 #include "core/error.hpp"
 #include "estimate/cost.hpp"
@@ -13,12 +16,16 @@
 namespace truepeak::estimate {
 namespace {
 
+std::string row_kind(const Op& op) {
+  return std::string(to_string(op.kind)) + (op.fn.empty() ? "" : ":" + op.fn);
+}
+
 // `model_weight_bytes`: all of the model's parameters, the level that serves each op's weights.
 OpRow cost_row(const Op& op, const Work& w, const RateModel& rates, const std::string& phase,
                double model_weight_bytes) {
   OpRow r;
   r.name = op.name;
-  r.kind = std::string(to_string(op.kind)) + (op.fn.empty() ? "" : ":" + op.fn);
+  r.kind = row_kind(op);
   r.phase = phase;
   r.shape = w.shape;
   r.flops = w.flops;
@@ -89,13 +96,79 @@ void add_row(Totals& totals, std::vector<OpRow>* rows, OpRow row) {
   if (rows) rows->push_back(std::move(row));
 }
 
+// The layout changes a blocked-layout runtime makes before `op`, as rows of their own; `blocked`
+// holds each 4-D activation's layout so far, `changed` the (tensor, layout) copies already made.
+class LayoutPass {
+ public:
+  LayoutPass(const BlockedLayout& layout, const Bindings& b, double e)
+      : layout_(layout), b_(b), e_(e) {}
+
+  // Adds the reorders `op` needs, then records its output's layout.
+  void before(const Op& op, const RateModel& rates, const std::string& phase, double weight_bytes,
+              Totals& t, std::vector<OpRow>* rows) {
+    std::vector<const TensorRef*> activations;
+    for (const auto& in : op.inputs)
+      if (in.shape.size() == 4) activations.push_back(&in);
+    bool run_blocked = op.kind == OpKind::conv2d;
+    if (!run_blocked && !activations.empty() && layout_.runs_blocked(row_kind(op)))
+      run_blocked = std::all_of(activations.begin(), activations.end(),
+                                [&](const TensorRef* in) { return is_blocked(in->name); });
+    for (const TensorRef* in : activations) {
+      if (is_blocked(in->name) == run_blocked || !changed_.insert({in->name, run_blocked}).second)
+        continue;
+      const int copies = run_blocked ? layout_.to_blocked_copies : layout_.to_plain_copies;
+      for (int i = 0; i < copies; ++i) {
+        const auto [reorder, work] = reorder_work(op, *in, run_blocked, i, copies);
+        add_row(t, rows, cost_row(reorder, work, rates, phase, weight_bytes));
+      }
+    }
+    blocked_[op.output.name] = run_blocked && op.output.shape.size() == 4;
+  }
+
+ private:
+  bool is_blocked(const std::string& name) const {
+    const auto it = blocked_.find(name);
+    return it != blocked_.end() && it->second;
+  }
+
+  std::pair<Op, Work> reorder_work(const Op& consumer, const TensorRef& in, bool to_blocked, int i,
+                                   int copies) const {
+    Op op;
+    op.kind = OpKind::transpose;
+    op.fn = to_blocked ? "reorder_blocked" : "reorder_plain";
+    op.name = fmt::format("{}/{} {}{}", consumer.name, in.name, op.fn,
+                          copies > 1 ? fmt::format(" {}/{}", i + 1, copies) : "");
+    const double elements = static_cast<double>(num_elements(in.shape, b_));
+    Work w;
+    w.phase = "forward";
+    w.engine = Engine::vector;
+    w.bytes = 2 * elements * e_;
+    w.output_bytes = elements * e_;  // a fresh tensor
+    w.vector_op = op.fn;
+    w.elements = elements;
+    w.shape = fmt::format("[{}]", fmt::join(eval_shape(in.shape, b_), ","));
+    return {op, w};
+  }
+
+  const BlockedLayout& layout_;
+  const Bindings& b_;
+  double e_;
+  std::map<std::string, bool> blocked_;
+  std::set<std::pair<std::string, bool>> changed_;
+};
+
 Totals run_forward(const Graph& g, const Bindings& b, double e, const RateModel& rates,
-                   const std::string& phase, std::vector<OpRow>* rows) {
+                   const std::string& phase, std::vector<OpRow>* rows,
+                   const std::optional<BlockedLayout>& layout = std::nullopt) {
   Totals t;
   const double weight_bytes = count_params(g, b) * e;
-  for (const auto& op : g.ops)
+  std::optional<LayoutPass> pass;
+  if (layout) pass.emplace(*layout, b, e);
+  for (const auto& op : g.ops) {
+    if (pass) pass->before(op, rates, phase, weight_bytes, t, rows);
     for (const auto& w : forward_work(op, b, e))
       add_row(t, rows, cost_row(op, w, rates, phase, weight_bytes));
+  }
   return t;
 }
 
@@ -154,12 +227,12 @@ Estimate estimate_with(const Model& model, const Device& device, const RateModel
   est.params = count_params(model.forward, b);
 
   if (options.mode == Mode::inference) {
-    est.forward =
-        run_forward(model.forward, b, e, rates, model.decode ? "prefill" : "forward", rows);
+    est.forward = run_forward(model.forward, b, e, rates, model.decode ? "prefill" : "forward",
+                              rows, options.blocked_layout);
     est.latency_s = est.forward.time_s;
     est.naive_latency_s = est.forward.naive_s;
     if (model.decode) {
-      est.decode = run_forward(*model.decode, b, e, rates, "decode", rows);
+      est.decode = run_forward(*model.decode, b, e, rates, "decode", rows, options.blocked_layout);
       est.throughput_per_s = n / est.decode->time_s;
       est.throughput_unit = "tokens/s";
     } else {
@@ -280,6 +353,12 @@ std::optional<std::int64_t> max_batch(const Model& model, const Options& options
     (fits(mid) ? lo : hi) = mid;
   }
   return lo;
+}
+
+bool BlockedLayout::runs_blocked(const std::string& kind) const {
+  const auto base = kind.substr(0, kind.find(':'));
+  return std::any_of(ops.begin(), ops.end(),
+                     [&](const std::string& k) { return k == kind || k == base; });
 }
 
 Estimate estimate(const Model& model, const Device& device, const Options& options) {

@@ -36,6 +36,21 @@ std::vector<std::string> zoo_names();
 
 // ---- estimates ----------------------------------------------------------------------------
 
+// A runtime that keeps 4-D activations in oneDNN's channel-blocked layout between the ops it runs
+// in oneDNN and in the plain layout elsewhere (PyTorch's frozen oneDNN graphs): every convolution
+// runs blocked; an op whose kind is in `ops` runs blocked when all its 4-D inputs are; every other
+// op runs plain. Where an op meets a 4-D activation in the other layout, the runtime changes its
+// layout first (once per tensor and layout), at the profile's measured reorder rates.
+struct BlockedLayout {
+  // Row kinds ("elementwise:relu", "pool:max", or a whole kind: "pool").
+  std::vector<std::string> ops;
+  // Copies one layout change makes: the reorder itself, plus any copy the runtime adds (PyTorch
+  // copies a plain tensor into its own before oneDNN reorders it: 2 to blocked, 1 to plain).
+  int to_plain_copies = 1;
+  int to_blocked_copies = 1;
+  bool runs_blocked(const std::string& kind) const;
+};
+
 enum class Mode { inference, training };
 enum class Optimizer { sgd, momentum, adam, adamw };
 std::string_view to_string(Mode mode);
@@ -61,6 +76,9 @@ struct Options {
   // Fixed cost of one op in the target runtime (framework dispatch included), in place of the
   // profile's measured library-level per-op overhead; unset: the profile's.
   std::optional<double> op_overhead_s;
+  // How the target runtime lays out 4-D activations (inference only); unset: as each op needs,
+  // with no layout changes between ops.
+  std::optional<BlockedLayout> blocked_layout;
 };
 
 // One row of the per-op table. A training step has forward, dgrad, wgrad and optimizer rows.

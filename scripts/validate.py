@@ -418,6 +418,124 @@ def runtime_overheads_us(repeats=30):
     return {k: (v if v > 0 else None) for k, v in found.items()}
 
 
+# ---- PyTorch's layouts ----------------------------------------------------------------------
+
+def layout_probe_modules():
+    """Estimator row kind -> (module, operands): a frozen graph runs it between two convolutions
+    of 16 channels (operands 2: on the outputs of two convolutions). A ReLU runs before a batch
+    norm, which would otherwise fold into the convolution."""
+    import torch
+    from torch import nn
+
+    class Call(nn.Module):
+        def __init__(self, f):
+            super().__init__()
+            self.f = f
+
+        def forward(self, *xs):
+            return self.f(*xs)
+
+    return {
+        "elementwise:relu": (nn.ReLU(), 1), "elementwise:clip": (nn.ReLU6(), 1),
+        "elementwise:sigmoid": (nn.Sigmoid(), 1), "elementwise:tanh": (nn.Tanh(), 1),
+        "elementwise:gelu": (nn.GELU(), 1), "elementwise:silu": (nn.SiLU(), 1),
+        "elementwise:hardswish": (nn.Hardswish(), 1), "elementwise:hardsigmoid": (nn.Hardsigmoid(), 1),
+        "elementwise:add": (Call(lambda a, b: a + b), 2), "elementwise:mul": (Call(lambda a, b: a * b), 2),
+        "pool:max": (nn.MaxPool2d(3, 1, 1), 1), "pool:avg": (nn.AvgPool2d(3, 1, 1), 1),
+        "concat": (Call(lambda a, b: torch.cat([a, b], 1)), 2),
+        "norm:batchnorm": (nn.Sequential(nn.ReLU(), nn.BatchNorm2d(16).eval()), 1),
+    }
+
+
+def layout_probe_net(middle, operands):
+    import torch
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = nn.Conv2d(16, 16, 3, padding=1), nn.Conv2d(16, 16, 3, padding=1)
+            self.middle = middle
+            self.out = nn.LazyConv2d(16, 1) if operands == 2 else nn.Conv2d(16, 16, 1)
+
+        def forward(self, x):
+            y = self.middle(self.a(x), self.b(x)) if operands == 2 else self.middle(self.a(x))
+            return self.out(y)
+
+    torch.manual_seed(0)
+    x = torch.randn(1, 16, 16, 16)
+    net = Net().eval()
+    with torch.no_grad():
+        net(x)  # sizes the lazy convolution
+        return torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.trace(net, x))), x
+
+
+def layout_probe(args):
+    """Child process (ONEDNN_VERBOSE=1): which estimator op kinds PyTorch's frozen graphs run on
+    channel-blocked tensors, and how many copies a layout change makes. An op runs blocked when
+    its graph has no aten::to_dense beyond the one at the graph's end, as between two convolutions
+    a ReLU does. The copies: the oneDNN reorders of one run of conv-SiLU-conv (SiLU runs plain)
+    beyond those of conv-ReLU-conv, by direction. Prints one JSON line."""
+    import ctypes
+    import torch
+    from torch import nn
+    torch.set_num_threads(args.threads)
+    libc = ctypes.CDLL(None)
+    modules = layout_probe_modules()
+    base = str(layout_probe_net(nn.ReLU(), 1)[0].graph).count("aten::to_dense")
+    blocked = [kind for kind, (module, operands) in modules.items()
+               if str(layout_probe_net(module, operands)[0].graph).count("aten::to_dense") <= base]
+    with torch.no_grad():
+        for name, module in (("base", nn.ReLU()), ("cross", nn.SiLU())):
+            graph, x = layout_probe_net(module, 1)
+            graph(x)
+            graph(x)
+            libc.fflush(None)
+            os.write(1, f"truepeak-layout-{name}\n".encode())
+            graph(x)
+            libc.fflush(None)
+            os.write(1, b"truepeak-layout-end\n")
+    os.write(1, (json.dumps({"blocked_ops": blocked}) + "\n").encode())
+
+
+def reorder_directions(lines):
+    """(to plain, to blocked) counts of the oneDNN reorders among ONEDNN_VERBOSE `lines`: a reorder
+    from a channel-blocked source (aBcd16b, aBcd8b, ...) is to plain; from a plain source, to a plain
+    copy or a blocked layout, to blocked."""
+    to_plain = to_blocked = 0
+    for line in lines:
+        fields = line.split(",")
+        if len(fields) < 7 or fields[1] != "exec" or fields[3] != "reorder":
+            continue
+        src = next((f for f in fields[6].split() if f.startswith("src_")), "")
+        if re.search(r":blocked:a[A-Z][a-z]*\d+[a-z]", src):
+            to_plain += 1
+        else:
+            to_blocked += 1
+    return to_plain, to_blocked
+
+
+def runtime_layout(args):
+    """PyTorch's layout rules for frozen graphs, probed in a child process: {"blocked_ops": [...],
+    "copies": [to plain, to blocked]}, or {"error": ...}."""
+    env = dict(os.environ, ONEDNN_VERBOSE="1", DNNL_VERBOSE="1")
+    cmd = [sys.executable, os.path.abspath(__file__), "--layout-probe", "--threads", str(args.threads)]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    lines = out.stdout.splitlines()
+    marks = ["truepeak-layout-base", "truepeak-layout-cross"]
+    if (out.returncode != 0 or not all(m in lines for m in marks) or lines.count("truepeak-layout-end") != 2
+            or not lines[-1].startswith("{")):
+        return {"error": (out.stderr.strip().splitlines() or ["layout probe failed"])[-1]}
+    found = json.loads(lines[-1])
+
+    def run_of(mark):
+        start = lines.index(mark) + 1
+        return lines[start:lines.index("truepeak-layout-end", start)]
+    base, cross = reorder_directions(run_of(marks[0])), reorder_directions(run_of(marks[1]))
+    found["copies"] = [max(0, cross[0] - base[0]), max(0, cross[1] - base[1])]
+    return found
+
+
 # ---- oneDNN probe ---------------------------------------------------------------------------
 
 def probe(args):
@@ -488,7 +606,7 @@ def find_key(doc, key):
     return None
 
 
-def estimate(args, case, onnx_path, overhead_us=None):
+def estimate(args, case, onnx_path, overhead_us=None, layout=None):
     cmd = [args.truepeak, "estimate", "--profile", args.profile, "--model", onnx_path, "--format", "json",
            "--batch", str(case.batch), "--dtype", case.dtype]
     if case.seq and case.model != "gpt2_decode":
@@ -499,12 +617,17 @@ def estimate(args, case, onnx_path, overhead_us=None):
         cmd += ["--conv-layout", case.conv_layout]
     if overhead_us is not None:
         cmd += ["--op-overhead-us", f"{overhead_us:.3f}"]
+    if layout and case.runtime == "frozen" and "error" not in layout:
+        cmd += ["--blocked-ops", ",".join(layout["blocked_ops"]) or "conv2d",
+                "--layout-copies", ",".join(str(c) for c in layout["copies"])]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if out.returncode != 0:
         return {"error": (out.stderr.strip().splitlines() or [f"exit {out.returncode}"])[-1], "command": cmd}
     doc = json.loads(out.stdout)
+    ops = find_key(doc, "ops") or []
     return {"latency_s": find_key(doc, "latency_s"), "naive_s": find_key(doc, "naive_latency_s"),
             "breakdown_ms": predicted_breakdown(doc),
+            "reorders": sum(1 for op in ops if ":reorder_" in op.get("kind", "")),
             "warnings": [l for l in out.stderr.splitlines() if l.strip()], "command": cmd}
 
 
@@ -654,13 +777,15 @@ def write_report(rows, summary, meta, out_base):
     if meta.get("extra_rounds"):
         lines.append(f"A case whose fastest run still improved by more than {SETTLE_GAIN:.0%} over its last "
                      f"{SETTLE_ROUNDS} rounds ran extra rounds, up to {meta['extra_rounds']} (rounds column).")
+    if meta.get("layout"):
+        lines.append(layout_text(meta["layout"]) + ".")
     lines += [
              "Per-op overhead: " + ("; ".join(f"{k} PyTorch {fmt(v, '.1f')} us" for k, v in meta["runtime_overhead_us"].items())
                                     + " (tiny-op chains, measured beside the models)" if meta.get("runtime_overhead_us")
                                     else "the profile's (the library's alone)") + ".", "",
              "| model | batch | dtype | measured ms (fastest) | median ms | spread | rounds | predicted ms | "
-             "error | naive ms | naive error | library |",
-             "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+             "error | naive ms | naive error | reorders run / estimated | library |",
+             "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
         lines.append(
             f"| {r['model']} | {r['batch']} | {r['dtype']} | {fmt(r['measured_ms'], '.2f')} | "
@@ -668,7 +793,7 @@ def write_report(rows, summary, meta, out_base):
             f"{r.get('rounds') or '-'} | "
             f"{fmt(r['predicted_ms'], '.2f')} | "
             f"{fmt(r['error_pct'], '+.1f')}% | {fmt(r['naive_ms'], '.2f')} | {fmt(r['naive_error_pct'], '+.1f')}% | "
-            f"{r['library']} |")
+            f"{fmt(r.get('reorders'), 'd')} / {fmt(r.get('predicted_reorders'), 'd')} | {r['library']} |")
     lines += ["", f"Median absolute error: {fmt(summary['median_abs_error_pct'], '.1f')}% "
               f"(naive roofline: {fmt(summary['naive_median_abs_error_pct'], '.1f')}%); worst: "
               f"{fmt(summary['worst_abs_error_pct'], '.1f')}% (naive: {fmt(summary['naive_worst_abs_error_pct'], '.1f')}%); "
@@ -699,6 +824,21 @@ def write_atomic(path, text):
     with tempfile.NamedTemporaryFile("w", dir=directory, delete=False, suffix=".tmp") as f:
         f.write(text)
     os.replace(f.name, path)
+
+
+def layout_text(layout):
+    if "error" in layout:
+        return f"PyTorch's layouts: probe failed ({layout['error']}); estimated without layout changes"
+    return ("PyTorch's layouts (probed): frozen graphs run convolutions and "
+            + (", ".join(layout["blocked_ops"]) or "nothing else") + " on channel-blocked tensors, the rest "
+            f"plain; a layout change copies {layout['copies'][0]} time(s) to plain, {layout['copies'][1]} to blocked")
+
+
+def run_reorders(info):
+    """oneDNN reorders one run of the case executed (the probe ran it twice), or None."""
+    if not info or "error" in info:
+        return None
+    return sum(n for key, n in info["primitives"].items() if key.split(":")[0] == "reorder") // 2
 
 
 def library_text(info):
@@ -757,7 +897,11 @@ def main():
     parser.add_argument("--system-malloc", action="store_true",
                         help="CPU: leave glibc's malloc at its defaults (large activations are then "
                              "paged in fresh every run) instead of keeping freed memory for reuse")
+    parser.add_argument("--no-layout", action="store_true",
+                        help="CPU: estimate frozen graphs without PyTorch's layout changes (probed here: "
+                             "which ops run on channel-blocked tensors, copies per change)")
     parser.add_argument("--probe", help=argparse.SUPPRESS)
+    parser.add_argument("--layout-probe", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
     if not re.fullmatch(r"cpu|cuda:\d+", args.device):
@@ -778,6 +922,8 @@ def main():
         args.threads = profile_threads(args.profile) or os.cpu_count()
     if args.probe:
         return probe(args)
+    if args.layout_probe:
+        return layout_probe(args)
     args.truepeak = find_truepeak(args.truepeak)
     import torch
     torch.set_num_threads(args.threads)
@@ -813,6 +959,11 @@ def main():
             f"{k} {fmt(v, '.1f')} us" + ("" if v is not None else " (not measurable: the profile's)")
             for k, v in overheads.items()), file=sys.stderr, flush=True)
 
+    layout = None
+    if not gpu and not args.no_layout:
+        layout = runtime_layout(args)
+        print("  " + layout_text(layout), file=sys.stderr, flush=True)
+
     cases = [build_case(m, b, args.seq, args.context, args.device, runnable=not measured_doc)
              for m in models for b in batches]
     if args.measure_only:
@@ -835,7 +986,8 @@ def main():
             print(f"  exporting {case.model} to {path}", file=sys.stderr, flush=True)
             export_onnx(case, path)
         exported.add(case.model)
-        estimates[case.key] = estimate(args, case, path, None if overheads is None else overheads[case.runtime])
+        estimates[case.key] = estimate(args, case, path, None if overheads is None else overheads[case.runtime],
+                                       layout)
         e = estimates[case.key]
         print(f"  {case.key}: predicted {fmt(e.get('latency_s') and e['latency_s'] * 1e3, '.2f')} ms"
               + (f" ({e['error']})" if "error" in e else ""), file=sys.stderr, flush=True)
@@ -866,6 +1018,7 @@ def main():
             "library": gpu_library_text(measured_doc or {"meta": torch_meta(torch)}) if gpu
                        else library_text(libraries.get(case.model)),
             "onednn": libraries.get(case.model),
+            "reorders": run_reorders(libraries.get(case.model)), "predicted_reorders": e.get("reorders"),
             "estimate_error": e.get("error"), "estimate_warnings": e.get("warnings", []),
             "predicted_breakdown_ms": e.get("breakdown_ms"), "measured_breakdown_ms": breakdowns.get(case.key),
         })
@@ -894,6 +1047,7 @@ def main():
         "runtime_overhead_us": overheads,
         "allocator": where.get("allocator") if where else allocator,
         "extra_rounds": where.get("extra_rounds") if where else args.extra_rounds,
+        "layout": layout,
     }
     print(write_report(rows, summary, meta, args.out))
 

@@ -1,0 +1,126 @@
+// The layout changes of a runtime that keeps activations channel-blocked between the ops it runs
+// in oneDNN (Options::blocked_layout), on the CPU fixture profile.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "helpers.hpp"
+
+namespace truepeak::estimate {
+namespace {
+
+using testing::batch;
+using testing::fixture;
+
+class Layout : public ::testing::Test {
+ protected:
+  Profile profile = fixture("fixture_cpu.json");
+  const Device& cpu = profile.devices.at(0);
+
+  // x -> conv a -> silu -> conv b -> relu -> add(conv b's output, relu's) -> flatten.
+  static Model model() {
+    GraphBuilder b;
+    const auto& x = b.input("x", {Dim::symbol("N"), 32, 8, 8});
+    const auto& a = b.add(make_conv2d("a", x, 32, {3, 3, 1, 1, 1, 1}, false));
+    const auto& s = b.add(make_elementwise("silu", "silu", {a}));
+    const auto& c = b.add(make_conv2d("b", s, 32, {3, 3, 1, 1, 1, 1}, false));
+    const auto& r = b.add(make_elementwise("relu", "relu", {c}));
+    const auto& sum = b.add(make_elementwise("add", "add", {c, r}));
+    b.add(make_reshape("flatten", sum, {Dim::symbol("N"), 32 * 8 * 8}));
+    Model m;
+    m.name = "layout";
+    m.forward = b.take();
+    return m;
+  }
+
+  static std::vector<std::string> reorders(const Estimate& est) {
+    std::vector<std::string> names;
+    for (const auto& op : est.ops)
+      if (op.kind.rfind("transpose:reorder_", 0) == 0) names.push_back(op.name);
+    return names;
+  }
+
+  static Options layout(std::vector<std::string> ops, int to_plain = 1, int to_blocked = 1) {
+    Options o = batch(2);
+    o.blocked_layout = BlockedLayout{std::move(ops), to_plain, to_blocked};
+    return o;
+  }
+};
+
+TEST_F(Layout, WithoutALayoutModelNoOpIsAdded) {
+  EXPECT_TRUE(reorders(estimate(model(), cpu, batch(2))).empty());
+}
+
+TEST_F(Layout, EachLayoutChangeIsAReorderBeforeTheOpThatNeedsIt) {
+  // The image comes in plain; SiLU runs plain; ReLU and the add follow their blocked inputs;
+  // the flatten (a view) needs the plain tensor.
+  const auto est = estimate(model(), cpu, layout({"elementwise:relu", "elementwise:add"}));
+  EXPECT_EQ(reorders(est), (std::vector<std::string>{
+                               "a/x reorder_blocked", "silu/a reorder_plain",
+                               "b/silu reorder_blocked", "flatten/add reorder_plain"}));
+  // Without the add among the blocked ops it runs plain: both its inputs change layout once.
+  const auto plain_add = estimate(model(), cpu, layout({"elementwise:relu"}));
+  EXPECT_EQ(reorders(plain_add), (std::vector<std::string>{
+                                     "a/x reorder_blocked", "silu/a reorder_plain",
+                                     "b/silu reorder_blocked", "add/b reorder_plain",
+                                     "add/relu reorder_plain"}));
+  // A whole kind names all its functions.
+  EXPECT_EQ(reorders(estimate(model(), cpu, layout({"elementwise"}))),
+            (std::vector<std::string>{"a/x reorder_blocked", "flatten/add reorder_plain"}));
+}
+
+TEST_F(Layout, AnOpRunsBlockedOnlyWhenAllItsInputsAre) {
+  // The add meets ReLU's output, made plain by a runtime that runs ReLU outside oneDNN: it
+  // runs plain and conv b's output changes layout for it.
+  const auto est = estimate(model(), cpu, layout({"elementwise:add"}));
+  const auto names = reorders(est);
+  EXPECT_NE(std::find(names.begin(), names.end(), "relu/b reorder_plain"), names.end());
+  EXPECT_EQ(std::find(names.begin(), names.end(), "add/b reorder_plain"), names.end())
+      << "conv b's output changed layout once, for the ReLU";
+  EXPECT_EQ(std::find(names.begin(), names.end(), "flatten/add reorder_plain"), names.end());
+}
+
+TEST_F(Layout, AReorderCostsItsCopiesAtTheMeasuredRateOrItsBytes) {
+  const auto one = estimate(model(), cpu, layout({"elementwise:relu", "elementwise:add"}));
+  const auto two = estimate(model(), cpu, layout({"elementwise:relu", "elementwise:add"}, 1, 2));
+  EXPECT_EQ(reorders(two).size(), reorders(one).size() + 2);  // the two plain-to-blocked changes
+  EXPECT_GT(two.latency_s, one.latency_s);
+  // A reorder reads and writes its tensor: 2 x 2 x 32 x 8 x 8 x 4 bytes.
+  const OpRow* r = nullptr;
+  for (const auto& op : one.ops)
+    if (op.name == "silu/a reorder_plain") r = &op;
+  ASSERT_NE(r, nullptr);
+  EXPECT_DOUBLE_EQ(r->bytes, 2.0 * 2 * 32 * 8 * 8 * 4);
+  EXPECT_EQ(r->shape, "[2,32,8,8]");
+
+  // With a measured reorder rate the copy takes its elements at that rate.
+  Device measured = cpu;
+  VectorOpPoint v;
+  v.op = "reorder_plain";
+  v.dtype = DType::f32;
+  v.rows = 256;
+  v.cols = 1024;
+  v.timing = {262144 / 1e8, 262144 / 1e8, 0, 10};
+  v.elements_per_s = 1e8;
+  measured.vector_ops.push_back(v);
+  const auto slow = estimate(model(), measured, layout({"elementwise:relu", "elementwise:add"}));
+  const OpRow* s = nullptr;
+  for (const auto& op : slow.ops)
+    if (op.name == "silu/a reorder_plain") s = &op;
+  ASSERT_NE(s, nullptr);
+  EXPECT_NEAR(s->compute_s, 2.0 * 32 * 8 * 8 / 1e8, 1e-15);
+  EXPECT_GT(slow.latency_s, one.latency_s);
+}
+
+TEST_F(Layout, TrainingIsNotAffected) {
+  Options o = layout({"elementwise:relu"});
+  o.mode = Mode::training;
+  Options plain = batch(2);
+  plain.mode = Mode::training;
+  EXPECT_DOUBLE_EQ(estimate(model(), cpu, o).latency_s, estimate(model(), cpu, plain).latency_s);
+}
+
+}  // namespace
+}  // namespace truepeak::estimate

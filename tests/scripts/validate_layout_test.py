@@ -1,0 +1,65 @@
+"""validate.py's reading of PyTorch's layout changes from ONEDNN_VERBOSE lines and the estimate's
+flags for them (standard library only)."""
+import os
+import sys
+import types
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "scripts"))
+import validate  # noqa: E402  (stdlib only at import time; torch is imported where it is used)
+
+
+def reorder(src, dst, impl="jit:blk"):
+    return (f"onednn_verbose,exec,cpu,reorder,{impl},undef,src_f32::blocked:{src}:f0 "
+            f"dst_f32::blocked:{dst}:f0,attr-scratchpad:user ,,1x16x16x16,0.003")
+
+
+CONV = ("onednn_verbose,exec,cpu,convolution,jit:avx512_core,forward_inference,src_f32::blocked:aBcd16b:f0 "
+        "wei_f32::blocked:ABcd16b16a:f0 dst_f32::blocked:aBcd16b:f0,,alg:convolution_direct,mb1_ic16oc16,0.01")
+
+
+class ReorderDirectionsTest(unittest.TestCase):
+    def test_a_blocked_source_is_a_change_to_plain(self):
+        self.assertEqual(validate.reorder_directions([reorder("aBcd16b", "abcd")]), (1, 0))
+        self.assertEqual(validate.reorder_directions([reorder("aBcd8b", "abcd")]), (1, 0))
+
+    def test_a_plain_source_is_a_change_to_blocked_whatever_its_target(self):
+        lines = [reorder("abcd", "abcd", "simple:any"), reorder("abcd", "aBcd16b"), CONV]
+        self.assertEqual(validate.reorder_directions(lines), (0, 2))
+
+    def test_other_primitives_and_lines_do_not_count(self):
+        self.assertEqual(validate.reorder_directions([CONV, "truepeak-layout-end", ""]), (0, 0))
+
+
+class LayoutFlagsTest(unittest.TestCase):
+    def case(self, runtime):
+        return validate.Case("resnet18", 1, "f32", None, None, None, runtime, conv_layout="blocked")
+
+    def flags(self, case, layout):
+        seen = {}
+
+        def run(cmd, **_):
+            seen["cmd"] = cmd
+            return types.SimpleNamespace(returncode=0, stdout='{"latency_s": 0.01, "ops": []}', stderr="")
+        saved = validate.subprocess.run
+        validate.subprocess.run = run
+        try:
+            args = types.SimpleNamespace(truepeak="tp", profile="p.json", device="cpu")
+            validate.estimate(args, case, "m.onnx", layout=layout)
+        finally:
+            validate.subprocess.run = saved
+        return seen["cmd"]
+
+    def test_a_frozen_graph_is_estimated_with_the_probed_layout(self):
+        cmd = self.flags(self.case("frozen"), {"blocked_ops": ["elementwise:relu", "pool"], "copies": [1, 2]})
+        self.assertEqual(cmd[cmd.index("--blocked-ops") + 1], "elementwise:relu,pool")
+        self.assertEqual(cmd[cmd.index("--layout-copies") + 1], "1,2")
+
+    def test_eager_runs_and_failed_probes_add_no_layout(self):
+        self.assertNotIn("--blocked-ops", self.flags(self.case("eager"), {"blocked_ops": ["pool"], "copies": [1, 1]}))
+        self.assertNotIn("--blocked-ops", self.flags(self.case("frozen"), {"error": "no torch"}))
+        self.assertNotIn("--blocked-ops", self.flags(self.case("frozen"), None))
+
+
+if __name__ == "__main__":
+    unittest.main()
