@@ -35,6 +35,10 @@ How the runs are made:
   linears too small for oneDNN: the dispatch every eager op pays); the profile's per-op overhead
   is oneDNN's alone, without the framework's dispatch. --library-overhead estimates with the
   profile's instead.
+- PyTorch's layout changes in frozen graphs are probed here (which ops run on channel-blocked
+  tensors, how many oneDNN reorders one change makes) and passed to the estimate as --blocked-ops
+  and --layout-copies; the table sets the reorders each model ran beside those the estimate counts.
+  --no-layout estimates without them.
 - Warm-up, then several rounds; in each round every model x batch runs a few times, so
   interference spreads over all of them. The fastest run is the measured time (the estimator
   predicts the undisturbed time, as calibration measures it); median and spread sit beside it.
@@ -339,29 +343,56 @@ def build_case(name, batch, seq, context, device="cpu", runnable=True):
 
 # ---- runtime per-op overhead ----------------------------------------------------------------
 
-def chain_per_op_us(make_run, ops_per_link, repeats):
+class ChainTimer:
     """Microseconds per op of a chain of tiny ops: make_run(n) returns a run of a chain of n links
-    of `ops_per_link` ops each; (time of 64 links - time of 1) / (63 * ops_per_link), each time
-    the fastest of `repeats` runs after 5 warm-up runs."""
-    def fastest(f):
-        for _ in range(5):
-            f()
-        best = float("inf")
-        for _ in range(repeats):
-            start = time.perf_counter()
-            f()
-            best = min(best, time.perf_counter() - start)
-        return best
+    of `ops_per_link` ops each; per op = (time of 64 links - time of 1) / (63 * ops_per_link), each
+    time the fastest run over every sample taken. Sampled once at the start and once a round, as
+    the models are, so that a busy spell at the start does not set the figure."""
 
-    return (fastest(make_run(64)) - fastest(make_run(1))) / (63 * ops_per_link) * 1e6
+    def __init__(self, make_run, ops_per_link):
+        self.runs = {1: make_run(1), 64: make_run(64)}
+        self.ops_per_link = ops_per_link
+        self.best = {n: float("inf") for n in self.runs}
+        for run in self.runs.values():
+            for _ in range(5):
+                run()
+
+    def sample(self, repeats):
+        for n, run in self.runs.items():
+            for _ in range(repeats):
+                start = time.perf_counter()
+                run()
+                self.best[n] = min(self.best[n], time.perf_counter() - start)
+
+    def per_op_us(self):
+        """None where noise leaves nothing measurable."""
+        value = (self.best[64] - self.best[1]) / (63 * self.ops_per_link) * 1e6
+        return value if value > 0 else None
 
 
-def gpu_overheads_us(device, repeats=30):
+class Overheads:
+    """Each runtime's fixed cost per op ("frozen", "eager" or "eager-conv" -> ChainTimer)."""
+
+    def __init__(self, timers, repeats=10):
+        self.timers, self.repeats = timers, repeats
+        self.sample(3 * repeats)
+
+    def sample(self, repeats=None):
+        import torch
+        with torch.no_grad():
+            for timer in self.timers.values():
+                timer.sample(repeats or self.repeats)
+
+    def us(self):
+        return {k: t.per_op_us() for k, t in self.timers.items()}
+
+
+def gpu_overheads(device):
     """Issue time of one eager op on a GPU: the time per op of chains of tiny ops, each chain
     ended by a synchronize, as (time of 64 pairs - time of 1) / 126. CNN layers are mostly
     convolutions and elementwise ops: pairs of a 1x1 convolution (16 channels, 4x4, bf16,
     channels-last) and a ReLU; transformer layers mostly linears and elementwise ops: pairs of a
-    bf16 linear (1 x 16 -> 16) and a GELU. None where noise leaves nothing measurable."""
+    bf16 linear (1 x 16 -> 16) and a GELU."""
     import torch
     from torch import nn
 
@@ -379,19 +410,16 @@ def gpu_overheads_us(device, repeats=30):
 
     torch.manual_seed(0)
     with torch.no_grad():
-        found = {"eager-conv": chain_per_op_us(conv_pairs, 2, repeats),
-                 "eager": chain_per_op_us(linear_pairs, 2, repeats)}
-    return {k: (v if v > 0 else None) for k, v in found.items()}
+        return Overheads({"eager-conv": ChainTimer(conv_pairs, 2), "eager": ChainTimer(linear_pairs, 2)})
 
 
-def runtime_overheads_us(repeats=30):
+def runtime_overheads():
     """Fixed cost of one op in each way the cases run, from chains of tiny ops: in a frozen
     TorchScript graph, 1x1 convolutions (16 channels, 4x4), which go to oneDNN as nearly all of a
     frozen CNN's ops do; in eager mode, bf16 linears of 1 x 16 -> 16, below the size PyTorch sends
     to oneDNN, so the cost every eager op pays for its dispatch (most of a transformer's ops,
     the norms, activations, views and copies, run in PyTorch's own kernels; a linear that reaches
-    oneDNN pays more). Per op: (time of 64 - time of 1) / 63, each the fastest of `repeats` runs.
-    None where noise leaves nothing measurable."""
+    oneDNN pays more)."""
     import torch
     from torch import nn
 
@@ -413,9 +441,7 @@ def runtime_overheads_us(repeats=30):
 
     torch.manual_seed(0)
     with torch.no_grad():
-        found = {"frozen": chain_per_op_us(frozen_convs, 1, repeats),
-                 "eager": chain_per_op_us(eager_linears, 1, repeats)}
-    return {k: (v if v > 0 else None) for k, v in found.items()}
+        return Overheads({"frozen": ChainTimer(frozen_convs, 1), "eager": ChainTimer(eager_linears, 1)})
 
 
 # ---- PyTorch's layouts ----------------------------------------------------------------------
@@ -665,22 +691,25 @@ def settled(case, runs, rounds, gain):
     return len(history) > rounds and history[-1 - rounds] <= history[-1] * (1 + gain)
 
 
-def measure(cases, args):
+def measure(cases, args, each_round=None):
     """Warm-up, then `rounds` rounds of every case. A case whose fastest run still improved by more
     than 1% over its last 3 rounds runs extra rounds, up to --extra-rounds of them: interference
     comes in spells of seconds to minutes here, and a spell that covered a case's early rounds
-    leaves its fastest run above the machine's. Every run counts (interference only adds time)."""
+    leaves its fastest run above the machine's. Every run counts (interference only adds time).
+    `each_round` runs after every round (the per-op overhead chains)."""
     import torch
     with torch.no_grad():
-        timed_rounds(cases, args)
+        timed_rounds(cases, args, each_round)
 
 
-def timed_rounds(cases, args):
+def timed_rounds(cases, args, each_round=None):
     for case in cases:
         for _ in range(args.warmup):
             case.runner()
     for r in range(args.rounds):
         run_round(cases, args.runs)
+        if each_round:
+            each_round()
         print(f"  round {r + 1}/{args.rounds}: " + ", ".join(
             f"{c.key} {min(c.times_s) * 1e3:.1f}" for c in cases), file=sys.stderr, flush=True)
     for extra in range(args.extra_rounds):
@@ -688,6 +717,8 @@ def timed_rounds(cases, args):
         if not behind:
             break
         run_round(behind, args.runs)
+        if each_round:
+            each_round()
         print(f"  extra round {extra + 1}/{args.extra_rounds}: " + ", ".join(
             f"{c.key} {min(c.times_s) * 1e3:.1f}" for c in behind), file=sys.stderr, flush=True)
 
@@ -949,15 +980,16 @@ def main():
             libraries[m] = onednn_summary(m, args)
             print(f"  {m}: {library_text(libraries[m])}", file=sys.stderr, flush=True)
 
-    overheads = None
-    if measured_doc:
-        overheads = None if args.library_overhead else measured_doc.get("runtime_overhead_us")
-    elif not args.library_overhead or args.measure_only:
-        overheads = gpu_overheads_us(args.device) if gpu else runtime_overheads_us()
-    if overheads:
-        print("  PyTorch per-op overhead: " + ", ".join(
-            f"{k} {fmt(v, '.1f')} us" + ("" if v is not None else " (not measurable: the profile's)")
-            for k, v in overheads.items()), file=sys.stderr, flush=True)
+    # PyTorch's per-op overhead: sampled at the start and after every round, the fastest chains
+    # over all of them (as each model's fastest run); the estimates follow the measurements.
+    timers = None
+    if not measured_doc and (not args.library_overhead or args.measure_only):
+        timers = gpu_overheads(args.device) if gpu else runtime_overheads()
+
+    def overheads_now():
+        if measured_doc:
+            return None if args.library_overhead else measured_doc.get("runtime_overhead_us")
+        return timers.us() if timers else None
 
     layout = None
     if not gpu and not args.no_layout:
@@ -966,9 +998,10 @@ def main():
 
     cases = [build_case(m, b, args.seq, args.context, args.device, runnable=not measured_doc)
              for m in models for b in batches]
+    each_round = timers.sample if timers else None
     if args.measure_only:
-        measure(cases, args)
-        return write_measured(args, cases, overheads, allocator)
+        measure(cases, args, each_round)
+        return write_measured(args, cases, overheads_now(), allocator)
     if measured_doc:
         missing = [c.key for c in cases if c.key not in measured_doc["times_s"]]
         if missing:
@@ -978,22 +1011,29 @@ def main():
             case.times_s = list(measured_doc["times_s"][case.key])
     onnx_dir = args.onnx_dir or tempfile.mkdtemp(prefix="truepeak-validate-")
     os.makedirs(onnx_dir, exist_ok=True)
-    estimates = {}
-    exported = set()
+    paths = {}
     for case in cases:
-        path = os.path.join(onnx_dir, f"{case.model}.onnx")
-        if case.model not in exported and not (args.reuse_onnx and os.path.exists(path)):
+        if case.model in paths:
+            continue
+        paths[case.model] = path = os.path.join(onnx_dir, f"{case.model}.onnx")
+        if not (args.reuse_onnx and os.path.exists(path)):
             print(f"  exporting {case.model} to {path}", file=sys.stderr, flush=True)
             export_onnx(case, path)
-        exported.add(case.model)
-        estimates[case.key] = estimate(args, case, path, None if overheads is None else overheads[case.runtime],
-                                       layout)
+
+    if not measured_doc:
+        measure(cases, args, each_round)
+    overheads = overheads_now()
+    if overheads:
+        print("  PyTorch per-op overhead: " + ", ".join(
+            f"{k} {fmt(v, '.1f')} us" + ("" if v is not None else " (not measurable: the profile's)")
+            for k, v in overheads.items()), file=sys.stderr, flush=True)
+    estimates = {}
+    for case in cases:
+        estimates[case.key] = estimate(args, case, paths[case.model],
+                                       None if overheads is None else overheads[case.runtime], layout)
         e = estimates[case.key]
         print(f"  {case.key}: predicted {fmt(e.get('latency_s') and e['latency_s'] * 1e3, '.2f')} ms"
               + (f" ({e['error']})" if "error" in e else ""), file=sys.stderr, flush=True)
-
-    if not measured_doc:
-        measure(cases, args)
     breakdowns = {}
     if args.breakdown:
         for case in cases:
