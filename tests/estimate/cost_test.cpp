@@ -75,17 +75,9 @@ TEST_F(FixtureCpu, MeasuredVectorOpsTakeTheirElementRate) {
   EXPECT_NEAR(plain.ops.at(0).compute_s, 8.0 * 65536 / rates.vector_flops_per_s(), 1e-15);
 
   Device measured = cpu;
-  VectorOpPoint v;
-  v.op = "gelu";
-  v.dtype = DType::f32;
-  v.rows = 256;
-  v.cols = 1024;
-  v.timing = {262144 / 1e9, 262144 / 1e9, 0, 10};
-  v.elements_per_s = 1e9;
-  measured.vector_ops.push_back(v);
-  v.dtype = DType::bf16;  // another dtype's point does not count
-  v.elements_per_s = 1e6;
-  measured.vector_ops.push_back(v);
+  measured.vector_ops.push_back(testing::vector_op_point("gelu", DType::f32, 1e9));
+  // Another dtype's point does not count.
+  measured.vector_ops.push_back(testing::vector_op_point("gelu", DType::bf16, 1e6));
   const auto r = estimate(m, measured, batch(1)).ops.at(0);
   EXPECT_NEAR(r.compute_s, 65536 / 1e9, 1e-15);
   EXPECT_TRUE(r.compute_bound);

@@ -46,6 +46,19 @@ inline Model relu_model(std::int64_t width) {
   return m;
 }
 
+// A measured vector op of 256 x 1024 elements at `elements_per_s`.
+inline VectorOpPoint vector_op_point(const std::string& op, DType dtype, double elements_per_s) {
+  VectorOpPoint v;
+  v.op = op;
+  v.dtype = dtype;
+  v.rows = 256;
+  v.cols = 1024;
+  const double time_s = 262144 / elements_per_s;
+  v.timing = {time_s, time_s, 0, 10};
+  v.elements_per_s = elements_per_s;
+  return v;
+}
+
 inline Options batch(std::int64_t n, DType dtype = DType::f32) {
   Options o;
   o.batch = n;

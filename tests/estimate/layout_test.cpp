@@ -97,14 +97,7 @@ TEST_F(Layout, AReorderCostsItsCopiesAtTheMeasuredRateOrItsBytes) {
 
   // With a measured reorder rate the copy takes its elements at that rate.
   Device measured = cpu;
-  VectorOpPoint v;
-  v.op = "reorder_plain";
-  v.dtype = DType::f32;
-  v.rows = 256;
-  v.cols = 1024;
-  v.timing = {262144 / 1e8, 262144 / 1e8, 0, 10};
-  v.elements_per_s = 1e8;
-  measured.vector_ops.push_back(v);
+  measured.vector_ops.push_back(testing::vector_op_point("reorder_plain", DType::f32, 1e8));
   const auto slow = estimate(model(), measured, layout({"elementwise:relu", "elementwise:add"}));
   const OpRow* s = nullptr;
   for (const auto& op : slow.ops)
