@@ -14,8 +14,8 @@ namespace {
 using plan_detail::conv;
 using plan_detail::rule;
 
-// Layers of ResNet-50 (stem, 1x1 and 3x3 at the four stages, the strided 3x3 of a stage's first
-// block) and MobileNetV2 (depthwise 3x3, stride 1 and 2; the 1x1 expand and project of its
+// Layers of ResNet-50 (stem, 1x1 and 3x3 at the four stages, the strided 3x3 and 1x1 of a stage's
+// first block) and MobileNetV2 (depthwise 3x3, stride 1 and 2; the 1x1 expand and project of its
 // inverted bottlenecks), per image (batch set later).
 std::vector<ConvShape> cnn_layers(DType dtype, bool quick) {
   std::vector<ConvShape> layers = {
@@ -40,6 +40,11 @@ std::vector<ConvShape> cnn_layers(DType dtype, bool quick) {
         conv(dtype, 1, 576, 14, 576, 3, 1, 1, 576),  // MobileNetV2 depthwise, late block
         conv(dtype, 1, 16, 112, 96, 1, 1, 0),        // MobileNetV2 1x1 expand, few channels, 112²
         conv(dtype, 1, 144, 56, 24, 1, 1, 0),        // MobileNetV2 1x1 project
+        // The strided 1x1 shortcut of a stage's first block (ResNet-18/34 stage 2, ResNet-50
+        // stages 2 and 4): oneDNN reads its input with gaps, unlike a strided 3x3.
+        conv(dtype, 1, 64, 56, 128, 1, 2, 0),
+        conv(dtype, 1, 256, 56, 512, 1, 2, 0),
+        conv(dtype, 1, 1024, 14, 2048, 1, 2, 0),
     };
     layers.insert(layers.end(), more.begin(), more.end());
   }
