@@ -35,7 +35,7 @@ struct EstimateArgs {
   std::string conv_layout;
   std::optional<double> op_overhead_us;   // unset: the profile's per-op overhead
   std::vector<std::string> blocked_ops;   // the runtime's blocked-layout ops; empty: no layout model
-  std::string layout_copies = "1,1";      // copies per layout change: to plain, to blocked
+  std::optional<std::string> layout_copies;  // copies per layout change: to plain, to blocked
   std::vector<std::string> input_shapes;  // ONNX: NAME=1x3x224x224
   bool fuse_activations = false;          // ONNX: fold activations into GEMM/conv epilogues
 };
@@ -142,7 +142,8 @@ estimate::BlockedLayout blocked_layout(const EstimateArgs& args) {
           kind));
     layout.ops.push_back(kind);
   }
-  const auto comma = args.layout_copies.find(',');
+  const std::string copies = args.layout_copies.value_or("1,1");
+  const auto comma = copies.find(',');
   const auto count = [&](const std::string& text) {
     std::size_t used = 0;
     int n = -1;
@@ -153,12 +154,12 @@ estimate::BlockedLayout blocked_layout(const EstimateArgs& args) {
     if (used != text.size() || n < 0 || n > 8)
       throw InputError(fmt::format(
           "--layout-copies {}: expected two counts from 0 to 8, TO_PLAIN,TO_BLOCKED (e.g. 1,2)",
-          args.layout_copies));
+          copies));
     return n;
   };
   if (comma == std::string::npos) count("");
-  layout.to_plain_copies = count(args.layout_copies.substr(0, comma));
-  layout.to_blocked_copies = count(args.layout_copies.substr(comma + 1));
+  layout.to_plain_copies = count(copies.substr(0, comma));
+  layout.to_blocked_copies = count(copies.substr(comma + 1));
   return layout;
 }
 
@@ -189,7 +190,14 @@ void run_estimate(const EstimateArgs& args) {
                                    *args.op_overhead_us));
     options.op_overhead_s = *args.op_overhead_us * 1e-6;
   }
-  if (!args.blocked_ops.empty()) options.blocked_layout = blocked_layout(args);
+  if (args.layout_copies && args.blocked_ops.empty())
+    throw InputError(fmt::format("--layout-copies {}: has no effect without --blocked-ops",
+                                 *args.layout_copies));
+  if (!args.blocked_ops.empty()) {
+    if (options.mode != estimate::Mode::inference)
+      throw InputError("--blocked-ops: layout changes are modelled for inference only (--mode inference)");
+    options.blocked_layout = blocked_layout(args);
+  }
   const auto format = parse_format(args.format);
   for (auto b : args.batches)
     if (b < 1) throw InputError(fmt::format("--batch {}: batch sizes must be at least 1", b));
@@ -304,8 +312,8 @@ void add_estimate_command(CLI::App& app, const Context&) {
       ->delimiter(',');
   cmd->add_option("--layout-copies", args->layout_copies,
                   "With --blocked-ops: copies one layout change makes, TO_PLAIN,TO_BLOCKED (a "
-                  "runtime that copies a tensor into its own before reordering it makes 2)")
-      ->capture_default_str();
+                  "runtime that copies a tensor into its own before reordering it makes 2; "
+                  "default 1,1)");
   cmd->add_option("--input-shape", args->input_shapes,
                   "ONNX: the shape of a graph input, NAME=1x3x224x224 (repeatable); wins over --batch/--seq");
   cmd->add_flag("--fuse-activations", args->fuse_activations,

@@ -509,6 +509,9 @@ def layout_probe(args):
     libc = ctypes.CDLL(None)
     modules = layout_probe_modules()
     base = str(layout_probe_net(nn.ReLU(), 1)[0].graph).count("aten::to_dense")
+    if base != 1:
+        raise SystemExit(f"layout probe: conv-ReLU-conv has {base} aten::to_dense, not 1 at the graph's end: "
+                         "this PyTorch does not keep ReLU blocked, and the probe cannot tell the layouts apart")
     blocked = [kind for kind, (module, operands) in modules.items()
                if str(layout_probe_net(module, operands)[0].graph).count("aten::to_dense") <= base]
     with torch.no_grad():
@@ -546,19 +549,27 @@ def runtime_layout(args):
     "copies": [to plain, to blocked]}, or {"error": ...}."""
     env = dict(os.environ, ONEDNN_VERBOSE="1", DNNL_VERBOSE="1")
     cmd = [sys.executable, os.path.abspath(__file__), "--layout-probe", "--threads", str(args.threads)]
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    try:
+        out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return {"error": f"layout probe did not finish ({error})"}
     lines = out.stdout.splitlines()
     marks = ["truepeak-layout-base", "truepeak-layout-cross"]
     if (out.returncode != 0 or not all(m in lines for m in marks) or lines.count("truepeak-layout-end") != 2
             or not lines[-1].startswith("{")):
         return {"error": (out.stderr.strip().splitlines() or ["layout probe failed"])[-1]}
-    found = json.loads(lines[-1])
+    try:
+        found = json.loads(lines[-1])
+    except ValueError:
+        return {"error": "layout probe printed no result"}
 
     def run_of(mark):
         start = lines.index(mark) + 1
         return lines[start:lines.index("truepeak-layout-end", start)]
     base, cross = reorder_directions(run_of(marks[0])), reorder_directions(run_of(marks[1]))
     found["copies"] = [max(0, cross[0] - base[0]), max(0, cross[1] - base[1])]
+    if max(found["copies"]) > 8:
+        return {"error": f"layout probe counted {found['copies']} copies per layout change (more than 8)"}
     return found
 
 
@@ -646,7 +657,10 @@ def estimate(args, case, onnx_path, overhead_us=None, layout=None):
     if layout and case.runtime == "frozen" and "error" not in layout:
         cmd += ["--blocked-ops", ",".join(layout["blocked_ops"]) or "conv2d",
                 "--layout-copies", ",".join(str(c) for c in layout["copies"])]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return {"error": f"truepeak estimate did not run ({error})", "command": cmd}
     if out.returncode != 0:
         return {"error": (out.stderr.strip().splitlines() or [f"exit {out.returncode}"])[-1], "command": cmd}
     doc = json.loads(out.stdout)
@@ -912,7 +926,8 @@ def main():
     parser.add_argument("--breakdown", action="store_true",
                         help="also profile each case and compare time per op family with the estimate's")
     parser.add_argument("--reuse-onnx", action="store_true", help="use ONNX files already in --onnx-dir")
-    parser.add_argument("--no-probe", action="store_true", help="skip the ONEDNN_VERBOSE probe runs")
+    parser.add_argument("--no-probe", action="store_true",
+                        help="skip the ONEDNN_VERBOSE probe runs (the primitive counts and PyTorch's layouts)")
     parser.add_argument("--library-overhead", action="store_true",
                         help="estimate with the profile's per-op overhead (oneDNN's alone) instead of "
                              "PyTorch's, measured here with chains of tiny ops")
@@ -956,6 +971,9 @@ def main():
     if args.layout_probe:
         return layout_probe(args)
     args.truepeak = find_truepeak(args.truepeak)
+    if not args.measure_only and not os.access(args.truepeak, os.X_OK):
+        usage_error(f"validate.py: --truepeak {args.truepeak}: not an executable (build truepeak first, or pass "
+                    "its path)")
     import torch
     torch.set_num_threads(args.threads)
     if gpu and not measured_doc and not torch.cuda.is_available():
@@ -992,7 +1010,8 @@ def main():
         return timers.us() if timers else None
 
     layout = None
-    if not gpu and not args.no_layout:
+    # The layouts of this machine's PyTorch, for the estimates of the cases it times here.
+    if not gpu and not args.no_layout and not args.no_probe and not args.measure_only and not measured_doc:
         layout = runtime_layout(args)
         print("  " + layout_text(layout), file=sys.stderr, flush=True)
 
