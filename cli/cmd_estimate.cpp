@@ -143,7 +143,10 @@ estimate::BlockedLayout blocked_layout(const EstimateArgs& args) {
     layout.ops.push_back(kind);
   }
   const std::string copies = args.layout_copies.value_or("1,1");
-  const auto comma = copies.find(',');
+  const auto bad = [&] {
+    return InputError(fmt::format(
+        "--layout-copies {}: expected two counts from 0 to 8, TO_PLAIN,TO_BLOCKED (e.g. 1,2)", copies));
+  };
   const auto count = [&](const std::string& text) {
     std::size_t used = 0;
     int n = -1;
@@ -151,13 +154,11 @@ estimate::BlockedLayout blocked_layout(const EstimateArgs& args) {
       n = std::stoi(text, &used);
     } catch (const std::exception&) {
     }
-    if (used != text.size() || n < 0 || n > 8)
-      throw InputError(fmt::format(
-          "--layout-copies {}: expected two counts from 0 to 8, TO_PLAIN,TO_BLOCKED (e.g. 1,2)",
-          copies));
+    if (used != text.size() || n < 0 || n > 8) throw bad();
     return n;
   };
-  if (comma == std::string::npos) count("");
+  const auto comma = copies.find(',');
+  if (comma == std::string::npos) throw bad();
   layout.to_plain_copies = count(copies.substr(0, comma));
   layout.to_blocked_copies = count(copies.substr(comma + 1));
   return layout;

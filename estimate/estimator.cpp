@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <set>
 
 #include "core/error.hpp"
@@ -96,8 +95,8 @@ void add_row(Totals& totals, std::vector<OpRow>* rows, OpRow row) {
   if (rows) rows->push_back(std::move(row));
 }
 
-// The layout changes a blocked-layout runtime makes before `op`, as rows of their own; `blocked`
-// holds each 4-D activation's layout so far, `changed` the (tensor, layout) copies already made.
+// The layout changes a blocked-layout runtime makes before `op`, as rows of their own; `blocked_`
+// names the 4-D activations written blocked so far, `changed_` the (tensor, layout) copies made.
 class LayoutPass {
  public:
   LayoutPass(const BlockedLayout& layout, const Bindings& b, double e)
@@ -122,14 +121,14 @@ class LayoutPass {
         add_row(t, rows, cost_row(reorder, work, rates, phase, weight_bytes));
       }
     }
-    blocked_[op.output.name] = run_blocked && op.output.shape.size() == 4;
+    if (run_blocked && op.output.shape.size() == 4)
+      blocked_.insert(op.output.name);
+    else
+      blocked_.erase(op.output.name);
   }
 
  private:
-  bool is_blocked(const std::string& name) const {
-    const auto it = blocked_.find(name);
-    return it != blocked_.end() && it->second;
-  }
+  bool is_blocked(const std::string& name) const { return blocked_.count(name) > 0; }
 
   std::pair<Op, Work> reorder_work(const Op& consumer, const TensorRef& in, bool to_blocked, int i,
                                    int copies) const {
@@ -153,7 +152,7 @@ class LayoutPass {
   const BlockedLayout& layout_;
   const Bindings& b_;
   double e_;
-  std::map<std::string, bool> blocked_;
+  std::set<std::string> blocked_;
   std::set<std::pair<std::string, bool>> changed_;
 };
 

@@ -504,19 +504,18 @@ def layout_probe(args):
     beyond those of conv-ReLU-conv, by direction. Prints one JSON line."""
     import ctypes
     import torch
-    from torch import nn
     torch.set_num_threads(args.threads)
     libc = ctypes.CDLL(None)
-    modules = layout_probe_modules()
-    base = str(layout_probe_net(nn.ReLU(), 1)[0].graph).count("aten::to_dense")
+    nets = {kind: layout_probe_net(module, operands) for kind, (module, operands) in layout_probe_modules().items()}
+    dense = {kind: str(graph.graph).count("aten::to_dense") for kind, (graph, _) in nets.items()}
+    base = dense["elementwise:relu"]
     if base != 1:
         raise SystemExit(f"layout probe: conv-ReLU-conv has {base} aten::to_dense, not 1 at the graph's end: "
                          "this PyTorch does not keep ReLU blocked, and the probe cannot tell the layouts apart")
-    blocked = [kind for kind, (module, operands) in modules.items()
-               if str(layout_probe_net(module, operands)[0].graph).count("aten::to_dense") <= base]
+    blocked = [kind for kind, count in dense.items() if count <= base]
     with torch.no_grad():
-        for name, module in (("base", nn.ReLU()), ("cross", nn.SiLU())):
-            graph, x = layout_probe_net(module, 1)
+        for name, kind in (("base", "elementwise:relu"), ("cross", "elementwise:silu")):
+            graph, x = nets[kind]
             graph(x)
             graph(x)
             libc.fflush(None)
