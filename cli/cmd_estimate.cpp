@@ -1,6 +1,8 @@
 // `truepeak estimate`: predict a model's latency, throughput and memory from a profile.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <cmath>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -36,6 +38,8 @@ struct EstimateArgs {
   std::optional<double> op_overhead_us;   // unset: the profile's per-op overhead
   std::vector<std::string> blocked_ops;   // the runtime's blocked-layout ops; empty: no layout model
   std::optional<std::string> layout_copies;  // copies per layout change: to plain, to blocked
+  std::vector<std::string> plain_rates;      // KIND=ELEMENTS_PER_S: the runtime's own kernels
+  bool expand_broadcast = false;             // blocked broadcast operands are expanded
   std::vector<std::string> input_shapes;  // ONNX: NAME=1x3x224x224
   bool fuse_activations = false;          // ONNX: fold activations into GEMM/conv epilogues
 };
@@ -131,17 +135,49 @@ class ModelSource {
 };
 
 // --blocked-ops KIND,... and --layout-copies TO_PLAIN,TO_BLOCKED.
+bool is_row_kind(const std::string& kind) {
+  return !kind.empty() && kind.back() != ':' &&
+         estimate::parse_op_kind(kind.substr(0, kind.find(':'))).has_value();
+}
+
+// --plain-rates KIND=ELEMENTS_PER_S,...
+std::vector<std::pair<std::string, double>> plain_rates(const std::vector<std::string>& items) {
+  std::vector<std::pair<std::string, double>> rates;
+  for (const auto& item : items) {
+    const auto eq = item.find('=');
+    const std::string kind = item.substr(0, eq);
+    double rate = 0;
+    std::size_t used = 0;
+    if (eq != std::string::npos) {
+      try {
+        rate = std::stod(item.substr(eq + 1), &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+    }
+    if (!is_row_kind(kind) || eq == std::string::npos || used == 0 ||
+        used != item.size() - eq - 1 || !(rate > 0) || !std::isfinite(rate))
+      throw InputError(fmt::format(
+          "--plain-rates {}: expected KIND=ELEMENTS_PER_S with a row kind and a positive rate "
+          "(e.g. pool:max=5e7)",
+          item));
+    rates.emplace_back(kind, rate);
+  }
+  return rates;
+}
+
 estimate::BlockedLayout blocked_layout(const EstimateArgs& args) {
   estimate::BlockedLayout layout;
   for (const auto& kind : args.blocked_ops) {
-    const auto base = kind.substr(0, kind.find(':'));
-    if (!estimate::parse_op_kind(base) || kind.back() == ':')
+    if (!is_row_kind(kind))
       throw InputError(fmt::format(
           "--blocked-ops {}: not an op kind (expected a row kind such as conv2d, elementwise:relu, "
           "pool:max or pool)",
           kind));
     layout.ops.push_back(kind);
   }
+  layout.plain_rates = plain_rates(args.plain_rates);
+  layout.expand_broadcast = args.expand_broadcast;
   const std::string copies = args.layout_copies.value_or("1,1");
   const auto bad = [&] {
     return InputError(fmt::format(
@@ -194,6 +230,11 @@ void run_estimate(const EstimateArgs& args) {
   if (args.layout_copies && args.blocked_ops.empty())
     throw InputError(fmt::format("--layout-copies {}: has no effect without --blocked-ops",
                                  *args.layout_copies));
+  if (!args.plain_rates.empty() && args.blocked_ops.empty())
+    throw InputError(fmt::format("--plain-rates {}: has no effect without --blocked-ops",
+                                 fmt::join(args.plain_rates, ",")));
+  if (args.expand_broadcast && args.blocked_ops.empty())
+    throw InputError("--expand-broadcast: has no effect without --blocked-ops");
   if (!args.blocked_ops.empty()) {
     if (options.mode != estimate::Mode::inference)
       throw InputError("--blocked-ops: layout changes are modelled for inference only (--mode inference)");
@@ -315,6 +356,14 @@ void add_estimate_command(CLI::App& app, const Context&) {
                   "With --blocked-ops: copies one layout change makes, TO_PLAIN,TO_BLOCKED (a "
                   "runtime that copies a tensor into its own before reordering it makes 2; "
                   "default 1,1)");
+  cmd->add_option("--plain-rates", args->plain_rates,
+                  "With --blocked-ops: output elements per second of the runtime's own kernels, "
+                  "KIND=RATE,... (e.g. pool:max=5e7), for the ops of those kinds that run plain "
+                  "(default: the profile's figures)")
+      ->delimiter(',');
+  cmd->add_flag("--expand-broadcast", args->expand_broadcast,
+                "With --blocked-ops: a blocked elementwise op expands a broadcast 4-D operand to "
+                "its output's shape and reorders that to blocked (PyTorch's oneDNN multiply)");
   cmd->add_option("--input-shape", args->input_shapes,
                   "ONNX: the shape of a graph input, NAME=1x3x224x224 (repeatable); wins over --batch/--seq");
   cmd->add_flag("--fuse-activations", args->fuse_activations,

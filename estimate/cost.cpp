@@ -219,15 +219,21 @@ std::vector<Work> forward_products(const Op& op, const Bindings& b, double e) {
       w.elements = out;
       return {w};
     }
-    case OpKind::pool:
-      return {vector_work("forward", out * static_cast<double>(op.kernel_h * op.kernel_w),
-                          (in + out) * e, dims_text(op.output.shape, b))};
+    case OpKind::pool: {
+      Work w = vector_work("forward", out * static_cast<double>(op.kernel_h * op.kernel_w),
+                           (in + out) * e, dims_text(op.output.shape, b));
+      w.elements = out;
+      return {w};
+    }
     case OpKind::embedding:
       // Ids are 64-bit integers; only the gathered rows of the table are read.
       return {vector_work("forward", 0, in * 8 + 2 * out * e, dims_text(op.output.shape, b))};
     case OpKind::transpose:
-    case OpKind::concat:
-      return {vector_work("forward", 0, (in + params + out) * e, dims_text(op.output.shape, b))};
+    case OpKind::concat: {
+      Work w = vector_work("forward", 0, (in + params + out) * e, dims_text(op.output.shape, b));
+      w.elements = out;
+      return {w};
+    }
     case OpKind::reshape:
       return {};  // a view
   }

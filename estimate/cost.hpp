@@ -3,6 +3,7 @@
 // weight-gradient with their real GEMM/conv shapes). Rates are applied in estimator.cpp.
 #pragma once
 
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -30,9 +31,12 @@ struct Work {
   std::int64_t stride = 1;  // a forward convolution's window stride
   std::string shape;  // printable problem
   // Elementwise, norm and softmax work whose op the profile may have measured (vector_ops):
-  // its name there and the elements it produces. Empty where no measured op matches.
+  // its name there (empty where no measured op matches), and the elements a vector kernel writes.
   std::string vector_op;
   double elements = 0;
+  // The target runtime's own rate for this kernel (output elements per second), in place of the
+  // profile's figures (BlockedLayout::plain_rates).
+  std::optional<double> own_elements_per_s;
 };
 
 // The profile's vector op (VectorOpShape::op) that times `op`, or "" when none matches: relu,

@@ -47,8 +47,10 @@ OpRow cost_row(const Op& op, const Work& w, const RateModel& rates, const std::s
     case Engine::vector:
       // A measured op's element rate where the profile has it (transcendental ops are bound by
       // their arithmetic, far below the FMA peak), else counted FLOPs at the vector peak.
-      if (const auto rate = w.vector_op.empty() ? std::nullopt
-                                                : rates.vector_op_elements_per_s(w.vector_op))
+      if (w.own_elements_per_s)
+        r.compute_s = w.elements / *w.own_elements_per_s;
+      else if (const auto rate = w.vector_op.empty() ? std::nullopt
+                                                     : rates.vector_op_elements_per_s(w.vector_op))
         r.compute_s = w.elements / *rate;
       else
         r.compute_s = w.flops / rates.vector_flops_per_s();
@@ -102,8 +104,9 @@ class LayoutPass {
   LayoutPass(const BlockedLayout& layout, const Bindings& b, double e)
       : layout_(layout), b_(b), e_(e) {}
 
-  // Adds the reorders `op` needs, then records its output's layout.
-  void before(const Op& op, const RateModel& rates, const std::string& phase, double weight_bytes,
+  // Adds the reorders `op` needs, then records its output's layout. Returns whether `op` runs
+  // blocked.
+  bool before(const Op& op, const RateModel& rates, const std::string& phase, double weight_bytes,
               Totals& t, std::vector<OpRow>* rows) {
     std::vector<const TensorRef*> activations;
     for (const auto& in : op.inputs)
@@ -121,10 +124,27 @@ class LayoutPass {
         add_row(t, rows, cost_row(reorder, work, rates, phase, weight_bytes));
       }
     }
+    if (run_blocked && layout_.expand_broadcast && op.kind == OpKind::elementwise &&
+        op.output.shape.size() == 4) {
+      // Each broadcast operand: to plain at its own size, then its expansion to blocked at the
+      // output's, every time (the expanded tensor is the op's own).
+      for (const TensorRef* in : activations) {
+        if (in->shape == op.output.shape) continue;
+        const TensorRef expanded{in->name + " expanded", op.output.shape};
+        for (const auto& [tensor, to_blocked] : {std::pair{in, false}, std::pair{&expanded, true}}) {
+          const int copies = to_blocked ? layout_.to_blocked_copies : layout_.to_plain_copies;
+          for (int i = 0; i < copies; ++i) {
+            const auto [reorder, work] = reorder_work(op, *tensor, to_blocked, i, copies);
+            add_row(t, rows, cost_row(reorder, work, rates, phase, weight_bytes));
+          }
+        }
+      }
+    }
     if (run_blocked && op.output.shape.size() == 4)
       blocked_.insert(op.output.name);
     else
       blocked_.erase(op.output.name);
+    return run_blocked;
   }
 
  private:
@@ -164,9 +184,13 @@ Totals run_forward(const Graph& g, const Bindings& b, double e, const RateModel&
   std::optional<LayoutPass> pass;
   if (layout) pass.emplace(*layout, b, e);
   for (const auto& op : g.ops) {
-    if (pass) pass->before(op, rates, phase, weight_bytes, t, rows);
-    for (const auto& w : forward_work(op, b, e))
+    const bool blocked = pass && pass->before(op, rates, phase, weight_bytes, t, rows);
+    // An op that runs plain runs in the runtime's own kernel, at its own rate where one is given.
+    const auto own = pass && !blocked ? layout->plain_rate(row_kind(op)) : std::nullopt;
+    for (auto w : forward_work(op, b, e)) {
+      if (own && w.engine == Engine::vector && w.elements > 0) w.own_elements_per_s = *own;
       add_row(t, rows, cost_row(op, w, rates, phase, weight_bytes));
+    }
   }
   return t;
 }
@@ -358,6 +382,16 @@ bool BlockedLayout::runs_blocked(const std::string& kind) const {
   const auto base = kind.substr(0, kind.find(':'));
   return std::any_of(ops.begin(), ops.end(),
                      [&](const std::string& k) { return k == kind || k == base; });
+}
+
+std::optional<double> BlockedLayout::plain_rate(const std::string& kind) const {
+  const auto base = kind.substr(0, kind.find(':'));
+  std::optional<double> whole;
+  for (const auto& [k, rate] : plain_rates) {
+    if (k == kind) return rate;
+    if (k == base) whole = rate;
+  }
+  return whole;
 }
 
 Estimate estimate(const Model& model, const Device& device, const Options& options) {

@@ -48,7 +48,17 @@ struct BlockedLayout {
   // copies a plain tensor into its own before oneDNN reorders it: 2 to blocked, 1 to plain).
   int to_plain_copies = 1;
   int to_blocked_copies = 1;
+  // A blocked op with a broadcast 4-D operand (a squeeze-excitation scale [N, C, 1, 1] times an
+  // activation) expands that operand: it goes to plain, is expanded to the output's shape, and
+  // that tensor is changed to blocked (PyTorch's oneDNN multiply). Else the op broadcasts in place.
+  bool expand_broadcast = false;
+  // Output elements per second of the runtime's own kernel for an op kind (a row kind or a whole
+  // kind, as in `ops`), for the ops of that kind that run plain: they run outside the profile's
+  // library (PyTorch's ATen max pool computes the indices of its maxima too).
+  std::vector<std::pair<std::string, double>> plain_rates;
   bool runs_blocked(const std::string& kind) const;
+  // The runtime's own rate for `kind` when it runs plain: the row kind's, else the whole kind's.
+  std::optional<double> plain_rate(const std::string& kind) const;
 };
 
 enum class Mode { inference, training };

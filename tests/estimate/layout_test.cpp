@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -44,8 +45,36 @@ class Layout : public ::testing::Test {
 
   static Options layout(std::vector<std::string> ops, int to_plain = 1, int to_blocked = 1) {
     Options o = batch(2);
-    o.blocked_layout = BlockedLayout{std::move(ops), to_plain, to_blocked};
+    BlockedLayout l;
+    l.ops = std::move(ops);
+    l.to_plain_copies = to_plain;
+    l.to_blocked_copies = to_blocked;
+    o.blocked_layout = l;
     return o;
+  }
+
+  static const OpRow& row(const Estimate& est, const std::string& name) {
+    const auto it = std::find_if(est.ops.begin(), est.ops.end(),
+                                 [&](const OpRow& op) { return op.name == name; });
+    if (it == est.ops.end()) throw std::runtime_error("no row " + name);
+    return *it;
+  }
+
+  // x -> conv a -> global average pool -> conv s (1x1) -> sigmoid; a * sigmoid's output, the
+  // broadcast [N, 32, 1, 1] scale of a squeeze-excitation block.
+  static Model squeeze_excitation() {
+    GraphBuilder b;
+    const auto& x = b.input("x", {Dim::symbol("N"), 32, 8, 8});
+    const auto& a = b.add(make_conv2d("a", x, 32, {3, 3, 1, 1, 1, 1}, false));
+    const auto& p = b.add(make_pool("pool", "avg", a, {8, 8, 8, 0}));
+    const auto& c = b.add(make_conv2d("s", p, 32, {1, 1, 1, 0, 1, 1}, false));
+    const auto& g = b.add(make_elementwise("sigmoid", "sigmoid", {c}));
+    const auto& m = b.add(make_elementwise("scale", "mul", {a, g}));
+    b.add(make_conv2d("out", m, 32, {1, 1, 1, 0, 1, 1}, false));
+    Model model;
+    model.name = "se";
+    model.forward = b.take();
+    return model;
   }
 };
 
@@ -105,6 +134,51 @@ TEST_F(Layout, AReorderCostsItsCopiesAtTheMeasuredRateOrItsBytes) {
   ASSERT_NE(s, nullptr);
   EXPECT_NEAR(s->compute_s, 2.0 * 32 * 8 * 8 / 1e8, 1e-15);
   EXPECT_GT(slow.latency_s, one.latency_s);
+}
+
+TEST_F(Layout, AnOpThatRunsPlainTakesTheRuntimesOwnRate) {
+  Options o = layout({"elementwise:relu", "elementwise:add"});
+  o.blocked_layout->plain_rates = {{"elementwise", 1e7}, {"elementwise:silu", 1e6}};
+  const auto own = estimate(model(), cpu, o);
+  const auto profile_rates = estimate(model(), cpu, layout({"elementwise:relu", "elementwise:add"}));
+  // SiLU runs plain: its 2 x 32 x 8 x 8 outputs at its row kind's rate, which wins over the
+  // whole kind's.
+  EXPECT_NEAR(row(own, "silu").compute_s, 2.0 * 32 * 8 * 8 / 1e6, 1e-15);
+  EXPECT_GT(row(own, "silu").compute_s, row(profile_rates, "silu").compute_s);
+  // ReLU and the add run blocked, in the profile's library: unchanged.
+  EXPECT_DOUBLE_EQ(row(own, "relu").time_s, row(profile_rates, "relu").time_s);
+  EXPECT_DOUBLE_EQ(row(own, "add").time_s, row(profile_rates, "add").time_s);
+  // Without ReLU among the blocked ops it runs plain and takes the whole kind's rate.
+  Options relu_plain = layout({"elementwise:add"});
+  relu_plain.blocked_layout->plain_rates = o.blocked_layout->plain_rates;
+  EXPECT_NEAR(row(estimate(model(), cpu, relu_plain), "relu").compute_s, 2.0 * 32 * 8 * 8 / 1e7,
+              1e-15);
+  // Pools count their outputs.
+  Options pools = layout({"elementwise:sigmoid", "elementwise:mul"});
+  pools.blocked_layout->plain_rates = {{"pool:avg", 1e3}};
+  EXPECT_NEAR(row(estimate(squeeze_excitation(), cpu, pools), "pool").compute_s, 2.0 * 32 / 1e3,
+              1e-12);
+}
+
+TEST_F(Layout, ABroadcastOperandIsExpandedWhereTheRuntimeDoesSo) {
+  Options o = layout({"pool", "elementwise:sigmoid", "elementwise:mul"}, 1, 2);
+  const auto in_place = estimate(squeeze_excitation(), cpu, o);
+  EXPECT_EQ(reorders(in_place), (std::vector<std::string>{"a/x reorder_blocked 1/2",
+                                                          "a/x reorder_blocked 2/2"}));
+  o.blocked_layout->expand_broadcast = true;
+  const auto expanded = estimate(squeeze_excitation(), cpu, o);
+  // The scale goes to plain at its own size, its expansion to blocked at the activation's.
+  EXPECT_EQ(reorders(expanded),
+            (std::vector<std::string>{"a/x reorder_blocked 1/2", "a/x reorder_blocked 2/2",
+                                      "scale/sigmoid reorder_plain",
+                                      "scale/sigmoid expanded reorder_blocked 1/2",
+                                      "scale/sigmoid expanded reorder_blocked 2/2"}));
+  EXPECT_EQ(row(expanded, "scale/sigmoid reorder_plain").shape, "[2,32,1,1]");
+  EXPECT_EQ(row(expanded, "scale/sigmoid expanded reorder_blocked 2/2").shape, "[2,32,8,8]");
+  EXPECT_GT(expanded.latency_s, in_place.latency_s);
+  // The multiply itself still runs blocked: the next convolution needs no reorder.
+  EXPECT_TRUE(std::none_of(expanded.ops.begin(), expanded.ops.end(),
+                           [](const OpRow& op) { return op.name.rfind("out/", 0) == 0; }));
 }
 
 TEST_F(Layout, TrainingIsNotAffected) {
