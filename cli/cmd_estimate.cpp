@@ -357,9 +357,10 @@ void add_estimate_command(CLI::App& app, const Context&) {
                   "runtime that copies a tensor into its own before reordering it makes 2; "
                   "default 1,1)");
   cmd->add_option("--plain-rates", args->plain_rates,
-                  "With --blocked-ops: output elements per second of the runtime's own kernels, "
-                  "KIND=RATE,... (e.g. pool:max=5e7), for the ops of those kinds that run plain "
-                  "(default: the profile's figures)")
+                  "With --blocked-ops: elements per second of the runtime's own kernels, "
+                  "KIND=RATE,... (e.g. pool:max=4e8), for the ops of those kinds that run plain; "
+                  "an op's elements are its outputs, a pool's its window elements (default: the "
+                  "profile's figures)")
       ->delimiter(',');
   cmd->add_flag("--expand-broadcast", args->expand_broadcast,
                 "With --blocked-ops: a blocked elementwise op expands a broadcast 4-D operand to "

@@ -220,9 +220,11 @@ std::vector<Work> forward_products(const Op& op, const Bindings& b, double e) {
       return {w};
     }
     case OpKind::pool: {
+      // A pool's elements are those of its windows (a global pool reads its whole input for
+      // one output).
       Work w = vector_work("forward", out * static_cast<double>(op.kernel_h * op.kernel_w),
                            (in + out) * e, dims_text(op.output.shape, b));
-      w.elements = out;
+      w.elements = w.flops;
       return {w};
     }
     case OpKind::embedding:

@@ -52,9 +52,10 @@ struct BlockedLayout {
   // activation) expands that operand: it goes to plain, is expanded to the output's shape, and
   // that tensor is changed to blocked (PyTorch's oneDNN multiply). Else the op broadcasts in place.
   bool expand_broadcast = false;
-  // Output elements per second of the runtime's own kernel for an op kind (a row kind or a whole
-  // kind, as in `ops`), for the ops of that kind that run plain: they run outside the profile's
-  // library (PyTorch's ATen max pool computes the indices of its maxima too).
+  // Elements per second of the runtime's own kernel for an op kind (a row kind or a whole kind,
+  // as in `ops`), for the ops of that kind that run plain, outside the profile's library
+  // (PyTorch's ATen max pool also computes the indices of its maxima). Elements: an op's outputs,
+  // a pool's window elements (outputs x window).
   std::vector<std::pair<std::string, double>> plain_rates;
   bool runs_blocked(const std::string& kind) const;
   // The runtime's own rate for `kind` when it runs plain: the row kind's, else the whole kind's.

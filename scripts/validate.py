@@ -496,6 +496,76 @@ def layout_probe_net(middle, operands):
         return torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.trace(net, x))), x
 
 
+def broadcast_probe_module():
+    """A squeeze-excitation scale: the activation times sigmoid(1x1 convolution(global average)),
+    a broadcast [N, 16, 1, 1] operand."""
+    from torch import nn
+
+    class Scale(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.pool, self.conv = nn.AdaptiveAvgPool2d(1), nn.Conv2d(16, 16, 1)
+
+        def forward(self, x):
+            return x * self.conv(self.pool(x)).sigmoid()
+    return Scale()
+
+
+def own_kernel_modules():
+    """Estimator row kind -> (module, operands) of PyTorch's own kernels, timed on plain tensors
+    of 64 channels: the layout probe's elementwise ops and pools, and the batch norm alone."""
+    from torch import nn
+    modules = {k: v for k, v in layout_probe_modules().items() if k not in ("concat", "norm:batchnorm")}
+    modules["norm:batchnorm"] = (nn.BatchNorm2d(64).eval(), 1)
+    return modules
+
+
+class OwnKernelRates:
+    """Elements per second of PyTorch's own kernels for the op kinds a frozen graph may run plain
+    (on plain tensors, in ATen): (elements at 4x64x28x28 - elements at 1x64x28x28) / (time at the
+    larger - time at the smaller), each time the fastest run over every sample, so that the fixed
+    cost of a call (charged as the per-op overhead) drops out. A pool's elements are its window
+    elements (outputs x 9 for the probe's 3x3 pools), as the estimate counts them. Sampled at the
+    start and once a round, as the models are."""
+
+    SIZES = ((1, 64, 28, 28), (4, 64, 28, 28))
+
+    def __init__(self, repeats=3):
+        import torch
+        torch.manual_seed(0)
+        self.repeats = repeats
+        self.runs, self.elements = {}, {}
+        with torch.no_grad():
+            for kind, (module, operands) in own_kernel_modules().items():
+                window = module.kernel_size ** 2 if kind.startswith("pool:") else 1
+                for size in self.SIZES:
+                    xs = [torch.randn(*size) for _ in range(operands)]
+                    self.runs[kind, size] = (lambda m=module, xs=xs: m(*xs))
+                    self.elements[kind, size] = module(*xs).numel() * window
+        self.best = {key: float("inf") for key in self.runs}
+        self.sample(3 * repeats)
+
+    def sample(self, repeats=None):
+        import torch
+        with torch.no_grad():
+            for key, run in self.runs.items():
+                for _ in range(repeats or self.repeats):
+                    start = time.perf_counter()
+                    run()
+                    self.best[key] = min(self.best[key], time.perf_counter() - start)
+
+    def rates(self):
+        """{kind: elements per second}; where noise leaves the larger size no slower than a
+        quarter over the smaller, the larger's elements over its time."""
+        small, large = self.SIZES
+        out = {}
+        for kind in {k for k, _ in self.runs}:
+            ts, tl = self.best[kind, small], self.best[kind, large]
+            es, el = self.elements[kind, small], self.elements[kind, large]
+            out[kind] = (el - es) / (tl - ts) if tl - ts > 0.25 * tl else el / tl
+        return dict(sorted(out.items()))
+
+
 def layout_probe(args):
     """Child process (ONEDNN_VERBOSE=1): which estimator op kinds PyTorch's frozen graphs run on
     channel-blocked tensors, and how many copies a layout change makes. An op runs blocked when
@@ -513,8 +583,11 @@ def layout_probe(args):
         raise SystemExit(f"layout probe: conv-ReLU-conv has {base} aten::to_dense, not 1 at the graph's end: "
                          "this PyTorch does not keep ReLU blocked, and the probe cannot tell the layouts apart")
     blocked = [kind for kind, count in dense.items() if count <= base]
+    nets["broadcast"] = layout_probe_net(broadcast_probe_module(), 1)
+    broadcast_blocked = str(nets["broadcast"][0].graph).count("aten::to_dense") <= base
     with torch.no_grad():
-        for name, kind in (("base", "elementwise:relu"), ("cross", "elementwise:silu")):
+        for name, kind in (("base", "elementwise:relu"), ("cross", "elementwise:silu"),
+                           ("broadcast", "broadcast")):
             graph, x = nets[kind]
             graph(x)
             graph(x)
@@ -523,7 +596,7 @@ def layout_probe(args):
             graph(x)
             libc.fflush(None)
             os.write(1, b"truepeak-layout-end\n")
-    os.write(1, (json.dumps({"blocked_ops": blocked}) + "\n").encode())
+    os.write(1, (json.dumps({"blocked_ops": blocked, "broadcast_blocked": broadcast_blocked}) + "\n").encode())
 
 
 def reorder_directions(lines):
@@ -553,8 +626,8 @@ def runtime_layout(args):
     except (OSError, subprocess.TimeoutExpired) as error:
         return {"error": f"layout probe did not finish ({error})"}
     lines = out.stdout.splitlines()
-    marks = ["truepeak-layout-base", "truepeak-layout-cross"]
-    if (out.returncode != 0 or not all(m in lines for m in marks) or lines.count("truepeak-layout-end") != 2
+    marks = ["truepeak-layout-base", "truepeak-layout-cross", "truepeak-layout-broadcast"]
+    if (out.returncode != 0 or not all(m in lines for m in marks) or lines.count("truepeak-layout-end") != 3
             or not lines[-1].startswith("{")):
         return {"error": (out.stderr.strip().splitlines() or ["layout probe failed"])[-1]}
     try:
@@ -567,6 +640,10 @@ def runtime_layout(args):
         return lines[start:lines.index("truepeak-layout-end", start)]
     base, cross = reorder_directions(run_of(marks[0])), reorder_directions(run_of(marks[1]))
     found["copies"] = [max(0, cross[0] - base[0]), max(0, cross[1] - base[1])]
+    # A broadcast multiply between blocked tensors that makes reorders to blocked beyond
+    # conv-ReLU-conv's expands its broadcast operand (PyTorch: to_dense, expand, to_mkldnn).
+    broadcast = reorder_directions(run_of(marks[2]))
+    found["expand_broadcast"] = bool(found.pop("broadcast_blocked", False)) and broadcast[1] > base[1]
     if max(found["copies"]) > 8:
         return {"error": f"layout probe counted {found['copies']} copies per layout change (more than 8)"}
     return found
@@ -642,7 +719,7 @@ def find_key(doc, key):
     return None
 
 
-def estimate(args, case, onnx_path, overhead_us=None, layout=None):
+def estimate(args, case, onnx_path, overhead_us=None, layout=None, plain_rates=None):
     cmd = [args.truepeak, "estimate", "--profile", args.profile, "--model", onnx_path, "--format", "json",
            "--batch", str(case.batch), "--dtype", case.dtype]
     if case.seq and case.model != "gpt2_decode":
@@ -656,6 +733,10 @@ def estimate(args, case, onnx_path, overhead_us=None, layout=None):
     if layout and case.runtime == "frozen" and "error" not in layout:
         cmd += ["--blocked-ops", ",".join(layout["blocked_ops"]) or "conv2d",
                 "--layout-copies", ",".join(str(c) for c in layout["copies"])]
+        if layout.get("expand_broadcast"):
+            cmd += ["--expand-broadcast"]
+        if plain_rates:
+            cmd += ["--plain-rates", ",".join(f"{k}={v:.4g}" for k, v in plain_rates.items())]
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     except (OSError, subprocess.TimeoutExpired) as error:
@@ -823,6 +904,9 @@ def write_report(rows, summary, meta, out_base):
                      f"{SETTLE_ROUNDS} rounds ran extra rounds, up to {meta['extra_rounds']} (rounds column).")
     if meta.get("layout"):
         lines.append(layout_text(meta["layout"]) + ".")
+    if meta.get("own_kernel_rates"):
+        lines.append(rates_text(meta["own_kernel_rates"]) + ", for the ops that run plain (measured beside "
+                     "the models).")
     lines += [
              "Per-op overhead: " + ("; ".join(f"{k} PyTorch {fmt(v, '.1f')} us" for k, v in meta["runtime_overhead_us"].items())
                                     + " (tiny-op chains, measured beside the models)" if meta.get("runtime_overhead_us")
@@ -875,7 +959,14 @@ def layout_text(layout):
         return f"PyTorch's layouts: probe failed ({layout['error']}); estimated without layout changes"
     return ("PyTorch's layouts (probed): frozen graphs run convolutions and "
             + (", ".join(layout["blocked_ops"]) or "nothing else") + " on channel-blocked tensors, the rest "
-            f"plain; a layout change copies {layout['copies'][0]} time(s) to plain, {layout['copies'][1]} to blocked")
+            f"plain; a layout change copies {layout['copies'][0]} time(s) to plain, {layout['copies'][1]} to blocked"
+            + ("; a broadcast operand of a blocked multiply is expanded and reordered to blocked"
+               if layout.get("expand_broadcast") else ""))
+
+
+def rates_text(rates):
+    return ("PyTorch's own kernels on plain tensors (G elements/s; pools: window elements): "
+            + ", ".join(f"{k} {v / 1e9:.2f}" for k, v in rates.items()))
 
 
 def run_reorders(info):
@@ -945,6 +1036,9 @@ def main():
     parser.add_argument("--no-layout", action="store_true",
                         help="CPU: estimate frozen graphs without PyTorch's layout changes (probed here: "
                              "which ops run on channel-blocked tensors, copies per change)")
+    parser.add_argument("--profile-rates", action="store_true",
+                        help="CPU: cost the ops a frozen graph runs plain (in PyTorch's own kernels) with the "
+                             "profile's figures instead of the rates of PyTorch's kernels, measured here")
     parser.add_argument("--probe", help=argparse.SUPPRESS)
     parser.add_argument("--layout-probe", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -1013,10 +1107,14 @@ def main():
     if not gpu and not args.no_layout and not args.no_probe and not args.measure_only and not measured_doc:
         layout = runtime_layout(args)
         print("  " + layout_text(layout), file=sys.stderr, flush=True)
+    # The rates of PyTorch's own kernels, for the ops the layout model runs plain: sampled at the
+    # start and after every round, as the per-op overhead.
+    own = OwnKernelRates() if layout and "error" not in layout and not args.profile_rates else None
 
     cases = [build_case(m, b, args.seq, args.context, args.device, runnable=not measured_doc)
              for m in models for b in batches]
-    each_round = timers.sample if timers else None
+    samplers = [t.sample for t in (timers, own) if t]
+    each_round = (lambda: [sample() for sample in samplers]) if samplers else None
     if args.measure_only:
         measure(cases, args, each_round)
         return write_measured(args, cases, overheads_now(), allocator)
@@ -1045,10 +1143,14 @@ def main():
         print("  PyTorch per-op overhead: " + ", ".join(
             f"{k} {fmt(v, '.1f')} us" + ("" if v is not None else " (not measurable: the profile's)")
             for k, v in overheads.items()), file=sys.stderr, flush=True)
+    plain_rates = own.rates() if own else None
+    if plain_rates:
+        print("  " + rates_text(plain_rates), file=sys.stderr, flush=True)
     estimates = {}
     for case in cases:
         estimates[case.key] = estimate(args, case, paths[case.model],
-                                       None if overheads is None else overheads[case.runtime], layout)
+                                       None if overheads is None else overheads[case.runtime], layout,
+                                       plain_rates)
         e = estimates[case.key]
         print(f"  {case.key}: predicted {fmt(e.get('latency_s') and e['latency_s'] * 1e3, '.2f')} ms"
               + (f" ({e['error']})" if "error" in e else ""), file=sys.stderr, flush=True)
@@ -1106,6 +1208,7 @@ def main():
         "allocator": where.get("allocator") if where else allocator,
         "extra_rounds": where.get("extra_rounds") if where else args.extra_rounds,
         "layout": layout,
+        "own_kernel_rates": plain_rates,
     }
     print(write_report(rows, summary, meta, args.out))
 

@@ -153,11 +153,11 @@ TEST_F(Layout, AnOpThatRunsPlainTakesTheRuntimesOwnRate) {
   relu_plain.blocked_layout->plain_rates = o.blocked_layout->plain_rates;
   EXPECT_NEAR(row(estimate(model(), cpu, relu_plain), "relu").compute_s, 2.0 * 32 * 8 * 8 / 1e7,
               1e-15);
-  // Pools count their outputs.
+  // A pool counts the elements of its windows: here 2 x 32 outputs of 8 x 8 each.
   Options pools = layout({"elementwise:sigmoid", "elementwise:mul"});
   pools.blocked_layout->plain_rates = {{"pool:avg", 1e3}};
-  EXPECT_NEAR(row(estimate(squeeze_excitation(), cpu, pools), "pool").compute_s, 2.0 * 32 / 1e3,
-              1e-12);
+  EXPECT_NEAR(row(estimate(squeeze_excitation(), cpu, pools), "pool").compute_s,
+              2.0 * 32 * 64 / 1e3, 1e-12);
 }
 
 TEST_F(Layout, ABroadcastOperandIsExpandedWhereTheRuntimeDoesSo) {

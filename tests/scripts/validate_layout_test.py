@@ -31,11 +31,28 @@ class ReorderDirectionsTest(unittest.TestCase):
         self.assertEqual(validate.reorder_directions([CONV, "truepeak-layout-end", ""]), (0, 0))
 
 
+class OwnKernelRatesTest(unittest.TestCase):
+    def rates(self, small_s, large_s):
+        own = validate.OwnKernelRates.__new__(validate.OwnKernelRates)
+        small, large = validate.OwnKernelRates.SIZES
+        own.runs = {("pool:max", small): None, ("pool:max", large): None}
+        own.elements = {("pool:max", small): 1e5, ("pool:max", large): 4e5}
+        own.best = {("pool:max", small): small_s, ("pool:max", large): large_s}
+        return own.rates()["pool:max"]
+
+    def test_the_rate_is_the_slope_between_the_two_sizes(self):
+        # 3e5 more elements in 1.5 ms more: the fixed cost of a call drops out.
+        self.assertAlmostEqual(self.rates(0.6e-3, 2.1e-3), 2e8)
+
+    def test_without_a_clear_slope_the_larger_size_alone_counts(self):
+        self.assertAlmostEqual(self.rates(1.9e-3, 2.0e-3), 2e8)
+
+
 class LayoutFlagsTest(unittest.TestCase):
     def case(self, runtime):
         return validate.Case("resnet18", 1, "f32", None, None, None, runtime, conv_layout="blocked")
 
-    def flags(self, case, layout):
+    def flags(self, case, layout, plain_rates=None):
         seen = {}
 
         def run(cmd, **_):
@@ -45,7 +62,7 @@ class LayoutFlagsTest(unittest.TestCase):
         validate.subprocess.run = run
         try:
             args = types.SimpleNamespace(truepeak="tp", profile="p.json", device="cpu")
-            validate.estimate(args, case, "m.onnx", layout=layout)
+            validate.estimate(args, case, "m.onnx", layout=layout, plain_rates=plain_rates)
         finally:
             validate.subprocess.run = saved
         return seen["cmd"]
@@ -54,6 +71,19 @@ class LayoutFlagsTest(unittest.TestCase):
         cmd = self.flags(self.case("frozen"), {"blocked_ops": ["elementwise:relu", "pool"], "copies": [1, 2]})
         self.assertEqual(cmd[cmd.index("--blocked-ops") + 1], "elementwise:relu,pool")
         self.assertEqual(cmd[cmd.index("--layout-copies") + 1], "1,2")
+
+    def test_expansion_and_own_rates_go_with_the_layout(self):
+        layout = {"blocked_ops": ["pool"], "copies": [1, 2], "expand_broadcast": True}
+        cmd = self.flags(self.case("frozen"), layout, {"pool:max": 4.6e8, "elementwise:silu": 1.83e9})
+        self.assertIn("--expand-broadcast", cmd)
+        self.assertEqual(cmd[cmd.index("--plain-rates") + 1], "pool:max=4.6e+08,elementwise:silu=1.83e+09")
+        layout["expand_broadcast"] = False
+        cmd = self.flags(self.case("frozen"), layout)
+        self.assertNotIn("--expand-broadcast", cmd)
+        self.assertNotIn("--plain-rates", cmd)
+        cmd = self.flags(self.case("eager"), dict(layout, expand_broadcast=True), {"pool:max": 4.6e8})
+        self.assertNotIn("--expand-broadcast", cmd)
+        self.assertNotIn("--plain-rates", cmd)
 
     def test_eager_runs_and_failed_probes_add_no_layout(self):
         self.assertNotIn("--blocked-ops", self.flags(self.case("eager"), {"blocked_ops": ["pool"], "copies": [1, 1]}))
