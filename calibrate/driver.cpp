@@ -23,7 +23,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-Timing timing_of(const Summary& s) { return Timing{s.min_s, s.median_s, s.cv, s.samples}; }
+Timing timing_of(const Summary& s) { return Timing{s.min_s, s.median_s, s.cv, s.samples, s.typical_s}; }
 
 // A peak-watch candidate's figures written back to its GEMM or convolution point.
 template <typename Point>
@@ -295,7 +295,9 @@ class DeviceRun {
            ++again) {
         ++remeasured_;
         auto retry = measure(*kernel, rule, options_.stop);
+        const double typical = std::min(result.summary.typical_s, retry.summary.typical_s);
         if (retry.summary.min_s < result.summary.min_s) result = retry;
+        result.summary.typical_s = typical;
       }
       Measured m{result.summary, kernel->flops(), kernel->bytes(), kernel->impl(), kernel->layout(), nullptr,
                  std::move(result.samples)};
@@ -398,7 +400,7 @@ class DeviceRun {
                        set_figures(device_.gemm[i], flops, s, impl, layout);
                        auto& best = device_.peaks.flops_per_s[dtype];
                        best = std::max(best, device_.gemm[i].flops_per_s);
-                     });
+                     }, m->summary.typical_s);
       } else {
         no_revisit();
       }
@@ -434,7 +436,7 @@ class DeviceRun {
         watch_.offer(klass, named, flops, make, std::move(m->kernel), m->samples,
                      [this, i, flops](const Summary& s, const std::string& impl, const std::string& ran_layout) {
                        set_figures(device_.conv[i], flops, s, impl, ran_layout);
-                     });
+                     }, m->summary.typical_s);
       } else {
         no_revisit();
       }
@@ -572,11 +574,17 @@ class DeviceRun {
       auto m = point(r.klass, "revisit " + r.what, plan_.revisit_rule, r.make);
       if (!m) continue;
       r.samples.insert(r.samples.end(), m->samples.begin(), m->samples.end());
-      const Summary all = summarize(r.samples);
+      Summary all = summarize(r.samples);
       // The point's figures may already hold more than its first look (bursts, while it was a
-      // candidate): they change only when the second look found a faster sample.
+      // candidate): they change only when the second look found a faster sample. Its typical
+      // time is the lower of the looks' medians either way.
+      const auto typical = [&](const Timing& t) {
+        return t.typical_s > 0 ? std::min(t.typical_s, m->summary.median_s) : m->summary.median_s;
+      };
       const auto update = [&](auto& p) {
+        all.typical_s = typical(p.timing);
         if (all.min_s < p.timing.time_s) set_figures(p, r.work, all, m->impl, m->layout);
+        p.timing.typical_s = all.typical_s;
         return p.flops_per_s;
       };
       switch (r.kind) {
@@ -595,11 +603,13 @@ class DeviceRun {
           break;
         case Revisit::Kind::vector_op: {
           auto& p = device_.vector_ops[r.index];
+          all.typical_s = typical(p.timing);
           if (all.min_s < p.timing.time_s) {
             p.timing = timing_of(all);
             p.elements_per_s = r.work / all.min_s;
             p.impl = m->impl;
           }
+          p.timing.typical_s = all.typical_s;
           progress("revisit " + r.what, format_elements_per_s(p.elements_per_s));
           break;
         }

@@ -30,7 +30,8 @@ bool raised(const std::atomic<bool>* stop) { return stop != nullptr && stop->loa
 }  // namespace
 
 void PeakWatch::offer(const std::string& category, const std::string& what, double work, Make make,
-                      std::unique_ptr<Kernel> kernel, const std::vector<double>& samples, Apply apply) {
+                      std::unique_ptr<Kernel> kernel, const std::vector<double>& samples,
+                      Apply apply, double typical_s) {
   if (samples.empty() || work <= 0 || options_.pool <= 0) return;
   auto cat = std::find_if(categories_.begin(), categories_.end(),
                           [&](const Category& c) { return c.name == category; });
@@ -44,6 +45,7 @@ void PeakWatch::offer(const std::string& category, const std::string& what, doub
   c.make = std::move(make);
   c.samples = samples;
   c.best_s = *std::min_element(samples.begin(), samples.end());
+  c.typical_s = typical_s > 0 ? typical_s : median(samples);
   if (kernel) {
     c.impl = kernel->impl();
     c.layout = kernel->layout();
@@ -67,7 +69,7 @@ void PeakWatch::offer(const std::string& category, const std::string& what, doub
   if (c.rate() > slowest->rate()) *slowest = std::move(c);  // the old kernel is freed here
 }
 
-bool PeakWatch::time(Candidate& c, const StopRule& rule, const std::atomic<bool>* stop) {
+bool PeakWatch::time(Candidate& c, const StopRule& rule, bool look, const std::atomic<bool>* stop) {
   std::unique_ptr<Kernel> made;
   Kernel* kernel = c.kernel.get();
   try {
@@ -78,6 +80,7 @@ bool PeakWatch::time(Candidate& c, const StopRule& rule, const std::atomic<bool>
     }
     const PointResult result = measure(*kernel, rule, stop);
     c.samples.insert(c.samples.end(), result.samples.begin(), result.samples.end());
+    if (look) c.typical_s = std::min(c.typical_s, result.summary.median_s);
     if (result.summary.min_s < c.best_s) {
       c.best_s = result.summary.min_s;
       c.impl = kernel->impl();
@@ -94,7 +97,9 @@ bool PeakWatch::time(Candidate& c, const StopRule& rule, const std::atomic<bool>
     c.kernel.reset();
     return false;
   }
-  c.apply(summarize(c.samples), c.impl, c.layout);
+  Summary all = summarize(c.samples);
+  all.typical_s = c.typical_s;
+  c.apply(all, c.impl, c.layout);
   if (options_.keep_kernels && made) c.kernel = std::move(made);
   return true;
 }
@@ -148,7 +153,7 @@ void PeakWatch::tick(double elapsed_s, const std::atomic<bool>* stop) {
     const double best_rate = c->rate();
     const std::size_t before = c->samples.size();
     const auto start = Clock::now();
-    time(*c, options_.burst_rule, stop);
+    time(*c, options_.burst_rule, false, stop);
     const double spent = seconds_since(start);
     // Only a burst that timed something tells how settled the category is.
     if (c->samples.size() > before) {
@@ -182,7 +187,7 @@ void PeakWatch::confirm(const std::function<StopRule(const std::string& category
     for (Candidate& c : cat.candidates) {
       if (raised(stop)) return;
       if (c.failed) continue;
-      if (time(c, rule, stop)) {
+      if (time(c, rule, true, stop)) {
         c.confirmed = true;
         if (done) done(c.what, c.rate());
       } else if (failed) {

@@ -65,8 +65,10 @@ class PeakWatch {
   // of `category` when its rate (work over its fastest sample) is among the category's best
   // `pool`, or within `admit_within` of the best while there are fewer than `most`; else, when it
   // is faster than the slowest candidate, it takes that one's place. Otherwise nothing is kept.
+  // `typical_s`: the median of its quietest look so far (0: the median of `samples`).
   void offer(const std::string& category, const std::string& what, double work, Make make,
-             std::unique_ptr<Kernel> kernel, const std::vector<double>& samples, Apply apply);
+             std::unique_ptr<Kernel> kernel, const std::vector<double>& samples, Apply apply,
+             double typical_s = 0);
 
   // Runs bursts while bursts have taken less than the share of `elapsed_s`.
   void tick(double elapsed_s, const std::atomic<bool>* stop);
@@ -103,6 +105,9 @@ class PeakWatch {
     std::unique_ptr<Kernel> kernel;
     std::vector<double> samples;
     double best_s = 0;
+    // The lowest median of its looks: its first measurement and its confirmation (bursts, a few
+    // samples each, are not looks).
+    double typical_s = 0;
     std::string impl, layout;  // of the kernel that ran the fastest sample
     Apply apply;
     Clock::time_point since;  // a candidate since then
@@ -132,9 +137,10 @@ class PeakWatch {
   static constexpr double kMaxClaim = 4.0;
   static double claim(const Category& cat);
 
-  // Times `c` with `rule`, adds the samples and writes the figures back. False when its kernel
-  // could not be made again.
-  bool time(Candidate& c, const StopRule& rule, const std::atomic<bool>* stop);
+  // Times `c` with `rule`, adds the samples and writes the figures back; `look`: a full look
+  // (the confirmation), whose median may lower the candidate's typical time. False when its
+  // kernel could not be made again.
+  bool time(Candidate& c, const StopRule& rule, bool look, const std::atomic<bool>* stop);
   std::pair<Category*, Candidate*> next_for_burst();
 
   Options options_;

@@ -23,6 +23,7 @@ json optional_integer(const std::optional<std::int64_t>& v) { return v ? json(*v
 json to_json(const Timing& t, double flops_per_s, json point) {
   point["time_s"] = t.time_s;
   point["median_s"] = t.median_s;
+  if (t.typical_s > 0) point["typical_s"] = t.typical_s;
   point["flops_per_s"] = flops_per_s;
   point["cv"] = t.cv;
   point["samples"] = t.samples;
@@ -63,6 +64,7 @@ json to_json(const Device& d) {
                           {"cols", p.cols}, {"time_s", p.timing.time_s},
                           {"median_s", p.timing.median_s}, {"elements_per_s", p.elements_per_s},
                           {"cv", p.timing.cv}, {"samples", p.timing.samples}, {"impl", p.impl}});
+    if (p.timing.typical_s > 0) vector_ops.back()["typical_s"] = p.timing.typical_s;
   }
   json sweep = json::array();
   for (const auto& p : d.memory_sweep) {
@@ -204,6 +206,10 @@ class Reader {
     t.median_s = number(obj, path, "median_s");
     t.cv = number(obj, path, "cv");
     t.samples = static_cast<int>(integer(obj, path, "samples"));
+    if (const auto typical = optional_number(obj, path, "typical_s")) {
+      if (!(*typical > 0)) fail(path + "/typical_s", "expected a positive time");
+      t.typical_s = *typical;
+    }
     return t;
   }
 

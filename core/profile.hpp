@@ -15,19 +15,23 @@
 namespace truepeak {
 
 inline constexpr int kSchemaMajor = 1;
-inline constexpr int kSchemaMinor = 7;  // 1.1: gemm points record their layout; 1.2: cold weights;
+inline constexpr int kSchemaMinor = 8;  // 1.1: gemm points record their layout; 1.2: cold weights;
                                         // 1.3: cold weights on conv points; 1.4: vector_ops;
                                         // 1.5: the gelu_tanh vector op; 1.6: the add vector op;
-                                        // 1.7: the reorder_blocked and reorder_plain vector ops
+                                        // 1.7: the reorder_blocked and reorder_plain vector ops;
+                                        // 1.8: typical_s on gemm, conv and vector-op points
 std::string schema_version_string();  // "1.0"
 
 // Timing statistics of one measured point. time_s is the fastest sample (the capability figure);
-// rates derive from it. median_s sits beside it.
+// rates derive from it. median_s sits beside it. typical_s (since 1.8; 0: not recorded) is the
+// median of the point's quietest look (Summary::typical_s): what the kernel takes as one of many
+// in a row, each with its ordinary jitter, rather than its luckiest sample.
 struct Timing {
   double time_s = 0;
   double median_s = 0;
   double cv = 0;
   int samples = 0;
+  double typical_s = 0;
 };
 
 struct GemmPoint {

@@ -25,6 +25,7 @@ Summary summarize(std::span<const double> samples_s) {
   s.max_s = *std::max_element(samples_s.begin(), samples_s.end());
   s.mean_s = std::accumulate(samples_s.begin(), samples_s.end(), 0.0) / double(s.samples);
   s.median_s = median(std::vector<double>(samples_s.begin(), samples_s.end()));
+  s.typical_s = s.median_s;
   if (s.samples > 1 && s.mean_s > 0) {
     double ss = 0;
     for (double x : samples_s) ss += (x - s.mean_s) * (x - s.mean_s);

@@ -14,6 +14,9 @@ struct Summary {
   double max_s = 0;
   double cv = 0;        // sample standard deviation / mean
   int samples = 0;
+  // The median of the point's quietest look: the lowest median among its runs of samples under
+  // its stopping rule (a first look, a second look, a confirmation). One look: its median.
+  double typical_s = 0;
 };
 
 // Throws std::invalid_argument on an empty span.

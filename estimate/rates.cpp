@@ -80,8 +80,15 @@ double RateModel::interpolate(const std::vector<Point>& points, Coords query) {
 }
 
 RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_layout,
-                     std::optional<double> op_overhead_s)
+                     std::optional<double> op_overhead_s, bool fastest_samples)
     : dtype_(dtype) {
+  // A point's rate: at its typical time, the median of its quietest look (what a kernel takes as
+  // one of a model's many, each with its ordinary jitter), where the profile has it; else at its
+  // fastest sample. The best rate of a dtype, the ceiling of every product, stays the fastest.
+  const auto typical = [&](double fastest_rate, const Timing& t) {
+    return !fastest_samples && t.typical_s > 0 && t.time_s > 0 ? fastest_rate * t.time_s / t.typical_s
+                                                               : fastest_rate;
+  };
   const std::string dt(to_string(dtype));
   const auto conv_used = [&](const ConvPoint& c) {
     return c.shape.dtype == dtype && c.flops_per_s > 0 &&
@@ -112,7 +119,7 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
   for (const auto& v : device.vector_ops) {
     if (v.dtype != dtype || !(v.elements_per_s > 0)) continue;
     auto& rate = vector_op_rates_[v.op];
-    rate = std::max(rate, v.elements_per_s);
+    rate = std::max(rate, typical(v.elements_per_s, v.timing));
   }
 
   for (const auto& l : device.memory_levels) {
@@ -162,7 +169,7 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
   std::vector<Point> cold;
   for (const auto& g : device.gemm) {
     if (g.shape.dtype != dtype) continue;
-    const auto e = efficiency(g.shape.flops(), g.shape.bytes(), g.flops_per_s);
+    const auto e = efficiency(g.shape.flops(), g.shape.bytes(), typical(g.flops_per_s, g.timing));
     if (!e) continue;
     const double b = static_cast<double>(g.shape.batch);
     const auto x = batched_gemm_points_ ? coords(b, g.shape.m, g.shape.n, g.shape.k)
@@ -173,7 +180,7 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
   for (const auto& c : device.conv) {
     if (!conv_used(c)) continue;
     const auto& s = c.shape;
-    const auto e = efficiency(s.flops(), s.bytes(), c.flops_per_s);
+    const auto e = efficiency(s.flops(), s.bytes(), typical(c.flops_per_s, c.timing));
     if (!e) continue;
     const bool depthwise = s.groups == s.c && s.groups == s.k;
     const double m = static_cast<double>(s.n * s.out_h() * s.out_w());

@@ -197,6 +197,9 @@ TEST(Driver, SecondLookKeepsTheFasterOfTwoLooks) {
       EXPECT_NEAR(device.conv[0].flops_per_s, 2e11, 1);
       EXPECT_EQ(device.gemm[0].timing.samples, 3);  // the first look's figures stay
     }
+    // Each look runs at one rate: the quieter look's median is its time.
+    EXPECT_DOUBLE_EQ(device.gemm[0].timing.typical_s, device.gemm[0].timing.time_s);
+    EXPECT_DOUBLE_EQ(device.conv[0].timing.typical_s, device.conv[0].timing.time_s);
   }
   // Vector ops get their second look too; one that cannot run has none.
   {
@@ -214,6 +217,7 @@ TEST(Driver, SecondLookKeepsTheFasterOfTwoLooks) {
     EXPECT_EQ(backend.vector_ops_made.at("gelu_bf16_256x1024"), 2);
     EXPECT_NEAR(device.vector_ops[0].elements_per_s, 256 * 1024 / 1e-4, 1);
     EXPECT_EQ(device.vector_ops[0].timing.samples, 6);
+    EXPECT_DOUBLE_EQ(device.vector_ops[0].timing.typical_s, 1e-4);
   }
   // Points longer than revisit_max_s get no second look.
   FakeBackend backend;

@@ -284,6 +284,32 @@ TEST(PeakWatch, EverySampleCountsAndTheFastestNamesTheImplementation) {
   EXPECT_EQ(a.impl, "fast_impl");
 }
 
+TEST(PeakWatch, TheTypicalTimeIsTheLowestMedianOfTheLooksNotOfTheBursts) {
+  // First look: median 2 ms. A burst at 1 ms does not make a look; the confirmation's five
+  // samples (median 1.5 ms) do.
+  PeakWatch watch({3, 3, 1.0, true, burst_rule()});
+  Applied a;
+  watch.offer("conv f32", "c", 1e9, no_make(),
+              std::make_unique<ScriptedKernel>(
+                  std::vector<double>{1e-3, 1e-3, 1e-3, 1.5e-3, 1.5e-3, 1.5e-3, 1.4e-3, 1.6e-3}),
+              {1.8e-3, 2e-3, 2.2e-3}, record(a));
+  watch.tick(1e-9, nullptr);
+  ASSERT_EQ(a.calls, 1);
+  EXPECT_DOUBLE_EQ(a.summary.min_s, 1e-3);
+  EXPECT_DOUBLE_EQ(a.summary.typical_s, 2e-3);
+  watch.confirm([](const std::string&) { return confirm_rule(); }, nullptr, nullptr, nullptr);
+  ASSERT_EQ(a.calls, 2);
+  EXPECT_DOUBLE_EQ(a.summary.typical_s, 1.5e-3);
+  EXPECT_DOUBLE_EQ(a.summary.min_s, 1e-3);
+  // A typical time given with the offer (a first look measured twice) stands for the samples'.
+  PeakWatch other({3, 3, 0.0, true, burst_rule()});
+  Applied b;
+  other.offer("conv f32", "d", 1e9, no_make(), std::make_unique<ScriptedKernel>(std::vector<double>{4e-3}),
+              {1e-3, 3e-3, 3e-3}, record(b), 2.5e-3);
+  other.confirm([](const std::string&) { return confirm_rule(); }, nullptr, nullptr, nullptr);
+  EXPECT_DOUBLE_EQ(b.summary.typical_s, 2.5e-3);  // the confirmation's 4 ms is no quieter
+}
+
 TEST(PeakWatch, ConfirmMakesAndChecksKernelsAgainWhenNotKept) {
   PeakWatch watch({3, 3, 0.0, false, burst_rule()});
   int made = 0;

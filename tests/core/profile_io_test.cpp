@@ -83,9 +83,26 @@ TEST_F(ProfileIo, NumbersStayNumbersAndMissingIsNull) {
   EXPECT_TRUE(j["devices"][0]["gemm"][0]["flops_per_s"].is_number());
   EXPECT_TRUE(j["devices"][0]["overhead"]["graph_op_s"].is_null());
   EXPECT_TRUE(j["machine"]["price_per_hour_usd"].is_null());
-  EXPECT_EQ(j["schema_version"], "1.7");
+  EXPECT_EQ(j["schema_version"], "1.8");
   EXPECT_EQ(j["devices"][0]["gemm"][1]["cold_weights"], true);
   EXPECT_EQ(j["devices"][0]["conv"][1]["cold_weights"], true);
+}
+
+TEST_F(ProfileIo, TypicalTimeIsWrittenWhereMeasuredAndMustBePositive) {
+  auto profile = small_profile();
+  profile.devices[0].gemm[0].timing.typical_s = 1.5e-5;
+  const auto j = to_json(profile);
+  EXPECT_DOUBLE_EQ(j["devices"][0]["gemm"][0]["typical_s"], 1.5e-5);
+  EXPECT_FALSE(j["devices"][0]["gemm"][1].contains("typical_s"));  // not recorded: absent
+  const auto path = write("typical.json", j.dump());
+  const auto back = read_profile(path);
+  EXPECT_DOUBLE_EQ(back.devices[0].gemm[0].timing.typical_s, 1.5e-5);
+  EXPECT_DOUBLE_EQ(back.devices[0].gemm[1].timing.typical_s, 0);
+  auto bad = j;
+  bad["devices"][0]["conv"][0]["typical_s"] = -1;
+  const auto bad_path = write("bad_typical.json", bad.dump());
+  EXPECT_NE(message_of([&] { read_profile(bad_path); }).find("/devices/0/conv/0/typical_s: expected a positive time"),
+            std::string::npos);
 }
 
 TEST_F(ProfileIo, UnreadableFileSaysWhereAndWhy) {

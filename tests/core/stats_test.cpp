@@ -16,6 +16,7 @@ TEST(Summarize, MinMedianMeanCv) {
   EXPECT_DOUBLE_EQ(sum.min_s, 1);
   EXPECT_DOUBLE_EQ(sum.max_s, 5);
   EXPECT_DOUBLE_EQ(sum.median_s, 3);
+  EXPECT_DOUBLE_EQ(sum.typical_s, 3);  // one look: its median
   EXPECT_DOUBLE_EQ(sum.mean_s, 3);
   EXPECT_NEAR(sum.cv, std::sqrt(2.5) / 3, 1e-12);
 }

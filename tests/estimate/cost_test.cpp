@@ -115,6 +115,33 @@ TEST(VectorOps, OpsMapToTheMeasuredOpThatTimesThem) {
   EXPECT_EQ(measured_vector_op(make_norm("a", "batchnorm", x)), "");
 }
 
+TEST_F(FixtureCpu, PointsRunAtTheirTypicalTimeWhereTheProfileHasIt) {
+  // The 1024^3 point's quietest look had a median 10% over its fastest sample: a product of that
+  // shape takes the median; --fastest-samples (Options::fastest_samples) the fastest sample.
+  const double flops = 2.0 * 1024 * 1024 * 1024;
+  Device typical = cpu;
+  for (auto& g : typical.gemm)
+    if (g.shape.m == 1024 && g.shape.n == 1024 && g.shape.k == 1024) g.timing.typical_s = 1.1 * g.timing.time_s;
+  const auto est = estimate(linear_model(1024, 1024), typical, batch(1024));
+  EXPECT_NEAR(est.ops.at(0).compute_s, 1.1 * flops / 8e11, 1e-12);
+  Options fastest = batch(1024);
+  fastest.fastest_samples = true;
+  EXPECT_NEAR(estimate(linear_model(1024, 1024), typical, fastest).ops.at(0).compute_s, flops / 8e11, 1e-12);
+  // A vector op likewise: 1e9 elements/s at its fastest, 0.5e9 at its typical time.
+  GraphBuilder b;
+  const auto& x = b.input("x", {Dim::symbol("N"), 65536});
+  b.add(make_elementwise("gelu", "gelu", {x}));
+  Model m;
+  m.name = "gelu";
+  m.forward = b.take();
+  typical.vector_ops.push_back(testing::vector_op_point("gelu", DType::f32, 1e9));
+  typical.vector_ops.back().timing.typical_s = 2 * typical.vector_ops.back().timing.time_s;
+  EXPECT_NEAR(estimate(m, typical, batch(1)).ops.at(0).compute_s, 65536 / 0.5e9, 1e-12);
+  Options fast_vector = batch(1);
+  fast_vector.fastest_samples = true;
+  EXPECT_NEAR(estimate(m, typical, fast_vector).ops.at(0).compute_s, 65536 / 1e9, 1e-12);
+}
+
 TEST_F(FixtureCpu, InterpolatesBetweenTwoMeasuredPoints) {
   // 512^3 is one octave from 256^3 (2e11) and from 1024^3 (8e11) in every dimension: the
   // inverse-distance weighted geometric mean is sqrt(2e11 * 8e11) = 4e11.
