@@ -40,7 +40,7 @@ struct EstimateArgs {
   std::optional<std::string> layout_copies;  // copies per layout change: to plain, to blocked
   std::vector<std::string> plain_rates;      // KIND=ELEMENTS_PER_S: the runtime's own kernels
   bool expand_broadcast = false;             // blocked broadcast operands are expanded
-  bool fastest_samples = false;              // points at their fastest sample, not typical time
+  bool typical_times = false;                // points at their typical time, not fastest sample
   std::vector<std::string> input_shapes;  // ONNX: NAME=1x3x224x224
   bool fuse_activations = false;          // ONNX: fold activations into GEMM/conv epilogues
 };
@@ -222,7 +222,7 @@ void run_estimate(const EstimateArgs& args) {
     throw InputError(
         fmt::format("--conv-layout {}: expected nchw, nhwc or blocked", args.conv_layout));
   options.conv_layout = args.conv_layout;
-  options.fastest_samples = args.fastest_samples;
+  options.typical_times = args.typical_times;
   if (args.op_overhead_us) {
     if (!(*args.op_overhead_us >= 0))
       throw InputError(fmt::format("--op-overhead-us {}: must be 0 or more microseconds",
@@ -344,9 +344,9 @@ void add_estimate_command(CLI::App& app, const Context&) {
       "--conv-layout", args->conv_layout,
       "Use only convolution points of this layout (nchw, nhwc, blocked) as the target runtime does "
       "(default: the fastest layout measured at each shape)");
-  cmd->add_flag("--fastest-samples", args->fastest_samples,
-                "Time each op from the fastest sample of the profile's points (the machine's best "
-                "case) instead of their typical time, the median of each point's quietest look");
+  cmd->add_flag("--typical-times", args->typical_times,
+                "Time each op from the typical time of the profile's points (the median of each "
+                "point's quietest look, profiles since 1.8) instead of their fastest sample");
   cmd->add_option("--op-overhead-us", args->op_overhead_us,
                   "Fixed cost of one op in the target runtime, framework dispatch included, in "
                   "microseconds (default: the profile's per-op overhead, the library's alone)");

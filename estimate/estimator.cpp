@@ -396,14 +396,14 @@ std::optional<double> BlockedLayout::plain_rate(const std::string& kind) const {
 
 Estimate estimate(const Model& model, const Device& device, const Options& options) {
   const RateModel rates(device, options.dtype, options.conv_layout, options.op_overhead_s,
-                        options.fastest_samples);
+                        options.typical_times);
   return estimate_with(model, device, rates, options);
 }
 
 Sweep sweep_batch(const Model& model, const Device& device, const Options& options,
                   const std::vector<std::int64_t>& batches, std::optional<double> max_latency_s) {
   const RateModel rates(device, options.dtype, options.conv_layout, options.op_overhead_s,
-                        options.fastest_samples);
+                        options.typical_times);
   Sweep sweep;
   sweep.max_latency_s = max_latency_s;
   Options o = options;

@@ -84,9 +84,9 @@ struct Options {
   // Convolution points of this layout only ("nchw", "nhwc", "blocked"); empty: the fastest
   // layout measured at each shape.
   std::string conv_layout;
-  // Each measured point at its fastest sample (the machine's best case) rather than its typical
-  // time (the median of its quietest look), where the profile records the latter.
-  bool fastest_samples = false;
+  // Each measured point at its typical time (the median of its quietest look, where the profile
+  // records it) rather than its fastest sample, the undisturbed figure.
+  bool typical_times = false;
   // Fixed cost of one op in the target runtime (framework dispatch included), in place of the
   // profile's measured library-level per-op overhead; unset: the profile's.
   std::optional<double> op_overhead_s;

@@ -80,13 +80,14 @@ double RateModel::interpolate(const std::vector<Point>& points, Coords query) {
 }
 
 RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_layout,
-                     std::optional<double> op_overhead_s, bool fastest_samples)
+                     std::optional<double> op_overhead_s, bool typical_times)
     : dtype_(dtype) {
-  // A point's rate: at its typical time, the median of its quietest look (what a kernel takes as
-  // one of a model's many, each with its ordinary jitter), where the profile has it; else at its
-  // fastest sample. The best rate of a dtype, the ceiling of every product, stays the fastest.
+  // A point's rate: at its fastest sample; with `typical_times`, at its typical time where the
+  // profile has it (the median of its quietest look: what a kernel takes as one of a model's many,
+  // each with its ordinary jitter). The best rate of a dtype, the ceiling of every product, stays
+  // the fastest.
   const auto typical = [&](double fastest_rate, const Timing& t) {
-    return !fastest_samples && t.typical_s > 0 && t.time_s > 0 ? fastest_rate * t.time_s / t.typical_s
+    return typical_times && t.typical_s > 0 && t.time_s > 0 ? fastest_rate * t.time_s / t.typical_s
                                                                : fastest_rate;
   };
   const std::string dt(to_string(dtype));

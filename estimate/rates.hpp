@@ -26,10 +26,10 @@ class RateModel {
   // `conv_layout`: use only convolution points of that layout ("nchw", "nhwc", "blocked");
   // empty: at each measured shape the fastest layout measured.
   // `op_overhead_s`: the per-op overhead to charge instead of the profile's.
-  // `fastest_samples`: each point at its fastest sample rather than its typical time (the median
-  // of its quietest look, where the profile records it).
+  // `typical_times`: each point at its typical time (the median of its quietest look, where the
+  // profile records it) rather than its fastest sample.
   RateModel(const Device& device, DType dtype, const std::string& conv_layout = "",
-            std::optional<double> op_overhead_s = std::nullopt, bool fastest_samples = false);
+            std::optional<double> op_overhead_s = std::nullopt, bool typical_times = false);
 
   // Kernel time of one GEMM product that reads and writes `bytes`. Every measured point is held
   // as its efficiency against a reference roofline, max(FLOPs / best measured rate of the dtype,

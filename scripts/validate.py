@@ -730,6 +730,8 @@ def estimate(args, case, onnx_path, overhead_us=None, layout=None, plain_rates=N
         cmd += ["--conv-layout", case.conv_layout]
     if overhead_us is not None:
         cmd += ["--op-overhead-us", f"{overhead_us:.3f}"]
+    if getattr(args, "typical_times", False):
+        cmd += ["--typical-times"]
     if layout and case.runtime == "frozen" and "error" not in layout:
         cmd += ["--blocked-ops", ",".join(layout["blocked_ops"]) or "conv2d",
                 "--layout-copies", ",".join(str(c) for c in layout["copies"])]
@@ -1039,6 +1041,9 @@ def main():
     parser.add_argument("--profile-rates", action="store_true",
                         help="CPU: cost the ops a frozen graph runs plain (in PyTorch's own kernels) with the "
                              "profile's figures instead of the rates of PyTorch's kernels, measured here")
+    parser.add_argument("--typical-times", action="store_true",
+                        help="estimate with each profile point's typical time (the median of its quietest look) "
+                             "instead of its fastest sample")
     parser.add_argument("--probe", help=argparse.SUPPRESS)
     parser.add_argument("--layout-probe", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -115,18 +115,18 @@ TEST(VectorOps, OpsMapToTheMeasuredOpThatTimesThem) {
   EXPECT_EQ(measured_vector_op(make_norm("a", "batchnorm", x)), "");
 }
 
-TEST_F(FixtureCpu, PointsRunAtTheirTypicalTimeWhereTheProfileHasIt) {
+TEST_F(FixtureCpu, TypicalTimesReplaceTheFastestSamplesWhereAsked) {
   // The 1024^3 point's quietest look had a median 10% over its fastest sample: a product of that
-  // shape takes the median; --fastest-samples (Options::fastest_samples) the fastest sample.
+  // shape takes the fastest sample, and the median with --typical-times (Options::typical_times).
   const double flops = 2.0 * 1024 * 1024 * 1024;
   Device typical = cpu;
   for (auto& g : typical.gemm)
     if (g.shape.m == 1024 && g.shape.n == 1024 && g.shape.k == 1024) g.timing.typical_s = 1.1 * g.timing.time_s;
-  const auto est = estimate(linear_model(1024, 1024), typical, batch(1024));
+  Options typical_times = batch(1024);
+  typical_times.typical_times = true;
+  const auto est = estimate(linear_model(1024, 1024), typical, typical_times);
   EXPECT_NEAR(est.ops.at(0).compute_s, 1.1 * flops / 8e11, 1e-12);
-  Options fastest = batch(1024);
-  fastest.fastest_samples = true;
-  EXPECT_NEAR(estimate(linear_model(1024, 1024), typical, fastest).ops.at(0).compute_s, flops / 8e11, 1e-12);
+  EXPECT_NEAR(estimate(linear_model(1024, 1024), typical, batch(1024)).ops.at(0).compute_s, flops / 8e11, 1e-12);
   // A vector op likewise: 1e9 elements/s at its fastest, 0.5e9 at its typical time.
   GraphBuilder b;
   const auto& x = b.input("x", {Dim::symbol("N"), 65536});
@@ -136,10 +136,10 @@ TEST_F(FixtureCpu, PointsRunAtTheirTypicalTimeWhereTheProfileHasIt) {
   m.forward = b.take();
   typical.vector_ops.push_back(testing::vector_op_point("gelu", DType::f32, 1e9));
   typical.vector_ops.back().timing.typical_s = 2 * typical.vector_ops.back().timing.time_s;
-  EXPECT_NEAR(estimate(m, typical, batch(1)).ops.at(0).compute_s, 65536 / 0.5e9, 1e-12);
-  Options fast_vector = batch(1);
-  fast_vector.fastest_samples = true;
-  EXPECT_NEAR(estimate(m, typical, fast_vector).ops.at(0).compute_s, 65536 / 1e9, 1e-12);
+  EXPECT_NEAR(estimate(m, typical, batch(1)).ops.at(0).compute_s, 65536 / 1e9, 1e-12);
+  Options typical_vector = batch(1);
+  typical_vector.typical_times = true;
+  EXPECT_NEAR(estimate(m, typical, typical_vector).ops.at(0).compute_s, 65536 / 0.5e9, 1e-12);
 }
 
 TEST_F(FixtureCpu, InterpolatesBetweenTwoMeasuredPoints) {
