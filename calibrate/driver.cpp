@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <set>
 #include <memory>
 #include <thread>
 
@@ -571,51 +572,85 @@ class DeviceRun {
         ++done_points_;
         continue;
       }
-      auto m = point(r.klass, "revisit " + r.what, plan_.revisit_rule, r.make);
-      if (!m) continue;
-      r.samples.insert(r.samples.end(), m->samples.begin(), m->samples.end());
-      Summary all = summarize(r.samples);
-      // The point's figures may already hold more than its first look (bursts, while it was a
-      // candidate): they change only when the second look found a faster sample. Its typical
-      // time is the lower of the looks' medians either way.
-      const auto typical = [&](const Timing& t) {
-        return t.typical_s > 0 ? std::min(t.typical_s, m->summary.median_s) : m->summary.median_s;
-      };
-      const auto update = [&](auto& p) {
+      look_again(r, "revisit ");
+    }
+    // The convolutions keep theirs for a last look at the best layers.
+    for (auto& r : revisits_)
+      if (r.kind == Revisit::Kind::conv) final_candidates_.push_back(std::move(r));
+    revisits_.clear();
+  }
+
+  // Measures a revisit point once more (`label` names the look in progress lines); its figures
+  // become those of all its looks' samples when this look found a faster sample.
+  void look_again(Revisit& r, const std::string& label) {
+    auto m = point(r.klass, label + r.what, plan_.revisit_rule, r.make);
+    if (!m) return;
+    r.samples.insert(r.samples.end(), m->samples.begin(), m->samples.end());
+    Summary all = summarize(r.samples);
+    // The point's figures may already hold more than its first look (bursts, while it was a
+    // candidate): they change only when the second look found a faster sample. Its typical
+    // time is the lower of the looks' medians either way.
+    const auto typical = [&](const Timing& t) {
+      return t.typical_s > 0 ? std::min(t.typical_s, m->summary.median_s) : m->summary.median_s;
+    };
+    const auto update = [&](auto& p) {
+      all.typical_s = typical(p.timing);
+      if (all.min_s < p.timing.time_s) set_figures(p, r.work, all, m->impl, m->layout);
+      p.timing.typical_s = all.typical_s;
+      return p.flops_per_s;
+    };
+    switch (r.kind) {
+      case Revisit::Kind::gemm: {
+        auto& p = device_.gemm[r.index];
+        const double rate = update(p);
+        if (!p.cold_weights) {
+          auto& best = device_.peaks.flops_per_s[std::string(to_string(p.shape.dtype))];
+          best = std::max(best, p.flops_per_s);
+        }
+        progress(label + r.what, format_flops_per_s(rate));
+        break;
+      }
+      case Revisit::Kind::conv:
+        progress(label + r.what, format_flops_per_s(update(device_.conv[r.index])));
+        break;
+      case Revisit::Kind::vector_op: {
+        auto& p = device_.vector_ops[r.index];
         all.typical_s = typical(p.timing);
-        if (all.min_s < p.timing.time_s) set_figures(p, r.work, all, m->impl, m->layout);
+        if (all.min_s < p.timing.time_s) {
+          p.timing = timing_of(all);
+          p.elements_per_s = r.work / all.min_s;
+          p.impl = m->impl;
+        }
         p.timing.typical_s = all.typical_s;
-        return p.flops_per_s;
-      };
-      switch (r.kind) {
-        case Revisit::Kind::gemm: {
-          auto& p = device_.gemm[r.index];
-          const double rate = update(p);
-          if (!p.cold_weights) {
-            auto& best = device_.peaks.flops_per_s[std::string(to_string(p.shape.dtype))];
-            best = std::max(best, p.flops_per_s);
-          }
-          progress("revisit " + r.what, format_flops_per_s(rate));
-          break;
-        }
-        case Revisit::Kind::conv:
-          progress("revisit " + r.what, format_flops_per_s(update(device_.conv[r.index])));
-          break;
-        case Revisit::Kind::vector_op: {
-          auto& p = device_.vector_ops[r.index];
-          all.typical_s = typical(p.timing);
-          if (all.min_s < p.timing.time_s) {
-            p.timing = timing_of(all);
-            p.elements_per_s = r.work / all.min_s;
-            p.impl = m->impl;
-          }
-          p.timing.typical_s = all.typical_s;
-          progress("revisit " + r.what, format_elements_per_s(p.elements_per_s));
-          break;
-        }
+        progress(label + r.what, format_elements_per_s(p.elements_per_s));
+        break;
       }
     }
-    revisits_.clear();
+  }
+
+  // The convolution points within the plan's margin of their dtype's best, fastest first, up to
+  // the plan's count per dtype: those the last look measures (Plan::final_look_within).
+  std::vector<Revisit*> final_look_points() {
+    std::vector<Revisit*> out;
+    if (plan_.final_look_within <= 0 || plan_.final_looks <= 0) return out;
+    std::map<DType, double> best;
+    for (const auto& c : device_.conv)
+      if (!c.cold_weights) best[c.shape.dtype] = std::max(best[c.shape.dtype], c.flops_per_s);
+    std::map<DType, std::vector<Revisit*>> by_dtype;
+    for (auto& r : final_candidates_) {
+      const auto& c = device_.conv[r.index];
+      if (!c.cold_weights && !watch_.holds(r.what) &&
+          c.flops_per_s >= (1 - plan_.final_look_within) * best[c.shape.dtype])
+        by_dtype[c.shape.dtype].push_back(&r);
+    }
+    for (auto& [dtype, points] : by_dtype) {
+      std::stable_sort(points.begin(), points.end(), [&](const Revisit* a, const Revisit* b) {
+        return device_.conv[a->index].flops_per_s > device_.conv[b->index].flops_per_s;
+      });
+      if (points.size() > static_cast<std::size_t>(plan_.final_looks)) points.resize(plan_.final_looks);
+      out.insert(out.end(), points.begin(), points.end());
+    }
+    return out;
   }
 
   // Interference on a shared host comes and goes over minutes (other tenants' memory traffic is
@@ -655,7 +690,11 @@ class DeviceRun {
     int after_watch = 0;
     if (from)
       for (const auto& p : device_.memory_sweep) after_watch += confirms_after_watch(p, *from);
-    total_points_ = done_points_ + static_cast<int>(watch_.to_confirm()) + after_watch;
+    // The last look's points are chosen after the confirmation; at most the plan's count per dtype.
+    std::set<DType> conv_dtypes;
+    for (const auto& r : final_candidates_) conv_dtypes.insert(device_.conv[r.index].shape.dtype);
+    const int final_most = plan_.final_look_within > 0 ? plan_.final_looks * static_cast<int>(conv_dtypes.size()) : 0;
+    total_points_ = done_points_ + static_cast<int>(watch_.to_confirm()) + after_watch + final_most;
     // FMA, the few fastest GEMMs and convolutions of each dtype (which shape is fastest is itself
     // a noisy verdict, and the best layer is a headline figure too) and the main-memory triads.
     watch_.confirm(
@@ -671,6 +710,13 @@ class DeviceRun {
         [this](const std::string& category, const std::string& what, const std::string& reason) {
           skip(category, "confirm " + what, reason);
         });
+    const auto last = final_look_points();
+    total_points_ -= final_most - static_cast<int>(last.size());
+    for (Revisit* r : last) {
+      if (stopped()) break;
+      look_again(*r, "last look ");
+    }
+    device_.conditions["last_looks"] = last.size();
     if (!from) return;
     bool changed = false;
     for (auto& p : device_.memory_sweep) {
@@ -724,6 +770,7 @@ class DeviceRun {
   int done_points_ = 0;
   int remeasured_ = 0;
   std::vector<Revisit> revisits_;
+  std::vector<Revisit> final_candidates_;  // the convolutions' second looks, for the last look
 };
 
 }  // namespace

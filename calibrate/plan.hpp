@@ -79,6 +79,13 @@ struct Plan {
   // second draw minutes later (0: none).
   double revisit_max_s = 0;
   StopRule revisit_rule;
+  // A last look at the best layers: after the confirmation (and its wait for a quiet machine),
+  // every convolution point with a second look whose rate is within `final_look_within` of its
+  // dtype's best convolution, up to `final_looks` per dtype (fastest first), is measured once more
+  // with `revisit_rule`. The best layer is the fastest of many, each measured in a few looks; one
+  // whose looks all fell in slow spells ranks too low to be a candidate (0: none).
+  double final_look_within = 0;
+  int final_looks = 0;
 };
 
 Plan cpu_plan(const DeviceDescription& device, Suite suite);

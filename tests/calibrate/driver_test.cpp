@@ -414,6 +414,44 @@ TEST(Driver, MemoryProbeCatchesWhatTheComputeSentinelMisses) {
   EXPECT_FALSE(calm.conditions["sentinel"].contains("kernels"));
 }
 
+TEST(Driver, TheBestLayersGetALastLookAfterTheConfirmation) {
+  // Six layers: three at 0.5 TFLOP/s (the confirmed three), one more at 0.5, one whose first two
+  // looks ran at 0.42 (within 20% of the best) and whose third runs at 0.6, one at 0.3 throughout.
+  // The last look goes to the two within the margin that are not confirmed, and the slow-looked
+  // layer becomes the best.
+  FakeBackend backend;
+  backend.conv_rate = [](const ConvShape& s, int made) {
+    if (s.c == 40) return made < 2 ? 4.2e11 : 6e11;
+    return s.c == 48 ? 3e11 : 5e11;
+  };
+  Plan plan = small_plan();
+  plan.conv.clear();
+  for (const char* shape : {"f32_mb1ic16ih8oc16kh3ph1", "f32_mb1ic24ih8oc16kh3ph1", "f32_mb1ic32ih8oc16kh3ph1",
+                            "f32_mb1ic36ih8oc16kh3ph1", "f32_mb1ic40ih8oc16kh3ph1", "f32_mb1ic48ih8oc16kh3ph1"})
+    plan.conv.push_back({ConvShape::parse(shape), ConvLayout::blocked});
+  plan.revisit_max_s = 1.0;
+  plan.revisit_rule = plan.conv_rule;
+  plan.final_look_within = 0.2;
+  plan.final_looks = 20;
+  Device device;
+  ASSERT_TRUE(calibrate_device(backend, plan, {}, device));
+  EXPECT_EQ(device.conditions["last_looks"], 2);
+  EXPECT_EQ(backend.convs_made.at(ConvShape::parse("f32_mb1ic40ih8oc16kh3ph1").str()), 3);
+  EXPECT_EQ(backend.convs_made.at(ConvShape::parse("f32_mb1ic48ih8oc16kh3ph1").str()), 2);
+  double best = 0;
+  for (const auto& c : device.conv)
+    if (c.shape.c == 40) best = c.flops_per_s;
+  EXPECT_NEAR(best, 6e11, 1);
+  // With one last look a dtype, only the fastest of the two gets it.
+  FakeBackend again;
+  again.conv_rate = backend.conv_rate;
+  plan.final_looks = 1;
+  Device one;
+  ASSERT_TRUE(calibrate_device(again, plan, {}, one));
+  EXPECT_EQ(one.conditions["last_looks"], 1);
+  EXPECT_EQ(again.convs_made.at(ConvShape::parse("f32_mb1ic40ih8oc16kh3ph1").str()), 2);
+}
+
 TEST(Driver, ConfirmationPassMeasuresTheFastestConvolutionsAgainInTheirLayout) {
   // The one conv point runs at 0.25 TFLOP/s the first time and 1 the second: the confirmation
   // keeps the faster, asked for in the layout of the first measurement.
