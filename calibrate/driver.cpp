@@ -282,7 +282,9 @@ class DeviceRun {
   }
 
   template <typename Make>
-  std::optional<Measured> point(const std::string& klass, const std::string& what, const StopRule& rule, Make make) {
+  // `remeasure`: measure again while the sentinel says the machine is busy (Plan::max_remeasure).
+  std::optional<Measured> point(const std::string& klass, const std::string& what, const StopRule& rule, Make make,
+                                bool remeasure = true) {
     if (stopped()) return std::nullopt;
     // Bursts first, while no kernel of this point is alive: the last point's is in the watch or gone.
     watch_.tick(elapsed_s(), options_.stop);
@@ -292,7 +294,8 @@ class DeviceRun {
       auto result = measure(*kernel, rule, options_.stop);
       // Points measured while the machine was busy are measured again; the faster run counts,
       // since interference only ever adds time.
-      for (int again = 0; again < plan_.max_remeasure && sentinel_ && !stopped() && sentinel_->slowed(options_.stop);
+      for (int again = 0; remeasure && again < plan_.max_remeasure && sentinel_ && !stopped() &&
+                          sentinel_->slowed(options_.stop);
            ++again) {
         ++remeasured_;
         auto retry = measure(*kernel, rule, options_.stop);
@@ -582,8 +585,9 @@ class DeviceRun {
 
   // Measures a revisit point once more (`label` names the look in progress lines); its figures
   // become those of all its looks' samples when this look found a faster sample.
-  void look_again(Revisit& r, const std::string& label) {
-    auto m = point(r.klass, label + r.what, plan_.revisit_rule, r.make);
+  // `remeasure`: as point()'s.
+  void look_again(Revisit& r, const std::string& label, bool remeasure = true) {
+    auto m = point(r.klass, label + r.what, plan_.revisit_rule, r.make, remeasure);
     if (!m) return;
     r.samples.insert(r.samples.end(), m->samples.begin(), m->samples.end());
     Summary all = summarize(r.samples);
@@ -714,7 +718,7 @@ class DeviceRun {
     total_points_ -= final_most - static_cast<int>(last.size());
     for (Revisit* r : last) {
       if (stopped()) break;
-      look_again(*r, "last look ");
+      look_again(*r, "last look ", false);  // one more draw each: no sentinel re-measures
     }
     device_.conditions["last_looks"] = last.size();
     if (!from) return;

@@ -231,7 +231,7 @@ Plan cpu_plan(const DeviceDescription& device, Suite suite) {
     // Seen here: the best f32 layer of one run at 382 GFLOP/s and 308 in the next, both of its
     // looks in the second run slow while the other layers' confirmations found their usual figures.
     plan.final_look_within = 0.2;
-    plan.final_looks = 20;
+    plan.final_looks = 10;
   }
   return plan;
 }
