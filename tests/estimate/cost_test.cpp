@@ -18,6 +18,17 @@ using testing::relu_model;
 
 constexpr double kOverhead = 1e-6;  // fixture overhead.op_s
 
+// One gelu over N x 65536 elements.
+Model gelu_model() {
+  GraphBuilder b;
+  const auto& x = b.input("x", {Dim::symbol("N"), 65536});
+  b.add(make_elementwise("gelu", "gelu", {x}));
+  Model m;
+  m.name = "gelu";
+  m.forward = b.take();
+  return m;
+}
+
 class FixtureCpu : public ::testing::Test {
  protected:
   Profile profile = fixture("fixture_cpu.json");
@@ -64,12 +75,7 @@ TEST_F(FixtureCpu, MemoryBoundOpRunsAtTheBandwidthOfItsLevel) {
 TEST_F(FixtureCpu, MeasuredVectorOpsTakeTheirElementRate) {
   // 64 Ki elements of gelu: 512 KiB moved in the 1 MiB L2 at 2e11 B/s is 2.6 us; at a measured
   // 1e9 elements/s the op takes 65.5 us.
-  GraphBuilder b;
-  const auto& x = b.input("x", {Dim::symbol("N"), 65536});
-  b.add(make_elementwise("gelu", "gelu", {x}));
-  Model m;
-  m.name = "gelu";
-  m.forward = b.take();
+  const Model m = gelu_model();
   const auto plain = estimate(m, cpu, batch(1));
   const RateModel rates(cpu, DType::f32);
   EXPECT_NEAR(plain.ops.at(0).compute_s, 8.0 * 65536 / rates.vector_flops_per_s(), 1e-15);
@@ -128,12 +134,7 @@ TEST_F(FixtureCpu, TypicalTimesReplaceTheFastestSamplesWhereAsked) {
   EXPECT_NEAR(est.ops.at(0).compute_s, 1.1 * flops / 8e11, 1e-12);
   EXPECT_NEAR(estimate(linear_model(1024, 1024), typical, batch(1024)).ops.at(0).compute_s, flops / 8e11, 1e-12);
   // A vector op likewise: 1e9 elements/s at its fastest, 0.5e9 at its typical time.
-  GraphBuilder b;
-  const auto& x = b.input("x", {Dim::symbol("N"), 65536});
-  b.add(make_elementwise("gelu", "gelu", {x}));
-  Model m;
-  m.name = "gelu";
-  m.forward = b.take();
+  const Model m = gelu_model();
   typical.vector_ops.push_back(testing::vector_op_point("gelu", DType::f32, 1e9));
   typical.vector_ops.back().timing.typical_s = 2 * typical.vector_ops.back().timing.time_s;
   EXPECT_NEAR(estimate(m, typical, batch(1)).ops.at(0).compute_s, 65536 / 1e9, 1e-12);
