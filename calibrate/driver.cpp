@@ -585,17 +585,17 @@ class DeviceRun {
 
   // Measures a revisit point once more (`label` names the look in progress lines); its figures
   // become those of all its looks' samples when this look found a faster sample.
-  // `remeasure`: as point()'s.
-  void look_again(Revisit& r, const std::string& label, bool remeasure = true) {
+  // `remeasure`: as point()'s. False when the point could not be measured.
+  bool look_again(Revisit& r, const std::string& label, bool remeasure = true) {
     auto m = point(r.klass, label + r.what, plan_.revisit_rule, r.make, remeasure);
-    if (!m) return;
+    if (!m) return false;
     r.samples.insert(r.samples.end(), m->samples.begin(), m->samples.end());
     Summary all = summarize(r.samples);
     // The point's figures may already hold more than its first look (bursts, while it was a
     // candidate): they change only when the second look found a faster sample. Its typical
     // time is the lower of the looks' medians either way.
     const auto typical = [&](const Timing& t) {
-      return t.typical_s > 0 ? std::min(t.typical_s, m->summary.median_s) : m->summary.median_s;
+      return t.typical_s > 0 ? std::min(t.typical_s, m->summary.typical_s) : m->summary.typical_s;
     };
     const auto update = [&](auto& p) {
       all.typical_s = typical(p.timing);
@@ -630,6 +630,7 @@ class DeviceRun {
         break;
       }
     }
+    return true;
   }
 
   // The convolution points within the plan's margin of their dtype's best, fastest first, up to
@@ -716,11 +717,12 @@ class DeviceRun {
         });
     const auto last = final_look_points();
     total_points_ -= final_most - static_cast<int>(last.size());
+    int looked = 0;
     for (Revisit* r : last) {
       if (stopped()) break;
-      look_again(*r, "last look ", false);  // one more draw each: no sentinel re-measures
+      looked += look_again(*r, "last look ", false);  // one more draw each: no sentinel re-measures
     }
-    device_.conditions["last_looks"] = last.size();
+    device_.conditions["last_looks"] = looked;
     if (!from) return;
     bool changed = false;
     for (auto& p : device_.memory_sweep) {

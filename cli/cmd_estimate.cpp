@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <memory>
@@ -135,7 +136,6 @@ class ModelSource {
   std::int64_t batch_ = 0;
 };
 
-// --blocked-ops KIND,... and --layout-copies TO_PLAIN,TO_BLOCKED.
 bool is_row_kind(const std::string& kind) {
   return !kind.empty() && kind.back() != ':' &&
          estimate::parse_op_kind(kind.substr(0, kind.find(':'))).has_value();
@@ -162,11 +162,23 @@ std::vector<std::pair<std::string, double>> plain_rates(const std::vector<std::s
           "--plain-rates {}: expected KIND=ELEMENTS_PER_S with a row kind and a positive rate "
           "(e.g. pool:max=5e7)",
           item));
+    // Only the ops of the vector engine run in a runtime's own kernels here.
+    using estimate::OpKind;
+    const auto base = *estimate::parse_op_kind(kind.substr(0, kind.find(':')));
+    if (base != OpKind::elementwise && base != OpKind::norm && base != OpKind::softmax &&
+        base != OpKind::pool && base != OpKind::concat && base != OpKind::transpose)
+      throw InputError(fmt::format(
+          "--plain-rates {}: only elementwise, norm, softmax, pool, concat and transpose kinds "
+          "take a rate of their own",
+          item));
+    if (std::any_of(rates.begin(), rates.end(), [&](const auto& r) { return r.first == kind; }))
+      throw InputError(fmt::format("--plain-rates {}: {} is given twice", item, kind));
     rates.emplace_back(kind, rate);
   }
   return rates;
 }
 
+// --blocked-ops KIND,... and --layout-copies TO_PLAIN,TO_BLOCKED.
 estimate::BlockedLayout blocked_layout(const EstimateArgs& args) {
   estimate::BlockedLayout layout;
   for (const auto& kind : args.blocked_ops) {

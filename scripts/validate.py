@@ -562,7 +562,7 @@ class OwnKernelRates:
         for kind in {k for k, _ in self.runs}:
             ts, tl = self.best[kind, small], self.best[kind, large]
             es, el = self.elements[kind, small], self.elements[kind, large]
-            out[kind] = (el - es) / (tl - ts) if tl - ts > 0.25 * tl else el / tl
+            out[kind] = (el - es) / (tl - ts) if tl - ts > 0.25 * ts else el / tl
         return dict(sorted(out.items()))
 
 
