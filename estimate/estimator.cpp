@@ -115,29 +115,25 @@ class LayoutPass {
     if (!run_blocked && !activations.empty() && layout_.runs_blocked(row_kind(op)))
       run_blocked = std::all_of(activations.begin(), activations.end(),
                                 [&](const TensorRef* in) { return is_blocked(in->name); });
-    for (const TensorRef* in : activations) {
-      if (is_blocked(in->name) == run_blocked || !changed_.insert({in->name, run_blocked}).second)
-        continue;
-      const int copies = run_blocked ? layout_.to_blocked_copies : layout_.to_plain_copies;
+    // One layout change of `tensor`: its copies, each a reorder row.
+    const auto change = [&](const TensorRef& tensor, bool to_blocked) {
+      const int copies = to_blocked ? layout_.to_blocked_copies : layout_.to_plain_copies;
       for (int i = 0; i < copies; ++i) {
-        const auto [reorder, work] = reorder_work(op, *in, run_blocked, i, copies);
+        const auto [reorder, work] = reorder_work(op, tensor, to_blocked, i, copies);
         add_row(t, rows, cost_row(reorder, work, rates, phase, weight_bytes));
       }
-    }
+    };
+    for (const TensorRef* in : activations)
+      if (is_blocked(in->name) != run_blocked && changed_.insert({in->name, run_blocked}).second)
+        change(*in, run_blocked);
     if (run_blocked && layout_.expand_broadcast && op.kind == OpKind::elementwise &&
         op.output.shape.size() == 4) {
       // Each broadcast operand: to plain at its own size, then its expansion to blocked at the
       // output's, every time (the expanded tensor is the op's own).
       for (const TensorRef* in : activations) {
         if (in->shape == op.output.shape) continue;
-        const TensorRef expanded{in->name + " expanded", op.output.shape};
-        for (const auto& [tensor, to_blocked] : {std::pair{in, false}, std::pair{&expanded, true}}) {
-          const int copies = to_blocked ? layout_.to_blocked_copies : layout_.to_plain_copies;
-          for (int i = 0; i < copies; ++i) {
-            const auto [reorder, work] = reorder_work(op, *tensor, to_blocked, i, copies);
-            add_row(t, rows, cost_row(reorder, work, rates, phase, weight_bytes));
-          }
-        }
+        change(*in, false);
+        change({in->name + " expanded", op.output.shape}, true);
       }
     }
     if (run_blocked && op.output.shape.size() == 4)
