@@ -343,6 +343,16 @@ def build_case(name, batch, seq, context, device="cpu", runnable=True):
 
 # ---- runtime per-op overhead ----------------------------------------------------------------
 
+def sample_fastest(runs, best, repeats):
+    """Runs each of `runs` (key -> callable) `repeats` times, keeping in `best` the fastest run of
+    each key so far, in seconds."""
+    for key, run in runs.items():
+        for _ in range(repeats):
+            start = time.perf_counter()
+            run()
+            best[key] = min(best[key], time.perf_counter() - start)
+
+
 class ChainTimer:
     """Microseconds per op of a chain of tiny ops: make_run(n) returns a run of a chain of n links
     of `ops_per_link` ops each; per op = (time of 64 links - time of 1) / (63 * ops_per_link), each
@@ -358,11 +368,7 @@ class ChainTimer:
                 run()
 
     def sample(self, repeats):
-        for n, run in self.runs.items():
-            for _ in range(repeats):
-                start = time.perf_counter()
-                run()
-                self.best[n] = min(self.best[n], time.perf_counter() - start)
+        sample_fastest(self.runs, self.best, repeats)
 
     def per_op_us(self):
         """None where noise leaves nothing measurable."""
@@ -548,11 +554,7 @@ class OwnKernelRates:
     def sample(self, repeats=None):
         import torch
         with torch.no_grad():
-            for key, run in self.runs.items():
-                for _ in range(repeats or self.repeats):
-                    start = time.perf_counter()
-                    run()
-                    self.best[key] = min(self.best[key], time.perf_counter() - start)
+            sample_fastest(self.runs, self.best, repeats or self.repeats)
 
     def rates(self):
         """{kind: elements per second}; where noise leaves the larger size no slower than a
@@ -576,15 +578,16 @@ def layout_probe(args):
     import torch
     torch.set_num_threads(args.threads)
     libc = ctypes.CDLL(None)
-    nets = {kind: layout_probe_net(module, operands) for kind, (module, operands) in layout_probe_modules().items()}
+    kinds = layout_probe_modules()
+    nets = {kind: layout_probe_net(module, operands) for kind, (module, operands) in kinds.items()}
+    nets["broadcast"] = layout_probe_net(broadcast_probe_module(), 1)
     dense = {kind: str(graph.graph).count("aten::to_dense") for kind, (graph, _) in nets.items()}
     base = dense["elementwise:relu"]
     if base != 1:
         raise SystemExit(f"layout probe: conv-ReLU-conv has {base} aten::to_dense, not 1 at the graph's end: "
                          "this PyTorch does not keep ReLU blocked, and the probe cannot tell the layouts apart")
-    blocked = [kind for kind, count in dense.items() if count <= base]
-    nets["broadcast"] = layout_probe_net(broadcast_probe_module(), 1)
-    broadcast_blocked = str(nets["broadcast"][0].graph).count("aten::to_dense") <= base
+    blocked = [kind for kind in kinds if dense[kind] <= base]
+    broadcast_blocked = dense["broadcast"] <= base
     with torch.no_grad():
         for name, kind in (("base", "elementwise:relu"), ("cross", "elementwise:silu"),
                            ("broadcast", "broadcast")):
