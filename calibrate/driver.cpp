@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <map>
 #include <set>
 #include <memory>
@@ -194,6 +195,17 @@ PeakWatch::Options watch_options(const Plan& plan) {
 // The peak watch's category of the main-memory triad points.
 constexpr const char* kMemoryCategory = "stream triad main memory";
 
+// The working-set sweep in the order measured: every op at every size of `stream_bytes`, then the
+// triad alone at the sizes of `triad_only_bytes` (when the plan has the triad).
+std::vector<std::pair<StreamOp, std::int64_t>> sweep_points(const Plan& plan) {
+  std::vector<std::pair<StreamOp, std::int64_t>> out;
+  for (const auto bytes : plan.stream_bytes)
+    for (const auto op : plan.stream_ops) out.emplace_back(op, bytes);
+  if (std::find(plan.stream_ops.begin(), plan.stream_ops.end(), StreamOp::triad) != plan.stream_ops.end())
+    for (const auto bytes : plan.triad_only_bytes) out.emplace_back(StreamOp::triad, bytes);
+  return out;
+}
+
 class DeviceRun {
  public:
   DeviceRun(Backend& backend, const Plan& plan, const CalibrateOptions& options, Device& device, int position,
@@ -203,7 +215,7 @@ class DeviceRun {
         watch_(watch_options(plan)) {
     total_points_ = int(plan.fma_dtypes.size()) + 2 + int(plan.vector_ops.size()) +
                     int(plan.gemm.size() + plan.gemm_cold.size()) + int(plan.conv.size() + plan.conv_cold.size()) +
-                    int(plan.stream_ops.size() * plan.stream_bytes.size()) + int(plan.device_copy_bytes.size()) +
+                    int(sweep_points(plan).size()) + int(plan.device_copy_bytes.size()) +
                     int(plan.transfer_bytes.size()) * 4 + (plan.bidirectional_bytes > 0 ? 1 : 0);
     if (plan.revisit_max_s > 0)
       total_points_ += int(plan.gemm.size() + plan.gemm_cold.size() + plan.conv.size() + plan.conv_cold.size() +
@@ -214,19 +226,17 @@ class DeviceRun {
       int confirmed = 0;
       for (const auto& [dtype, count] : gemms)
         confirmed += std::min(count, std::max(plan.confirm_gemms, 1));
-      int device_memory_sizes = 0;
-      if (const auto from = device_memory_from(backend.describe().levels)) {
-        for (const auto b : plan.stream_bytes) device_memory_sizes += b >= *from;
-      }
       std::map<DType, int> convs;
       for (const auto& c : plan.conv) ++convs[c.first.dtype];
       for (const auto& [dtype, count] : convs)
         confirmed += std::min(count, std::max(plan.confirm_gemms, 1));
-      // The triads are confirmed by the watch or after it; the other ops when the plan says so.
-      int confirmed_streams = 0;
-      for (const auto op : plan.stream_ops)
-        confirmed_streams += op == StreamOp::triad || plan.confirm_other_streams ? 1 : 0;
-      total_points_ += int(plan.fma_dtypes.size()) + confirmed + device_memory_sizes * confirmed_streams;
+      // The main-memory triads are confirmed by the watch or after it; the other ops when the
+      // plan says so.
+      if (const auto from = device_memory_from(backend.describe().levels)) {
+        for (const auto& [op, bytes] : sweep_points(plan))
+          confirmed += bytes >= *from && (op == StreamOp::triad || plan.confirm_other_streams);
+      }
+      total_points_ += int(plan.fma_dtypes.size()) + confirmed;
     }
   }
 
@@ -236,11 +246,11 @@ class DeviceRun {
     measure_fma();
     measure_overhead();
     measure_vector_ops();
-    measure_gemm();
-    // Memory before the convolutions: the main-memory triads then stay peak-watch candidates for
-    // most of the run. Not first: the in-cache points, a few microseconds each, then run with the
-    // threads cold and measured a third slower here.
+    // Memory early: the main-memory triads, the headline that other tenants move the most, then
+    // stay peak-watch candidates for nearly all the run. Not first: the in-cache points, a few
+    // microseconds each, then run with the threads cold and measured a third slower here.
     measure_memory();
+    measure_gemm();
     measure_conv();
     measure_transfers();
     revisit();
@@ -258,6 +268,36 @@ class DeviceRun {
   }
 
   double elapsed_s() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+
+  // The rule a peak-watch category is confirmed with.
+  StopRule confirm_rule(const std::string& category) const {
+    if (category == kMemoryCategory) return plan_.stream_rule;
+    if (category.rfind("fma", 0) == 0) return plan_.fma_rule;
+    return category.rfind("conv", 0) == 0 ? plan_.conv_rule : plan_.gemm_rule;
+  }
+
+  // Seconds the optional work may still take and leave the confirmation time to end by the
+  // plan's deadline (Plan::deadline_s; without one, no limit).
+  double time_left_s() const {
+    if (plan_.deadline_s <= 0) return std::numeric_limits<double>::infinity();
+    double confirmation = 0;
+    if (plan_.confirm_peaks) {
+      confirmation = watch_.confirm_time_s([this](const std::string& category) { return confirm_rule(category); });
+      if (const auto from = device_memory_from(backend_.describe().levels))
+        for (const auto& p : device_.memory_sweep)
+          if (confirms_after_watch(p, *from)) confirmation += expected_time_s(plan_.stream_rule, p.bytes / p.Bps);
+    }
+    return plan_.deadline_s - elapsed_s() - confirmation;
+  }
+
+  // Optional work left out to end by the deadline.
+  struct LeftOut {
+    int remeasures = 0;
+    int second_looks = 0;
+    int last_looks = 0;
+    double quiet_wait_s = 0;  // of the plan's wait
+    bool any() const { return remeasures + second_looks + last_looks > 0 || quiet_wait_s > 0; }
+  };
 
   void progress(const std::string& what, const std::string& figure) {
     ++done_points_;
@@ -297,6 +337,10 @@ class DeviceRun {
       for (int again = 0; remeasure && again < plan_.max_remeasure && sentinel_ && !stopped() &&
                           sentinel_->slowed(options_.stop);
            ++again) {
+        if (time_left_s() < expected_time_s(rule, result.summary.typical_s)) {
+          ++left_out_.remeasures;
+          break;
+        }
         ++remeasured_;
         auto retry = measure(*kernel, rule, options_.stop);
         const double typical = std::min(result.summary.typical_s, retry.summary.typical_s);
@@ -466,26 +510,26 @@ class DeviceRun {
 
   void measure_memory() {
     const auto from = device_memory_from(backend_.describe().levels);
-    for (const auto bytes : plan_.stream_bytes) {
-      for (const auto op : plan_.stream_ops) {
-        const auto what = fmt::format("stream {} {}", to_string(op), format_bytes(double(bytes)));
-        const auto make = [this, op, bytes] { return backend_.stream(op, bytes); };
-        if (auto m = point(fmt::format("stream {}", to_string(op)), what, plan_.stream_rule, make)) {
-          device_.memory_sweep.push_back({std::string(to_string(op)), bytes, m->best_Bps(), m->median_Bps()});
-          progress(what, format_Bps(m->best_Bps()));
-          // The main-memory triad is the headline bandwidth: the watch's to burst and confirm where
-          // there are bursts; else every size is confirmed below, as the other ops are.
-          if (op != StreamOp::triad || !from || bytes < *from || plan_.watch_share <= 0) continue;
-          const std::size_t i = device_.memory_sweep.size() - 1;
-          const double moved = m->bytes;
-          watch_.offer(kMemoryCategory, what, moved, make, std::move(m->kernel), m->samples,
-                       [this, i, moved](const Summary& s, const std::string&, const std::string&) {
-                         MemoryPoint& p = device_.memory_sweep[i];
-                         p.Bps = moved / s.min_s;
-                         p.median_Bps = moved / s.median_s;
-                         set_memory_levels();
-                       });
-        }
+    for (const auto& point_at : sweep_points(plan_)) {
+      const StreamOp op = point_at.first;
+      const std::int64_t bytes = point_at.second;
+      const auto what = fmt::format("stream {} {}", to_string(op), format_bytes(double(bytes)));
+      const auto make = [this, op, bytes] { return backend_.stream(op, bytes); };
+      if (auto m = point(fmt::format("stream {}", to_string(op)), what, plan_.stream_rule, make)) {
+        device_.memory_sweep.push_back({std::string(to_string(op)), bytes, m->best_Bps(), m->median_Bps()});
+        progress(what, format_Bps(m->best_Bps()));
+        // The main-memory triad is the headline bandwidth: the watch's to burst and confirm where
+        // there are bursts; else every size is confirmed below, as the other ops are.
+        if (op != StreamOp::triad || !from || bytes < *from || plan_.watch_share <= 0) continue;
+        const std::size_t i = device_.memory_sweep.size() - 1;
+        const double moved = m->bytes;
+        watch_.offer(kMemoryCategory, what, moved, make, std::move(m->kernel), m->samples,
+                     [this, i, moved](const Summary& s, const std::string&, const std::string&) {
+                       MemoryPoint& p = device_.memory_sweep[i];
+                       p.Bps = moved / s.min_s;
+                       p.median_Bps = moved / s.median_s;
+                       set_memory_levels();
+                     });
       }
     }
     for (const auto bytes : plan_.device_copy_bytes) {
@@ -575,12 +619,22 @@ class DeviceRun {
         ++done_points_;
         continue;
       }
+      if (!fits(r)) {
+        ++left_out_.second_looks;
+        ++done_points_;
+        continue;
+      }
       look_again(r, "revisit ");
     }
     // The convolutions keep theirs for a last look at the best layers.
     for (auto& r : revisits_)
       if (r.kind == Revisit::Kind::conv) final_candidates_.push_back(std::move(r));
     revisits_.clear();
+  }
+
+  // Whether one more look at `r` fits in the time left.
+  bool fits(const Revisit& r) const {
+    return time_left_s() >= expected_time_s(plan_.revisit_rule, median(r.samples));
   }
 
   // Measures a revisit point once more (`label` names the look in progress lines); its figures
@@ -666,12 +720,16 @@ class DeviceRun {
   // the headline points are measured again in a quiet spell if one comes.
   void wait_for_quiet() {
     if (!sentinel_ || plan_.quiet_wait_s <= 0) return;
+    const double budget = std::clamp(time_left_s(), 0.0, plan_.quiet_wait_s);
     const auto start = Clock::now();
     double waited = 0;
-    while (!stopped() && !sentinel_->quiet(options_.stop) && waited < plan_.quiet_wait_s) {
+    bool quiet = false;
+    while (!stopped() && waited < budget && !(quiet = sentinel_->quiet(options_.stop))) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       waited = std::chrono::duration<double>(Clock::now() - start).count();
     }
+    // What the deadline took from a wait that ran out without finding a quiet machine.
+    if (!quiet && !stopped()) left_out_.quiet_wait_s = plan_.quiet_wait_s - budget;
     device_.conditions["quiet_wait_s"] = waited;
     if (waited > 0)
       say(fmt::format("[{}] waited {:.1f} s for a quiet machine before confirming the peaks", tag_,
@@ -702,13 +760,7 @@ class DeviceRun {
     total_points_ = done_points_ + static_cast<int>(watch_.to_confirm()) + after_watch + final_most;
     // FMA, the few fastest GEMMs and convolutions of each dtype (which shape is fastest is itself
     // a noisy verdict, and the best layer is a headline figure too) and the main-memory triads.
-    watch_.confirm(
-        [this](const std::string& category) {
-          if (category == kMemoryCategory) return plan_.stream_rule;
-          if (category.rfind("fma", 0) == 0) return plan_.fma_rule;
-          return category.rfind("conv", 0) == 0 ? plan_.conv_rule : plan_.gemm_rule;
-        },
-        options_.stop,
+    watch_.confirm([this](const std::string& category) { return confirm_rule(category); }, options_.stop,
         [this](const std::string& what, double rate) {
           progress("confirm " + what, what.rfind("stream", 0) == 0 ? format_Bps(rate) : format_flops_per_s(rate));
         },
@@ -720,6 +772,11 @@ class DeviceRun {
     int looked = 0;
     for (Revisit* r : last) {
       if (stopped()) break;
+      if (!fits(*r)) {
+        ++left_out_.last_looks;
+        ++done_points_;
+        continue;
+      }
       looked += look_again(*r, "last look ", false);  // one more draw each: no sentinel re-measures
     }
     device_.conditions["last_looks"] = looked;
@@ -759,6 +816,18 @@ class DeviceRun {
     device_.conditions["elapsed_s"] = elapsed;
     device_.conditions["suite"] = options_.suite == Suite::quick ? "quick" : "full";
     device_.conditions["interrupted"] = stopped();
+    if (plan_.deadline_s > 0) {
+      device_.conditions["deadline_s"] = plan_.deadline_s;
+      device_.conditions["left_out_for_deadline"] = {{"remeasures", left_out_.remeasures},
+                                                     {"second_looks", left_out_.second_looks},
+                                                     {"last_looks", left_out_.last_looks},
+                                                     {"quiet_wait_s", left_out_.quiet_wait_s}};
+      if (left_out_.any())
+        say(fmt::format("[{}] left out to end within {:.0f} s: {} re-measures, {} second looks, {} last looks, "
+                        "{:.1f} s of the wait for a quiet machine",
+                        tag_, plan_.deadline_s, left_out_.remeasures, left_out_.second_looks,
+                        left_out_.last_looks, left_out_.quiet_wait_s));
+    }
     if (sentinel_) device_.conditions["sentinel"] = sentinel_->report(remeasured_);
     if (plan_.watch_share > 0) device_.conditions["peak_watch"] = watch_.report();
   }
@@ -775,6 +844,7 @@ class DeviceRun {
   int total_points_ = 0;
   int done_points_ = 0;
   int remeasured_ = 0;
+  LeftOut left_out_;
   std::vector<Revisit> revisits_;
   std::vector<Revisit> final_candidates_;  // the convolutions' second looks, for the last look
 };

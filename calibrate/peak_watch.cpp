@@ -207,6 +207,21 @@ std::size_t PeakWatch::to_confirm() const {
   return n;
 }
 
+double PeakWatch::confirm_time_s(const std::function<StopRule(const std::string& category)>& rule_for) const {
+  double total = 0;
+  if (closed_) return total;
+  for (const auto& cat : categories_) {
+    std::vector<const Candidate*> alive;
+    for (const auto& c : cat.candidates)
+      if (!c.failed) alive.push_back(&c);
+    std::sort(alive.begin(), alive.end(), [](const Candidate* a, const Candidate* b) { return a->rate() > b->rate(); });
+    alive.resize(std::min(alive.size(), static_cast<std::size_t>(std::max(options_.confirmed, 0))));
+    const StopRule rule = rule_for(cat.name);
+    for (const Candidate* c : alive) total += expected_time_s(rule, c->typical_s);
+  }
+  return total;
+}
+
 std::size_t PeakWatch::candidates() const {
   std::size_t n = 0;
   for (const auto& cat : categories_) n += cat.candidates.size();

@@ -86,6 +86,10 @@ class PeakWatch {
                const std::function<void(const std::string& category, const std::string& what,
                                         const std::string& reason)>& failed = {});
 
+  // About how long confirm() would take now with these rules (expected_time_s over the candidates
+  // it would measure, at their typical time a run); 0 once confirmed.
+  double confirm_time_s(const std::function<StopRule(const std::string& category)>& rule_for) const;
+
   // Candidates now kept, over all categories.
   std::size_t candidates() const;
   // How many candidates confirm() will measure: per category, the `confirmed` fastest that have

@@ -26,6 +26,9 @@ struct Plan {
   // arrays). The sweep must reach at least 4x the last-level cache.
   std::vector<StreamOp> stream_ops;
   std::vector<std::int64_t> stream_bytes;
+  // Then the triad alone at these sizes (when stream_ops has it): more main-memory sizes for the
+  // headline bandwidth, where the other ops would only measure the first size again.
+  std::vector<std::int64_t> triad_only_bytes;
   std::vector<DType> fma_dtypes;
   // Elementwise, softmax and layer-norm ops through the device's library (Backend::vector_op).
   std::vector<VectorOpShape> vector_ops;
@@ -86,6 +89,11 @@ struct Plan {
   // whose looks all fell in slow spells ranks too low to be a candidate (0: none).
   double final_look_within = 0;
   int final_looks = 0;
+  // The run's goal, in seconds from its start (0: none). The optional work gives way to it: the
+  // sentinel's re-measures, the second looks, the wait for a quiet machine and the last look run
+  // only while they leave the confirmation time to end by then. Every point and the confirmation
+  // still run: on a host busy enough the run takes longer.
+  double deadline_s = 0;
 };
 
 Plan cpu_plan(const DeviceDescription& device, Suite suite);

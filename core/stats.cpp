@@ -75,6 +75,15 @@ bool StopState::add(double sample_s, double elapsed_s) {
   return false;
 }
 
+double expected_time_s(const StopRule& rule, double sample_s) {
+  const double warmup = std::max(rule.warmup_runs * sample_s, rule.warmup_s);
+  // Samples are taken until the budget is spent: the last one runs past it.
+  const double within_budget = sample_s > 0 ? std::max(1.0, std::ceil(rule.budget_s / sample_s)) : 1.0;
+  const double samples = std::min({double(std::max({rule.min_samples, rule.stable_window + 1, 1})), within_budget,
+                                   double(std::max(rule.max_samples, 1))});
+  return warmup + samples * sample_s;
+}
+
 LinearFit fit_linear(std::span<const double> x, std::span<const double> y) {
   if (x.size() != y.size() || x.size() < 2) throw std::invalid_argument("linear fit needs two or more points");
   const double n = double(x.size());

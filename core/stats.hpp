@@ -61,6 +61,11 @@ class StopState {
   StopReason reason_ = StopReason::max_samples;
 };
 
+// About how long `rule` takes over a kernel of `sample_s` a run on a settled machine: its warm-up,
+// then samples until the fastest has settled over the stable window (or the minimum count),
+// within the budget. For planning (what fits before a deadline), not for reporting.
+double expected_time_s(const StopRule& rule, double sample_s);
+
 // Least-squares fit of y = a + b * x. Returns {a, b}; needs at least two distinct x.
 struct LinearFit {
   double intercept = 0;

@@ -74,7 +74,7 @@ class FakeBackend : public Backend {
   }
   std::unique_ptr<Kernel> stream(StreamOp op, std::int64_t bytes) override {
     ++streams_made[std::string(to_string(op)) + " " + std::to_string(bytes)];
-    const double rate = bytes <= (1 << 15) ? 400e9 : 20e9;
+    const double rate = stream_rate ? stream_rate(op, bytes) : bytes <= (1 << 15) ? 400e9 : 20e9;
     auto kernel = std::make_unique<FakeKernel>(std::string(to_string(op)), double(bytes) / rate, 0, double(bytes));
     if (bytes == memory_probe_bytes) kernel->time_fn = memory_probe_time;
     return kernel;
@@ -97,6 +97,7 @@ class FakeBackend : public Backend {
   }
   std::function<double()> sentinel_time;  // when set, the sentinel's time per run
   std::map<std::string, int> streams_made;  // by "op bytes"
+  std::function<double(StreamOp, std::int64_t)> stream_rate;  // bytes/s, when set
   // When set, the time per run of the stream kernel of memory_probe_bytes (the memory probe).
   std::function<double()> memory_probe_time;
   std::int64_t memory_probe_bytes = -1;
@@ -267,6 +268,43 @@ TEST(Driver, OtherMainMemoryStreamsAreConfirmedOnlyWhenThePlanSaysSo) {
     EXPECT_EQ(backend.streams_made.at("triad " + dram), 2);  // the headline triad, always
     EXPECT_EQ(backend.streams_made.at("copy 16384"), 1);     // in-cache points never
     // The progress count still ends where it said it would.
+    const std::regex counted(R"(^\[\S* *(\d+)/(\d+) )");
+    std::smatch last;
+    for (const auto& line : lines) {
+      std::smatch m;
+      if (std::regex_search(line, m, counted)) last = m;
+    }
+    ASSERT_FALSE(last.empty());
+    EXPECT_EQ(last[1].str(), last[2].str()) << last[0].str();
+  }
+}
+
+TEST(Driver, TriadOnlySizesAddMainMemoryPointsOfTheTriadAlone) {
+  for (const bool confirm : {true, false}) {
+    FakeBackend backend;
+    const std::int64_t second = std::int64_t(1) << 37;
+    // The second main-memory size runs faster: the headline bandwidth is its.
+    backend.stream_rate = [&](StreamOp, std::int64_t bytes) {
+      return bytes == second ? 25e9 : bytes <= (1 << 15) ? 400e9 : 20e9;
+    };
+    Plan plan = small_plan();
+    plan.stream_ops = {StreamOp::copy, StreamOp::triad};
+    plan.triad_only_bytes = {second};
+    plan.transfer_bytes.clear();  // skipped points print no count: the last line would not show it
+    plan.confirm_peaks = confirm;
+    std::vector<std::string> lines;
+    CalibrateOptions options;
+    options.progress = [&](const std::string& line) { lines.push_back(line); };
+    Device device;
+    ASSERT_TRUE(calibrate_device(backend, plan, options, device));
+    const std::string big = std::to_string(second);
+    EXPECT_EQ(backend.streams_made.count("copy " + big), 0u);
+    EXPECT_EQ(backend.streams_made.at("triad " + big), confirm ? 2 : 1);
+    ASSERT_EQ(device.memory_sweep.size(), 5u);
+    EXPECT_EQ(device.memory_sweep.back().kernel, "triad");
+    EXPECT_EQ(device.memory_sweep.back().bytes, second);
+    ASSERT_TRUE(device.peaks.memory_Bps.has_value());
+    EXPECT_NEAR(*device.peaks.memory_Bps, 25e9, 1e6);
     const std::regex counted(R"(^\[\S* *(\d+)/(\d+) )");
     std::smatch last;
     for (const auto& line : lines) {
@@ -538,6 +576,83 @@ TEST(Driver, WaitsForAQuietMachineBeforeConfirmingWithinItsBudget) {
   }
 }
 
+TEST(Driver, OptionalWorkGivesWayToTheDeadline) {
+  // Re-measures (the host busy from the 20th sentinel run on, for good), second looks at two
+  // vector ops, a last look at the convolution the confirmation leaves out, a wait for a quiet
+  // machine: all optional.
+  Plan plan = small_plan();
+  plan.vector_ops = {{"gelu", DType::f32, 256, 1024}, {"add", DType::f32, 256, 1024}};
+  plan.vector_op_rule = plan.gemm_rule;
+  plan.conv.push_back({ConvShape::parse("f32_mb1ic32ih8oc32kh3ph1"), ConvLayout::nhwc});
+  plan.confirm_gemms = 1;
+  plan.revisit_max_s = 1.0;
+  plan.revisit_rule = plan.gemm_rule;
+  plan.final_look_within = 0.5;
+  plan.final_looks = 2;
+  plan.quiet_wait_s = 0.3;
+  struct Run {
+    Device device;
+    std::map<std::string, int> vector_ops_made;
+    std::vector<std::string> lines;
+  };
+  const auto run = [&](double deadline_s) {
+    FakeBackend backend;
+    int runs = 0;
+    backend.sentinel_time = [&runs] { return ++runs < 20 ? 1e-4 : 2e-4; };
+    Plan p = plan;
+    p.deadline_s = deadline_s;
+    Run r;
+    CalibrateOptions options;
+    options.progress = [&r](const std::string& line) { r.lines.push_back(line); };
+    EXPECT_TRUE(calibrate_device(backend, p, options, r.device));
+    r.vector_ops_made = backend.vector_ops_made;
+    return r;
+  };
+  const auto last_count = [](const std::vector<std::string>& lines) {
+    const std::regex counted(R"(^\[\S* *(\d+)/(\d+) )");
+    std::smatch last;
+    for (const auto& line : lines) {
+      std::smatch m;
+      if (std::regex_search(line, m, counted)) last = m;
+    }
+    return last.empty() ? std::string() : last[1].str() + "/" + last[2].str();
+  };
+  // No deadline: everything runs.
+  Run free = run(0);
+  EXPECT_FALSE(free.device.conditions.contains("deadline_s"));
+  EXPECT_GT(free.device.conditions["sentinel"]["points_remeasured"].get<int>(), 0);
+  for (const auto& [op, made] : free.vector_ops_made) EXPECT_EQ(made, 2) << op;
+  EXPECT_EQ(free.device.conditions["last_looks"], 1);
+  EXPECT_GE(free.device.conditions["quiet_wait_s"].get<double>(), 0.3);
+  // A deadline already past: every point and the confirmation, nothing optional.
+  Run tight = run(1e-6);
+  const auto& left = tight.device.conditions["left_out_for_deadline"];
+  EXPECT_EQ(tight.device.conditions["deadline_s"], 1e-6);
+  EXPECT_EQ(tight.device.conditions["sentinel"]["points_remeasured"], 0);
+  EXPECT_GT(left["remeasures"].get<int>(), 0);
+  for (const auto& [op, made] : tight.vector_ops_made) EXPECT_EQ(made, 1) << op;
+  EXPECT_EQ(left["second_looks"].get<int>(), free.device.conditions["last_looks"].get<int>() + 2 + 1)
+      << "two vector ops, the unconfirmed GEMM and convolution";
+  EXPECT_EQ(left["last_looks"], 1);
+  EXPECT_EQ(tight.device.conditions["last_looks"], 0);
+  EXPECT_DOUBLE_EQ(left["quiet_wait_s"].get<double>(), 0.3);
+  EXPECT_EQ(tight.device.conditions["quiet_wait_s"], 0.0);
+  EXPECT_EQ(tight.device.gemm.size(), free.device.gemm.size());
+  EXPECT_EQ(tight.device.conv.size(), free.device.conv.size());
+  EXPECT_TRUE(std::any_of(tight.lines.begin(), tight.lines.end(), [](const std::string& l) {
+    return l.find("left out to end within") != std::string::npos;
+  }));
+  const std::string counted = last_count(tight.lines);
+  ASSERT_FALSE(counted.empty());
+  EXPECT_EQ(counted.substr(0, counted.find('/')), counted.substr(counted.find('/') + 1)) << counted;
+  // A deadline far off: as without one, nothing left out.
+  Run roomy = run(1e6);
+  for (const auto& [op, made] : roomy.vector_ops_made) EXPECT_EQ(made, 2) << op;
+  EXPECT_EQ(roomy.device.conditions["left_out_for_deadline"]["second_looks"], 0);
+  EXPECT_EQ(roomy.device.conditions["left_out_for_deadline"]["remeasures"], 0);
+  EXPECT_EQ(roomy.device.conditions["last_looks"], 1);
+}
+
 TEST(Driver, StopFlagEndsEarlyAndKeepsWhatWasMeasured) {
   FakeBackend backend;
   std::atomic<bool> stop{false};
@@ -551,8 +666,8 @@ TEST(Driver, StopFlagEndsEarlyAndKeepsWhatWasMeasured) {
   options.stop = &stop;
   EXPECT_FALSE(calibrate_device(backend, small_plan(), options, device));
   EXPECT_FALSE(device.peaks.vector_flops_per_s.empty());  // measured before the stop
+  EXPECT_FALSE(device.memory_sweep.empty());  // so was memory
   EXPECT_LE(device.gemm.size(), 2u);
-  EXPECT_TRUE(device.memory_sweep.empty());
   EXPECT_TRUE(device.conv.empty());
   EXPECT_EQ(device.conditions["interrupted"], true);
 }

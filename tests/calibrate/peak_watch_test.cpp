@@ -351,6 +351,27 @@ TEST(PeakWatch, ConfirmMakesAndChecksKernelsAgainWhenNotKept) {
   EXPECT_EQ(watch.report()["candidates"][2]["failed"], "not made again in this test");
 }
 
+TEST(PeakWatch, ConfirmTimeCountsTheCandidatesItWouldMeasureAtTheirTypicalTime) {
+  // Pool of 3, 2 confirmed per category.
+  PeakWatch watch({3, 2, 0.0, true, burst_rule()});
+  Applied unused;
+  const auto offer = [&](const std::string& category, double typical_s) {
+    watch.offer(category, "point", 1e9, no_make(), std::make_unique<ScriptedKernel>(std::vector<double>{typical_s}),
+                {typical_s, 3 * typical_s}, record(unused), typical_s);
+  };
+  offer("gemm f32", 1e-3);
+  offer("gemm f32", 2e-3);
+  offer("gemm f32", 4e-3);  // third: not confirmed
+  offer("fma f32", 5e-3);
+  StopRule gemm = confirm_rule();  // 5 samples, no warm-up
+  StopRule fma = confirm_rule();
+  fma.warmup_runs = 2;
+  const auto rule_for = [&](const std::string& category) { return category == "fma f32" ? fma : gemm; };
+  EXPECT_NEAR(watch.confirm_time_s(rule_for), 5 * 1e-3 + 5 * 2e-3 + 7 * 5e-3, 1e-12);
+  watch.confirm(rule_for, nullptr, {});
+  EXPECT_EQ(watch.confirm_time_s(rule_for), 0.0);
+}
+
 TEST(PeakWatch, StopFlagEndsTheConfirmation) {
   PeakWatch watch({3, 3, 1.0, true, burst_rule()});
   Applied a;

@@ -71,6 +71,14 @@ TEST_P(CpuPlanTest, StreamSweepSpansAllLevels) {
   EXPECT_TRUE(plan.transfer_bytes.empty());
 }
 
+TEST(CpuPlan, DefaultSuiteMeasuresMainMemoryTwiceByTheTriadAlone) {
+  const auto device = this_kind_of_vm();
+  const Plan full = cpu_plan(device, Suite::full);
+  ASSERT_EQ(full.triad_only_bytes.size(), 1u);
+  EXPECT_GT(full.triad_only_bytes[0], full.stream_bytes.back());
+  EXPECT_TRUE(cpu_plan(device, Suite::quick).triad_only_bytes.empty());
+}
+
 TEST_P(CpuPlanTest, GemmGridHasEveryClass) {
   const Plan plan = cpu_plan(this_kind_of_vm(), GetParam());
   for (const DType dtype : {DType::f32, DType::bf16, DType::int8}) {
@@ -174,6 +182,9 @@ TEST_P(CpuPlanTest, RulesAreSane) {
   EXPECT_GT(plan.sentinel_slowdown, 1.0);
   // The quick suite (30 s) never waits for a quiet machine; the default waits at most 20 s.
   EXPECT_LE(plan.quiet_wait_s, GetParam() == Suite::quick ? 0.0 : 20.0);
+  // Each suite aims to end inside its goal (30 s, 3 min) with room to write the profile.
+  EXPECT_GT(plan.deadline_s, 0.0);
+  EXPECT_LT(plan.deadline_s, GetParam() == Suite::quick ? 30.0 : 180.0);
   // The peak watch: bursts of a few samples with no warm-up, for a small share of the run.
   EXPECT_GT(plan.watch_share, 0.0);
   EXPECT_LE(plan.watch_share, 0.1);

@@ -114,6 +114,39 @@ TEST(StopRule, SlowPointStopsOnBudgetBeforeMinimumCount) {
   EXPECT_EQ(st.reason(), StopReason::budget_spent);
 }
 
+// The time StopState takes over samples that alternate around `sample_s` (the fastest never
+// improving after the first two), warm-up counted as expected_time_s counts it.
+double simulated_time_s(const StopRule& r, double sample_s) {
+  StopState st(r);
+  double elapsed = 0;
+  for (int n = 0;; ++n) {
+    elapsed += n % 2 ? sample_s : 1.5 * sample_s;
+    if (st.add(n % 2 ? sample_s : 1.5 * sample_s, elapsed)) break;
+  }
+  return std::max(r.warmup_runs * sample_s, r.warmup_s) + elapsed;
+}
+
+TEST(StopRule, ExpectedTimeCoversASettledPointAndStopsAtTheBudget) {
+  StopRule r;
+  r.min_samples = 5;
+  r.stable_window = 10;
+  r.budget_s = 1.0;
+  r.warmup_runs = 2;
+  r.warmup_s = 0.02;
+  // A settled point: the window's samples, within a sample's spread of the simulation.
+  const double fast = 1e-3;
+  EXPECT_NEAR(expected_time_s(r, fast), simulated_time_s(r, fast), 1.5 * 11 * fast);
+  EXPECT_GE(expected_time_s(r, fast), 11 * fast + 0.02);
+  // A slow point: the warm-up runs, then samples until the budget is spent.
+  EXPECT_NEAR(expected_time_s(r, 0.3), 2 * 0.3 + 4 * 0.3, 1e-9);
+  EXPECT_NEAR(expected_time_s(r, 0.3), simulated_time_s(r, 0.3), 0.3);
+  // A kernel longer than the budget: one sample after the warm-up.
+  EXPECT_NEAR(expected_time_s(r, 2.0), 3 * 2.0, 1e-9);
+  // The minimum count, when larger than the window.
+  r.min_samples = 50;
+  EXPECT_NEAR(expected_time_s(r, fast), 50 * fast + 0.02, 1e-9);
+}
+
 TEST(LinearFitTest, RecoversLine) {
   const std::vector<double> x = {1, 2, 3, 4};
   const std::vector<double> y = {3, 5, 7, 9};
