@@ -114,6 +114,19 @@ class FakeBackend : public Backend {
   DeviceDescription desc_;
 };
 
+// The count of the last progress line with one, "done" and "total" (empty when none): where the
+// progress ends against where it said it would.
+std::pair<std::string, std::string> last_count(const std::vector<std::string>& lines) {
+  const std::regex counted(R"(^\[\S* *(\d+)/(\d+) )");
+  std::smatch last;
+  for (const auto& line : lines) {
+    std::smatch m;
+    if (std::regex_search(line, m, counted)) last = m;
+  }
+  if (last.empty()) return {};
+  return {last[1].str(), last[2].str()};
+}
+
 Plan small_plan() {
   Plan p;
   p.gemm = {{DType::f32, 64, 64, 64, 1}, {DType::f32, 128, 128, 128, 1}, {DType::bf16, 64, 64, 64, 1},
@@ -268,14 +281,9 @@ TEST(Driver, OtherMainMemoryStreamsAreConfirmedOnlyWhenThePlanSaysSo) {
     EXPECT_EQ(backend.streams_made.at("triad " + dram), 2);  // the headline triad, always
     EXPECT_EQ(backend.streams_made.at("copy 16384"), 1);     // in-cache points never
     // The progress count still ends where it said it would.
-    const std::regex counted(R"(^\[\S* *(\d+)/(\d+) )");
-    std::smatch last;
-    for (const auto& line : lines) {
-      std::smatch m;
-      if (std::regex_search(line, m, counted)) last = m;
-    }
-    ASSERT_FALSE(last.empty());
-    EXPECT_EQ(last[1].str(), last[2].str()) << last[0].str();
+    const auto [done, total] = last_count(lines);
+    ASSERT_FALSE(done.empty());
+    EXPECT_EQ(done, total);
   }
 }
 
@@ -305,14 +313,9 @@ TEST(Driver, TriadOnlySizesAddMainMemoryPointsOfTheTriadAlone) {
     EXPECT_EQ(device.memory_sweep.back().bytes, second);
     ASSERT_TRUE(device.peaks.memory_Bps.has_value());
     EXPECT_NEAR(*device.peaks.memory_Bps, 25e9, 1e6);
-    const std::regex counted(R"(^\[\S* *(\d+)/(\d+) )");
-    std::smatch last;
-    for (const auto& line : lines) {
-      std::smatch m;
-      if (std::regex_search(line, m, counted)) last = m;
-    }
-    ASSERT_FALSE(last.empty());
-    EXPECT_EQ(last[1].str(), last[2].str()) << last[0].str();
+    const auto [done, total] = last_count(lines);
+    ASSERT_FALSE(done.empty());
+    EXPECT_EQ(done, total);
   }
 }
 
@@ -608,15 +611,6 @@ TEST(Driver, OptionalWorkGivesWayToTheDeadline) {
     r.vector_ops_made = backend.vector_ops_made;
     return r;
   };
-  const auto last_count = [](const std::vector<std::string>& lines) {
-    const std::regex counted(R"(^\[\S* *(\d+)/(\d+) )");
-    std::smatch last;
-    for (const auto& line : lines) {
-      std::smatch m;
-      if (std::regex_search(line, m, counted)) last = m;
-    }
-    return last.empty() ? std::string() : last[1].str() + "/" + last[2].str();
-  };
   // No deadline: everything runs.
   Run free = run(0);
   EXPECT_FALSE(free.device.conditions.contains("deadline_s"));
@@ -642,9 +636,9 @@ TEST(Driver, OptionalWorkGivesWayToTheDeadline) {
   EXPECT_TRUE(std::any_of(tight.lines.begin(), tight.lines.end(), [](const std::string& l) {
     return l.find("left out to end within") != std::string::npos;
   }));
-  const std::string counted = last_count(tight.lines);
-  ASSERT_FALSE(counted.empty());
-  EXPECT_EQ(counted.substr(0, counted.find('/')), counted.substr(counted.find('/') + 1)) << counted;
+  const auto [done, total] = last_count(tight.lines);
+  ASSERT_FALSE(done.empty());
+  EXPECT_EQ(done, total);
   // A deadline far off: as without one, nothing left out.
   Run roomy = run(1e6);
   for (const auto& [op, made] : roomy.vector_ops_made) EXPECT_EQ(made, 2) << op;

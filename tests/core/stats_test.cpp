@@ -127,9 +127,7 @@ double simulated_time_s(const StopRule& r, double sample_s) {
 }
 
 TEST(StopRule, ExpectedTimeCoversASettledPointAndStopsAtTheBudget) {
-  StopRule r;
-  r.min_samples = 5;
-  r.stable_window = 10;
+  StopRule r = rule_for_test();  // 5 samples at least, a window of 10
   r.budget_s = 1.0;
   r.warmup_runs = 2;
   r.warmup_s = 0.02;
