@@ -48,11 +48,13 @@ def headlines(path):
         figures[f"vector FMA {dtype}"] = (rate / 1e9, "GFLOP/s")
     if device["peaks"].get("memory_Bps"):
         figures["main memory triad"] = (device["peaks"]["memory_Bps"] / 1e9, "GB/s")
-    elapsed = device.get("conditions", {}).get("elapsed_s")
-    return figures, elapsed
+    conditions = device.get("conditions", {})
+    sentinel = conditions.get("sentinel", {})
+    busy = (sentinel.get("slow_probes"), sentinel.get("probes"))
+    return figures, conditions.get("elapsed_s"), busy
 
 
-(first, t1), (second, t2) = headlines(sys.argv[1]), headlines(sys.argv[2])
+(first, t1, busy1), (second, t2, busy2) = headlines(sys.argv[1]), headlines(sys.argv[2])
 print(f"{'figure':<26} {'run 1':>10} {'run 2':>10} {'unit':<8} {'difference':>10}")
 worst = 0.0
 for key, (a, unit) in first.items():
@@ -64,5 +66,8 @@ for key, (a, unit) in first.items():
     worst = max(worst, diff)
     print(f"{key:<26} {a:>10.1f} {b:>10.1f} {unit:<8} {diff:>9.1f}%")
 print(f"largest difference: {worst:.1f}% (bar: 3%); calibrations took {t1:.0f} s and {t2:.0f} s")
+if None not in busy1 + busy2:
+    # How busy the host was: probes slower than the recent quiet time by the threshold.
+    print(f"slow sentinel probes: {busy1[0]} of {busy1[1]} in run 1, {busy2[0]} of {busy2[1]} in run 2")
 sys.exit(1 if worst > 3 else 0)
 EOF
