@@ -1,6 +1,7 @@
 #include "calibrate/summary.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -111,6 +112,25 @@ std::string device_summary(const Device& d) {
                          s.value("slow_probes", 0), s.value("probes", 0), 100 * s.value("probe_cv", 0.0),
                          s.value("points_remeasured", 0));
     }
+  }
+  if (d.conditions.contains("elapsed_s") && d.conditions["elapsed_s"].is_number()) {
+    std::string line = fmt::format("run: {:.0f} s", d.conditions["elapsed_s"].get<double>());
+    if (d.conditions.contains("deadline_s") && d.conditions["deadline_s"].is_number())
+      line += fmt::format(" (goal {:.0f} s)", d.conditions["deadline_s"].get<double>());
+    // What gave way to the goal, when anything did.
+    if (d.conditions.contains("left_out_for_deadline") && d.conditions["left_out_for_deadline"].is_object()) {
+      const auto& left = d.conditions["left_out_for_deadline"];
+      std::vector<std::string> parts;
+      for (const auto& [key, what] : {std::pair{"second_looks", "second looks"}, std::pair{"last_looks", "last looks"},
+                                      std::pair{"remeasures", "re-measures"}}) {
+        const int n = left.value(key, 0);
+        if (n > 0) parts.push_back(fmt::format("{} {}", n, what));
+      }
+      if (const double wait = left.value("quiet_wait_s", 0.0); wait > 0)
+        parts.push_back(fmt::format("{:.1f} s of the wait for a quiet machine", wait));
+      if (!parts.empty()) line += ", left out for the goal: " + fmt::format("{}", fmt::join(parts, ", "));
+    }
+    out += line + "\n";
   }
   for (const auto& s : d.skipped) out += fmt::format("skipped {}: {}\n", s.what, s.reason);
   return out;

@@ -101,6 +101,9 @@ void add_calibrate_command(CLI::App& app, const Context& context) {
   cmd->add_option("--price-per-hour", args->price_per_hour, "Price of this machine in USD per hour, for cost comparisons");
   cmd->add_option("--threads", args->threads, "CPU threads (0: all cores)")->capture_default_str();
   cmd->footer(
+      "The default suite takes about 3 minutes on a 2-core CPU. On the CPU both suites aim to end by a\n"
+      "time goal (170 s, --quick 27 s): on a busy host the optional second looks and re-measures give\n"
+      "way to it, and the profile's conditions say what was left out.\n"
       "Progress goes to stderr, the summary to stdout. Ctrl-C stops early and still writes what was\n"
       "measured, marked \"complete\": false.");
   cmd->callback([args, &context] { run(*args, context); });

@@ -333,6 +333,23 @@ TEST(Summary, VectorOpsLineListsEachOpPerDtype) {
       << text;
 }
 
+TEST(Summary, RunLineSaysWhatGaveWayToTheTimeGoal) {
+  Profile profile;
+  Device d;
+  d.id = d.kind = "cpu";
+  d.conditions["elapsed_s"] = 171.4;
+  profile.devices.push_back(d);
+  EXPECT_NE(profile_summary(profile).find("run: 171 s\n"), std::string::npos) << profile_summary(profile);
+  profile.devices[0].conditions["deadline_s"] = 170.0;
+  profile.devices[0].conditions["left_out_for_deadline"] = {
+      {"remeasures", 0}, {"second_looks", 12}, {"last_looks", 3}, {"quiet_wait_s", 4.25}};
+  const auto text = profile_summary(profile);
+  EXPECT_NE(text.find("run: 171 s (goal 170 s), left out for the goal: 12 second looks, 3 last looks, 4.2 s of "
+                      "the wait for a quiet machine\n"),
+            std::string::npos)
+      << text;
+}
+
 TEST(Driver, WrongOutputAndUnsupportedDtypeAreSkippedWithReasons) {
   FakeBackend backend;
   Device device;
