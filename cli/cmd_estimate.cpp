@@ -41,6 +41,7 @@ struct EstimateArgs {
   std::optional<std::string> layout_copies;  // copies per layout change: to plain, to blocked
   std::vector<std::string> plain_rates;      // KIND=ELEMENTS_PER_S: the runtime's own kernels
   bool expand_broadcast = false;             // blocked broadcast operands are expanded
+  std::vector<std::string> group_reorders;   // channels per group of grouped convs in a layout of their own
   bool typical_times = false;                // points at their typical time, not fastest sample
   std::vector<std::string> input_shapes;  // ONNX: NAME=1x3x224x224
   bool fuse_activations = false;          // ONNX: fold activations into GEMM/conv epilogues
@@ -191,6 +192,19 @@ estimate::BlockedLayout blocked_layout(const EstimateArgs& args) {
   }
   layout.plain_rates = plain_rates(args.plain_rates);
   layout.expand_broadcast = args.expand_broadcast;
+  for (const auto& item : args.group_reorders) {
+    std::size_t used = 0;
+    long long width = 0;
+    try {
+      width = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size() || width < 2)
+      throw InputError(fmt::format(
+          "--group-reorders {}: expected channels per group, whole numbers of 2 or more (e.g. 2,4,8)", item));
+    layout.group_reorder_widths.push_back(width);
+  }
   const std::string copies = args.layout_copies.value_or("1,1");
   const auto bad = [&] {
     return InputError(fmt::format(
@@ -249,6 +263,9 @@ void run_estimate(const EstimateArgs& args) {
                                  fmt::join(args.plain_rates, ",")));
   if (args.expand_broadcast && args.blocked_ops.empty())
     throw InputError("--expand-broadcast: has no effect without --blocked-ops");
+  if (!args.group_reorders.empty() && args.blocked_ops.empty())
+    throw InputError(fmt::format("--group-reorders {}: has no effect without --blocked-ops",
+                                 fmt::join(args.group_reorders, ",")));
   if (!args.blocked_ops.empty()) {
     if (options.mode != estimate::Mode::inference)
       throw InputError("--blocked-ops: layout changes are modelled for inference only (--mode inference)");
@@ -382,6 +399,11 @@ void add_estimate_command(CLI::App& app, const Context&) {
   cmd->add_flag("--expand-broadcast", args->expand_broadcast,
                 "With --blocked-ops: a blocked elementwise op expands a broadcast 4-D operand to "
                 "its output's shape and reorders that to blocked (PyTorch's oneDNN multiply)");
+  cmd->add_option("--group-reorders", args->group_reorders,
+                  "With --blocked-ops: grouped convolutions (not depthwise) with this many channels "
+                  "per group, W,... (e.g. 2,4,8), run in a layout of their own: a reorder of their "
+                  "input there and of their output back, every time (oneDNN's aBcd4b / aBcd8b)")
+      ->delimiter(',');
   cmd->add_option("--input-shape", args->input_shapes,
                   "ONNX: the shape of a graph input, NAME=1x3x224x224 (repeatable); wins over --batch/--seq");
   cmd->add_flag("--fuse-activations", args->fuse_activations,

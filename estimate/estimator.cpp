@@ -126,6 +126,14 @@ class LayoutPass {
     for (const TensorRef* in : activations)
       if (is_blocked(in->name) != run_blocked && changed_.insert({in->name, run_blocked}).second)
         change(*in, run_blocked);
+    if (op.kind == OpKind::conv2d && runs_in_group_layout(op)) {
+      // Into the convolution's own layout and back: one reorder each, inside the library.
+      for (const auto& [tensor, to_blocked] : {std::pair{&op.inputs.front(), false}, std::pair{&op.output, true}}) {
+        auto [reorder, work] = reorder_work(op, *tensor, to_blocked, 0, 1);
+        reorder.name += " (group layout)";
+        add_row(t, rows, cost_row(reorder, work, rates, phase, weight_bytes));
+      }
+    }
     if (run_blocked && layout_.expand_broadcast && op.kind == OpKind::elementwise &&
         op.output.shape.size() == 4) {
       // Each broadcast operand: to plain at its own size, then its expansion to blocked at the
@@ -145,6 +153,16 @@ class LayoutPass {
 
  private:
   bool is_blocked(const std::string& name) const { return blocked_.count(name) > 0; }
+
+  // A grouped convolution (not depthwise) whose groups have one of the layout's widths of
+  // channels.
+  bool runs_in_group_layout(const Op& op) const {
+    if (op.groups <= 1 || op.inputs.empty() || op.inputs.front().shape.size() != 4) return false;
+    const std::int64_t channels = eval_shape(op.inputs.front().shape, b_)[1];
+    const std::int64_t width = channels / op.groups;
+    const auto& widths = layout_.group_reorder_widths;
+    return width > 1 && std::find(widths.begin(), widths.end(), width) != widths.end();
+  }
 
   std::pair<Op, Work> reorder_work(const Op& consumer, const TensorRef& in, bool to_blocked, int i,
                                    int copies) const {

@@ -57,6 +57,11 @@ struct BlockedLayout {
   // (PyTorch's ATen max pool also computes the indices of its maxima). Elements: an op's outputs,
   // a pool's window elements (outputs x window).
   std::vector<std::pair<std::string, double>> plain_rates;
+  // Channels per group of the grouped convolutions (not depthwise) that run in a layout of their
+  // own: their input is reordered out of the blocked layout and their output back, one reorder
+  // each, every time (oneDNN on AVX-512: groups of 4 and 8 channels in aBcd4b / aBcd8b, of 2 in
+  // plain NCHW; groups of 16 and depthwise convolutions run blocked).
+  std::vector<std::int64_t> group_reorder_widths;
   bool runs_blocked(const std::string& kind) const;
   // The runtime's own rate for `kind` when it runs plain: the row kind's, else the whole kind's.
   std::optional<double> plain_rate(const std::string& kind) const;

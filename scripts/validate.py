@@ -502,6 +502,17 @@ def layout_probe_net(middle, operands):
         return torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.trace(net, x))), x
 
 
+# Channels per group of the grouped convolutions the layout probe tries (16 channels in all).
+GROUP_WIDTHS = (2, 4, 8)
+
+
+def group_probe_module(width):
+    """A grouped 3x3 convolution of 16 channels in groups of `width`, between ReLUs (which run
+    blocked, so that only the convolution's own layout can add reorders)."""
+    from torch import nn
+    return nn.Sequential(nn.ReLU(), nn.Conv2d(16, 16, 3, padding=1, groups=16 // width), nn.ReLU())
+
+
 def broadcast_probe_module():
     """A squeeze-excitation scale: the activation times sigmoid(1x1 convolution(global average)),
     a broadcast [N, 16, 1, 1] operand."""
@@ -581,6 +592,8 @@ def layout_probe(args):
     kinds = layout_probe_modules()
     nets = {kind: layout_probe_net(module, operands) for kind, (module, operands) in kinds.items()}
     nets["broadcast"] = layout_probe_net(broadcast_probe_module(), 1)
+    for width in GROUP_WIDTHS:
+        nets[f"group-{width}"] = layout_probe_net(group_probe_module(width), 1)
     dense = {kind: str(graph.graph).count("aten::to_dense") for kind, (graph, _) in nets.items()}
     base = dense["elementwise:relu"]
     if base != 1:
@@ -590,7 +603,7 @@ def layout_probe(args):
     broadcast_blocked = dense["broadcast"] <= base
     with torch.no_grad():
         for name, kind in (("base", "elementwise:relu"), ("cross", "elementwise:silu"),
-                           ("broadcast", "broadcast")):
+                           ("broadcast", "broadcast"), *((f"group-{w}", f"group-{w}") for w in GROUP_WIDTHS)):
             graph, x = nets[kind]
             graph(x)
             graph(x)
@@ -619,6 +632,13 @@ def reorder_directions(lines):
     return to_plain, to_blocked
 
 
+def group_reorder_widths(base_reorders, reorders_by_width):
+    """The channels per group whose grouped convolution runs in a layout of its own: its
+    conv-ReLU-conv-ReLU-conv run makes reorders beyond conv-ReLU-conv's (its input out of the
+    blocked layout and its output back)."""
+    return sorted(w for w, n in reorders_by_width.items() if n >= base_reorders + 2)
+
+
 def runtime_layout(args):
     """PyTorch's layout rules for frozen graphs, probed in a child process: {"blocked_ops": [...],
     "copies": [to plain, to blocked]}, or {"error": ...}."""
@@ -629,9 +649,10 @@ def runtime_layout(args):
     except (OSError, subprocess.TimeoutExpired) as error:
         return {"error": f"layout probe did not finish ({error})"}
     lines = out.stdout.splitlines()
-    marks = ["truepeak-layout-base", "truepeak-layout-cross", "truepeak-layout-broadcast"]
-    if (out.returncode != 0 or not all(m in lines for m in marks) or lines.count("truepeak-layout-end") != 3
-            or not lines[-1].startswith("{")):
+    marks = ["truepeak-layout-base", "truepeak-layout-cross", "truepeak-layout-broadcast",
+             *(f"truepeak-layout-group-{w}" for w in GROUP_WIDTHS)]
+    if (out.returncode != 0 or not all(m in lines for m in marks)
+            or lines.count("truepeak-layout-end") != len(marks) or not lines[-1].startswith("{")):
         return {"error": (out.stderr.strip().splitlines() or ["layout probe failed"])[-1]}
     try:
         found = json.loads(lines[-1])
@@ -647,6 +668,8 @@ def runtime_layout(args):
     # conv-ReLU-conv's expands its broadcast operand (PyTorch: to_dense, expand, to_mkldnn).
     broadcast = reorder_directions(run_of(marks[2]))
     found["expand_broadcast"] = bool(found.pop("broadcast_blocked", False)) and broadcast[1] > base[1]
+    found["group_reorders"] = group_reorder_widths(
+        sum(base), {w: sum(reorder_directions(run_of(f"truepeak-layout-group-{w}"))) for w in GROUP_WIDTHS})
     if max(found["copies"]) > 8:
         return {"error": f"layout probe counted {found['copies']} copies per layout change (more than 8)"}
     return found
@@ -740,6 +763,8 @@ def estimate(args, case, onnx_path, overhead_us=None, layout=None, plain_rates=N
                 "--layout-copies", ",".join(str(c) for c in layout["copies"])]
         if layout.get("expand_broadcast"):
             cmd += ["--expand-broadcast"]
+        if layout.get("group_reorders"):
+            cmd += ["--group-reorders", ",".join(str(w) for w in layout["group_reorders"])]
         if plain_rates:
             cmd += ["--plain-rates", ",".join(f"{k}={v:.4g}" for k, v in plain_rates.items())]
     try:
@@ -966,7 +991,10 @@ def layout_text(layout):
             + (", ".join(layout["blocked_ops"]) or "nothing else") + " on channel-blocked tensors, the rest "
             f"plain; a layout change copies {layout['copies'][0]} time(s) to plain, {layout['copies'][1]} to blocked"
             + ("; a broadcast operand of a blocked multiply is expanded and reordered to blocked"
-               if layout.get("expand_broadcast") else ""))
+               if layout.get("expand_broadcast") else "")
+            + (f"; grouped convolutions of {'/'.join(str(w) for w in layout['group_reorders'])} channels a "
+               "group reorder their input out of the blocked layout and their output back"
+               if layout.get("group_reorders") else ""))
 
 
 def rates_text(rates):

@@ -181,6 +181,38 @@ TEST_F(Layout, ABroadcastOperandIsExpandedWhereTheRuntimeDoesSo) {
                            [](const OpRow& op) { return op.name.rfind("out/", 0) == 0; }));
 }
 
+TEST_F(Layout, GroupedConvolutionsOfTheGivenWidthsReorderInAndOut) {
+  // x -> conv a (32 channels) -> grouped 3x3 conv g -> conv out; g's groups of `width` channels.
+  const auto net = [](std::int64_t groups) {
+    GraphBuilder b;
+    const auto& x = b.input("x", {Dim::symbol("N"), 32, 8, 8});
+    const auto& a = b.add(make_conv2d("a", x, 32, {1, 1, 1, 0, 1, 1}, false));
+    const auto& g = b.add(make_conv2d("g", a, 64, {3, 3, 2, 1, 1, groups}, false));
+    b.add(make_conv2d("out", g, 32, {1, 1, 1, 0, 1, 1}, false));
+    Model m;
+    m.name = "grouped";
+    m.forward = b.take();
+    return m;
+  };
+  Options o = layout({"elementwise:relu"});
+  o.blocked_layout->group_reorder_widths = {4, 8};
+  const auto without = [](Options options) {
+    options.blocked_layout->group_reorder_widths.clear();
+    return options;
+  };
+  // Groups of 4 channels: the input reordered out at its size, the output back at its own.
+  const auto fours = estimate(net(8), cpu, o);
+  EXPECT_EQ(reorders(fours), (std::vector<std::string>{"a/x reorder_blocked", "g/a reorder_plain (group layout)",
+                                                       "g/g reorder_blocked (group layout)"}));
+  EXPECT_EQ(row(fours, "g/a reorder_plain (group layout)").shape, "[2,32,8,8]");
+  EXPECT_EQ(row(fours, "g/g reorder_blocked (group layout)").shape, "[2,64,4,4]");
+  EXPECT_GT(fours.latency_s, estimate(net(8), cpu, without(o)).latency_s);
+  // Groups of 16 channels, 2 (not among the widths) and depthwise: none.
+  for (const std::int64_t groups : {2, 16, 32})
+    EXPECT_EQ(reorders(estimate(net(groups), cpu, o)), (std::vector<std::string>{"a/x reorder_blocked"}))
+        << groups << " groups";
+}
+
 TEST_F(Layout, TrainingIsNotAffected) {
   Options o = layout({"elementwise:relu"});
   o.mode = Mode::training;

@@ -85,6 +85,18 @@ class LayoutFlagsTest(unittest.TestCase):
         self.assertNotIn("--expand-broadcast", cmd)
         self.assertNotIn("--plain-rates", cmd)
 
+    def test_group_widths_go_with_the_layout(self):
+        layout = {"blocked_ops": ["pool"], "copies": [1, 2], "group_reorders": [2, 4, 8]}
+        cmd = self.flags(self.case("frozen"), layout)
+        self.assertEqual(cmd[cmd.index("--group-reorders") + 1], "2,4,8")
+        self.assertNotIn("--group-reorders", self.flags(self.case("frozen"), dict(layout, group_reorders=[])))
+        self.assertNotIn("--group-reorders", self.flags(self.case("eager"), layout))
+
+    def test_a_width_counts_when_its_convolution_adds_two_reorders(self):
+        # conv-ReLU-conv made 3 reorders; groups of 2 and 4 added theirs, groups of 8 one only.
+        self.assertEqual(validate.group_reorder_widths(3, {2: 5, 4: 5, 8: 4}), [2, 4])
+        self.assertEqual(validate.group_reorder_widths(3, {2: 3, 4: 3, 8: 3}), [])
+
     def test_eager_runs_and_failed_probes_add_no_layout(self):
         self.assertNotIn("--blocked-ops", self.flags(self.case("eager"), {"blocked_ops": ["pool"], "copies": [1, 1]}))
         self.assertNotIn("--blocked-ops", self.flags(self.case("frozen"), {"error": "no torch"}))
