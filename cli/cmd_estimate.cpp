@@ -42,6 +42,7 @@ struct EstimateArgs {
   std::vector<std::string> plain_rates;      // KIND=ELEMENTS_PER_S: the runtime's own kernels
   bool expand_broadcast = false;             // blocked broadcast operands are expanded
   std::vector<std::string> group_reorders;   // channels per group of grouped convs in a layout of their own
+  bool linears_as_convs = false;             // linear layers run as 1x1 convolutions
   bool typical_times = false;                // points at their typical time, not fastest sample
   std::vector<std::string> input_shapes;  // ONNX: NAME=1x3x224x224
   bool fuse_activations = false;          // ONNX: fold activations into GEMM/conv epilogues
@@ -263,6 +264,11 @@ void run_estimate(const EstimateArgs& args) {
                                  fmt::join(args.plain_rates, ",")));
   if (args.expand_broadcast && args.blocked_ops.empty())
     throw InputError("--expand-broadcast: has no effect without --blocked-ops");
+  if (args.linears_as_convs) {
+    if (options.mode != estimate::Mode::inference)
+      throw InputError("--linears-as-convs: modelled for inference only (--mode inference)");
+    options.linears_as_convolutions = true;
+  }
   if (!args.group_reorders.empty() && args.blocked_ops.empty())
     throw InputError(fmt::format("--group-reorders {}: has no effect without --blocked-ops",
                                  fmt::join(args.group_reorders, ",")));
@@ -404,6 +410,9 @@ void add_estimate_command(CLI::App& app, const Context&) {
                   "per group, W,... (e.g. 2,4,8), run in a layout of their own: a reorder of their "
                   "input there and of their output back, every time (oneDNN's aBcd4b / aBcd8b)")
       ->delimiter(',');
+  cmd->add_flag("--linears-as-convs", args->linears_as_convs,
+                "The target runtime runs linear layers as 1x1 convolutions (or the library's inner "
+                "product), not as matmuls: they take the profile's convolution points (inference)");
   cmd->add_option("--input-shape", args->input_shapes,
                   "ONNX: the shape of a graph input, NAME=1x3x224x224 (repeatable); wins over --batch/--seq");
   cmd->add_flag("--fuse-activations", args->fuse_activations,

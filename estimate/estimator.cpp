@@ -192,7 +192,8 @@ class LayoutPass {
 
 Totals run_forward(const Graph& g, const Bindings& b, double e, const RateModel& rates,
                    const std::string& phase, std::vector<OpRow>* rows,
-                   const std::optional<BlockedLayout>& layout = std::nullopt) {
+                   const std::optional<BlockedLayout>& layout = std::nullopt,
+                   bool linears_as_convolutions = false) {
   Totals t;
   const double weight_bytes = count_params(g, b) * e;
   std::optional<LayoutPass> pass;
@@ -203,6 +204,8 @@ Totals run_forward(const Graph& g, const Bindings& b, double e, const RateModel&
     const auto own = pass && !blocked ? layout->plain_rate(row_kind(op)) : std::nullopt;
     for (auto w : forward_work(op, b, e)) {
       if (own && w.engine == Engine::vector && w.elements > 0) w.own_elements_per_s = *own;
+      // The same product in implicit-GEMM coordinates: rows x out x in, a dense 1x1 window.
+      if (linears_as_convolutions && op.kind == OpKind::linear && w.engine == Engine::gemm) w.engine = Engine::conv;
       add_row(t, rows, cost_row(op, w, rates, phase, weight_bytes));
     }
   }
@@ -265,11 +268,12 @@ Estimate estimate_with(const Model& model, const Device& device, const RateModel
 
   if (options.mode == Mode::inference) {
     est.forward = run_forward(model.forward, b, e, rates, model.decode ? "prefill" : "forward",
-                              rows, options.blocked_layout);
+                              rows, options.blocked_layout, options.linears_as_convolutions);
     est.latency_s = est.forward.time_s;
     est.naive_latency_s = est.forward.naive_s;
     if (model.decode) {
-      est.decode = run_forward(*model.decode, b, e, rates, "decode", rows, options.blocked_layout);
+      est.decode = run_forward(*model.decode, b, e, rates, "decode", rows, options.blocked_layout,
+                               options.linears_as_convolutions);
       est.throughput_per_s = n / est.decode->time_s;
       est.throughput_unit = "tokens/s";
     } else {

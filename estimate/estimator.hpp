@@ -98,6 +98,10 @@ struct Options {
   // How the target runtime lays out 4-D activations (inference only); unset: as each op needs,
   // with no layout changes between ops.
   std::optional<BlockedLayout> blocked_layout;
+  // The target runtime runs each linear layer as a 1x1 convolution over [rows, in, 1, 1] (or a
+  // library inner product, which oneDNN runs the same way), not as a matmul: its product takes
+  // the profile's convolution points (inference).
+  bool linears_as_convolutions = false;
 };
 
 // One row of the per-op table. A training step has forward, dgrad, wgrad and optimizer rows.

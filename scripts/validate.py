@@ -207,7 +207,7 @@ def linears_as_convolutions(module):
     In a frozen f32 graph PyTorch runs Linear as aten::matmul on its BLAS (Debian's build: the
     generic reference BLAS, BLAS_INFO=generic), not on oneDNN; as a 1x1 convolution it runs on
     oneDNN with prepacked weights, the library the profile measured. The ONNX export keeps the
-    original Gemm."""
+    original Gemm; the estimate is told (--linears-as-convs)."""
     import torch
 
     class ConvLinear(torch.nn.Module):
@@ -758,6 +758,9 @@ def estimate(args, case, onnx_path, overhead_us=None, layout=None, plain_rates=N
         cmd += ["--op-overhead-us", f"{overhead_us:.3f}"]
     if getattr(args, "typical_times", False):
         cmd += ["--typical-times"]
+    if case.runtime == "frozen":
+        # The frozen graphs run each Linear as a 1x1 convolution (linears_as_convolutions).
+        cmd += ["--linears-as-convs"]
     if layout and case.runtime == "frozen" and "error" not in layout:
         cmd += ["--blocked-ops", ",".join(layout["blocked_ops"]) or "conv2d",
                 "--layout-copies", ",".join(str(c) for c in layout["copies"])]

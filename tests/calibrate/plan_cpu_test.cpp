@@ -71,6 +71,18 @@ TEST_P(CpuPlanTest, StreamSweepSpansAllLevels) {
   EXPECT_TRUE(plan.transfer_bytes.empty());
 }
 
+TEST(CpuPlan, DefaultSuiteMeasuresClassifiersAsConvolutionsOver1x1WithColdWeightsToo) {
+  const Plan full = cpu_plan(this_kind_of_vm(), Suite::full);
+  for (const DType dtype : {DType::f32, DType::bf16}) {
+    const auto classifier = [&](const auto& point) {
+      const ConvShape& s = point.first;
+      return s.dtype == dtype && s.h == 1 && s.w == 1 && s.r == 1 && s.n == 1 && s.c >= 4096;
+    };
+    EXPECT_TRUE(std::any_of(full.conv.begin(), full.conv.end(), classifier)) << to_string(dtype);
+    EXPECT_TRUE(std::any_of(full.conv_cold.begin(), full.conv_cold.end(), classifier)) << to_string(dtype);
+  }
+}
+
 TEST(CpuPlan, DefaultSuiteMeasuresMainMemoryTwiceByTheTriadAlone) {
   const auto device = this_kind_of_vm();
   const Plan full = cpu_plan(device, Suite::full);

@@ -312,6 +312,31 @@ TEST(FixtureCold, AColdFigureFasterThanTheWarmOneBoundsTheWarmOne) {
     EXPECT_NEAR(r.compute_s, 10e-6, 1e-12) << r.name;
 }
 
+TEST(FixtureCpuLinears, ALinearRunAsAConvolutionTakesTheConvolutionPoints) {
+  // A 1x1 convolution of 256 -> 256 channels on 1x1 measured at 20 us, while the GEMMs of the
+  // fixture say otherwise: as a convolution, the linear x[1, 256] W[256, 256] takes 20 us, as the
+  // same convolution in the graph does.
+  Profile p = fixture("fixture_cpu.json");
+  Device& d = p.devices.at(0);
+  const ConvShape s = ConvShape::parse("f32_mb1ic256ih1oc256kh1ph0");
+  d.conv = {{s, "blocked", {20e-6, 20e-6, 0.01, 10}, s.flops() / 20e-6, "fixture"}};
+  const auto as_matmul = estimate(linear_model(256, 256), d, batch(1));
+  Options o = batch(1);
+  o.linears_as_convolutions = true;
+  const auto as_conv = estimate(linear_model(256, 256), d, o);
+  GraphBuilder b;
+  const auto& x = b.input("x", {Dim::symbol("N"), 256, 1, 1});
+  b.add(make_conv2d("fc", x, 256, {1, 1, 1, 0, 1, 1}, false));
+  Model conv;
+  conv.name = "conv";
+  conv.forward = b.take();
+  const auto measured = estimate(conv, d, batch(1));
+  EXPECT_NEAR(measured.ops.at(0).compute_s, 20e-6, 1e-12);
+  EXPECT_NEAR(as_conv.ops.at(0).compute_s, measured.ops.at(0).compute_s, 1e-12);
+  EXPECT_NE(as_matmul.ops.at(0).compute_s, as_conv.ops.at(0).compute_s);
+  EXPECT_EQ(as_conv.ops.at(0).kind, "linear");
+}
+
 TEST(FixtureCold, ConvolutionsOfAModelLargerThanTheCachesTakeTheColdWeightPoints) {
   // A 3x3 conv of 64 -> 64 channels on 8x8 (144 KiB of f32 weights) measured warm (40 us) and
   // with cold weights (60 us). Alone it fits the 1 MiB L2 and runs warm; in a stack of eight

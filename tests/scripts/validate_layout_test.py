@@ -67,6 +67,10 @@ class LayoutFlagsTest(unittest.TestCase):
             validate.subprocess.run = saved
         return seen["cmd"]
 
+    def test_linears_are_convolutions_in_frozen_graphs_only(self):
+        self.assertIn("--linears-as-convs", self.flags(self.case("frozen"), None))
+        self.assertNotIn("--linears-as-convs", self.flags(self.case("eager"), None))
+
     def test_a_frozen_graph_is_estimated_with_the_probed_layout(self):
         cmd = self.flags(self.case("frozen"), {"blocked_ops": ["elementwise:relu", "pool"], "copies": [1, 2]})
         self.assertEqual(cmd[cmd.index("--blocked-ops") + 1], "elementwise:relu,pool")
