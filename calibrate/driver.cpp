@@ -286,18 +286,18 @@ class DeviceRun {
       confirmation = watch_.confirm_time_s([this](const std::string& category) { return confirm_rule(category); });
       if (const auto from = device_memory_from(backend_.describe().levels))
         for (const auto& p : device_.memory_sweep)
-          if (confirms_after_watch(p, *from)) confirmation += expected_time_s(plan_.stream_rule, p.bytes / p.Bps);
+          if (confirms_after_watch(p, *from))
+            confirmation += expected_time_s(plan_.stream_rule, p.bytes / p.median_Bps);
     }
     return plan_.deadline_s - elapsed_s() - confirmation;
   }
 
   // Optional work left out to end by the deadline.
   struct LeftOut {
-    int remeasures = 0;
+    int remeasures = 0;  // points the sentinel found busy that were not measured again
     int second_looks = 0;
     int last_looks = 0;
     double quiet_wait_s = 0;  // of the plan's wait
-    bool any() const { return remeasures + second_looks + last_looks > 0 || quiet_wait_s > 0; }
   };
 
   void progress(const std::string& what, const std::string& figure) {
@@ -535,11 +535,13 @@ class DeviceRun {
                      });
       }
     }
-    for (const auto bytes : main_memory ? std::vector<std::int64_t>{} : plan_.device_copy_bytes) {
-      const auto what = fmt::format("device copy {}", format_bytes(double(bytes)));
-      if (auto m = point("device copy", what, plan_.stream_rule, [&] { return backend_.device_copy(bytes); })) {
-        device_.memory_sweep.push_back({"d2d_copy", bytes, m->best_Bps(), m->median_Bps()});
-        progress(what, format_Bps(m->best_Bps()));
+    if (!main_memory) {
+      for (const auto bytes : plan_.device_copy_bytes) {
+        const auto what = fmt::format("device copy {}", format_bytes(double(bytes)));
+        if (auto m = point("device copy", what, plan_.stream_rule, [&] { return backend_.device_copy(bytes); })) {
+          device_.memory_sweep.push_back({"d2d_copy", bytes, m->best_Bps(), m->median_Bps()});
+          progress(what, format_Bps(m->best_Bps()));
+        }
       }
     }
     set_memory_levels();
@@ -727,7 +729,7 @@ class DeviceRun {
     const auto start = Clock::now();
     double waited = 0;
     bool quiet = false;
-    while (!stopped() && waited < budget && !(quiet = sentinel_->quiet(options_.stop))) {
+    while (!stopped() && !(quiet = sentinel_->quiet(options_.stop)) && waited < budget) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       waited = std::chrono::duration<double>(Clock::now() - start).count();
     }
@@ -815,6 +817,10 @@ class DeviceRun {
   }
 
   void finish() {
+    // Main memory was measured first; the profile lists the sweep by working set (the watch,
+    // which wrote to its points by index, is closed).
+    std::stable_sort(device_.memory_sweep.begin(), device_.memory_sweep.end(),
+                     [](const MemoryPoint& a, const MemoryPoint& b) { return a.bytes < b.bytes; });
     const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
     device_.conditions["elapsed_s"] = elapsed;
     device_.conditions["suite"] = options_.suite == Suite::quick ? "quick" : "full";
@@ -825,11 +831,6 @@ class DeviceRun {
                                                      {"second_looks", left_out_.second_looks},
                                                      {"last_looks", left_out_.last_looks},
                                                      {"quiet_wait_s", left_out_.quiet_wait_s}};
-      if (left_out_.any())
-        say(fmt::format("[{}] left out to end within {:.0f} s: {} re-measures, {} second looks, {} last looks, "
-                        "{:.1f} s of the wait for a quiet machine",
-                        tag_, plan_.deadline_s, left_out_.remeasures, left_out_.second_looks,
-                        left_out_.last_looks, left_out_.quiet_wait_s));
     }
     if (sentinel_) device_.conditions["sentinel"] = sentinel_->report(remeasured_);
     if (plan_.watch_share > 0) device_.conditions["peak_watch"] = watch_.report();

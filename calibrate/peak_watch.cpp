@@ -199,25 +199,25 @@ void PeakWatch::confirm(const std::function<StopRule(const std::string& category
 
 std::size_t PeakWatch::to_confirm() const {
   std::size_t n = 0;
-  for (const auto& cat : categories_) {
-    const auto alive = static_cast<std::size_t>(
-        std::count_if(cat.candidates.begin(), cat.candidates.end(), [](const Candidate& c) { return !c.failed; }));
-    n += std::min(alive, static_cast<std::size_t>(std::max(options_.confirmed, 0)));
-  }
+  for (const auto& cat : categories_) n += to_be_confirmed(cat).size();
   return n;
+}
+
+std::vector<const PeakWatch::Candidate*> PeakWatch::to_be_confirmed(const Category& cat) const {
+  std::vector<const Candidate*> alive;
+  for (const auto& c : cat.candidates)
+    if (!c.failed) alive.push_back(&c);
+  std::stable_sort(alive.begin(), alive.end(), [](const Candidate* a, const Candidate* b) { return a->rate() > b->rate(); });
+  alive.resize(std::min(alive.size(), static_cast<std::size_t>(std::max(options_.confirmed, 0))));
+  return alive;
 }
 
 double PeakWatch::confirm_time_s(const std::function<StopRule(const std::string& category)>& rule_for) const {
   double total = 0;
   if (closed_) return total;
   for (const auto& cat : categories_) {
-    std::vector<const Candidate*> alive;
-    for (const auto& c : cat.candidates)
-      if (!c.failed) alive.push_back(&c);
-    std::sort(alive.begin(), alive.end(), [](const Candidate* a, const Candidate* b) { return a->rate() > b->rate(); });
-    alive.resize(std::min(alive.size(), static_cast<std::size_t>(std::max(options_.confirmed, 0))));
     const StopRule rule = rule_for(cat.name);
-    for (const Candidate* c : alive) total += expected_time_s(rule, c->typical_s);
+    for (const Candidate* c : to_be_confirmed(cat)) total += expected_time_s(rule, c->typical_s);
   }
   return total;
 }

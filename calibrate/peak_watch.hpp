@@ -146,6 +146,9 @@ class PeakWatch {
   // kernel could not be made again.
   bool time(Candidate& c, const StopRule& rule, bool look, const std::atomic<bool>* stop);
   std::pair<Category*, Candidate*> next_for_burst();
+  // The candidates of `cat` that confirm() would measure: the `confirmed` fastest that have not
+  // failed, fastest first.
+  std::vector<const Candidate*> to_be_confirmed(const Category& cat) const;
 
   Options options_;
   std::vector<Category> categories_;

@@ -89,10 +89,11 @@ struct Plan {
   // whose looks all fell in slow spells ranks too low to be a candidate (0: none).
   double final_look_within = 0;
   int final_looks = 0;
-  // The run's goal, in seconds from its start (0: none). The optional work gives way to it: the
-  // sentinel's re-measures, the second looks, the wait for a quiet machine and the last look run
-  // only while they leave the confirmation time to end by then. Every point and the confirmation
-  // still run: on a host busy enough the run takes longer.
+  // The run's goal, in seconds from the start of the device's run (0: none). The optional work
+  // gives way to it: the sentinel's re-measures, the second looks, the wait for a quiet machine
+  // and the last look run only while they leave the confirmation time to end by then. The points
+  // still to be measured are not counted, so early in a run nothing gives way; every point and
+  // the confirmation still run, and on a host busy enough the run takes longer.
   double deadline_s = 0;
 };
 

@@ -121,10 +121,10 @@ std::string device_summary(const Device& d) {
     if (d.conditions.contains("left_out_for_deadline") && d.conditions["left_out_for_deadline"].is_object()) {
       const auto& left = d.conditions["left_out_for_deadline"];
       std::vector<std::string> parts;
-      for (const auto& [key, what] : {std::pair{"second_looks", "second looks"}, std::pair{"last_looks", "last looks"},
-                                      std::pair{"remeasures", "re-measures"}}) {
+      for (const auto& [key, what] : {std::pair{"second_looks", "second look"}, std::pair{"last_looks", "last look"},
+                                      std::pair{"remeasures", "re-measure"}}) {
         const int n = left.value(key, 0);
-        if (n > 0) parts.push_back(fmt::format("{} {}", n, what));
+        if (n > 0) parts.push_back(fmt::format("{} {}{}", n, what, n == 1 ? "" : "s"));
       }
       if (const double wait = left.value("quiet_wait_s", 0.0); wait > 0)
         parts.push_back(fmt::format("{:.1f} s of the wait for a quiet machine", wait));

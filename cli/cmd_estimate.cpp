@@ -204,7 +204,10 @@ estimate::BlockedLayout blocked_layout(const EstimateArgs& args) {
     if (used == 0 || used != item.size() || width < 2)
       throw InputError(fmt::format(
           "--group-reorders {}: expected channels per group, whole numbers of 2 or more (e.g. 2,4,8)", item));
-    layout.group_reorder_widths.push_back(width);
+    auto& widths = layout.group_reorder_widths;
+    if (std::find(widths.begin(), widths.end(), width) != widths.end())
+      throw InputError(fmt::format("--group-reorders {}: given twice", item));
+    widths.push_back(width);
   }
   const std::string copies = args.layout_copies.value_or("1,1");
   const auto bad = [&] {

@@ -123,11 +123,16 @@ class LayoutPass {
         add_row(t, rows, cost_row(reorder, work, rates, phase, weight_bytes));
       }
     };
-    for (const TensorRef* in : activations)
+    const bool group_layout = op.kind == OpKind::conv2d && runs_in_group_layout(op);
+    for (const TensorRef* in : activations) {
+      // A plain input goes straight to a grouped convolution's own layout (below).
+      if (group_layout && !is_blocked(in->name)) continue;
       if (is_blocked(in->name) != run_blocked && changed_.insert({in->name, run_blocked}).second)
         change(*in, run_blocked);
-    if (op.kind == OpKind::conv2d && runs_in_group_layout(op)) {
-      // Into the convolution's own layout and back: one reorder each, inside the library.
+    }
+    if (group_layout) {
+      // Into the convolution's own layout and back to the blocked one: one reorder each, inside
+      // the library.
       for (const auto& [tensor, to_blocked] : {std::pair{&op.inputs.front(), false}, std::pair{&op.output, true}}) {
         auto [reorder, work] = reorder_work(op, *tensor, to_blocked, 0, 1);
         reorder.name += " (group layout)";

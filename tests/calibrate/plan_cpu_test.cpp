@@ -87,7 +87,9 @@ TEST(CpuPlan, DefaultSuiteMeasuresMainMemoryTwiceByTheTriadAlone) {
   const auto device = this_kind_of_vm();
   const Plan full = cpu_plan(device, Suite::full);
   ASSERT_EQ(full.triad_only_bytes.size(), 1u);
-  EXPECT_GT(full.triad_only_bytes[0], full.stream_bytes.back());
+  // Twice the first main-memory size, itself past 4x the last-level cache (260 MiB).
+  EXPECT_EQ(full.triad_only_bytes[0], 2 * full.stream_bytes.back());
+  EXPECT_GT(full.stream_bytes.back(), 4 * 260 * kMiB);
   EXPECT_TRUE(cpu_plan(device, Suite::quick).triad_only_bytes.empty());
 }
 

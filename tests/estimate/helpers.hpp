@@ -36,6 +36,17 @@ inline Model linear_stack(int count, std::int64_t width) {
   return m;
 }
 
+// One 1x1 convolution of `c` -> `k` channels over `hw` x `hw` (no bias), named "c".
+inline Model conv1x1_model(std::int64_t c, std::int64_t hw, std::int64_t k) {
+  GraphBuilder b;
+  const auto& x = b.input("x", {Dim::symbol("N"), c, hw, hw});
+  b.add(make_conv2d("c", x, k, {1, 1, 1, 0, 1, 1}, false));
+  Model m;
+  m.name = "conv";
+  m.forward = b.take();
+  return m;
+}
+
 inline Model relu_model(std::int64_t width) {
   GraphBuilder b;
   const auto& x = b.input("x", {Dim::symbol("N"), width});

@@ -207,10 +207,20 @@ TEST_F(Layout, GroupedConvolutionsOfTheGivenWidthsReorderInAndOut) {
   EXPECT_EQ(row(fours, "g/a reorder_plain (group layout)").shape, "[2,32,8,8]");
   EXPECT_EQ(row(fours, "g/g reorder_blocked (group layout)").shape, "[2,64,4,4]");
   EXPECT_GT(fours.latency_s, estimate(net(8), cpu, without(o)).latency_s);
-  // Groups of 16 channels, 2 (not among the widths) and depthwise: none.
+  // Groups of 8 channels too; of 16, 2 (not among the widths) and depthwise: none.
+  EXPECT_EQ(reorders(estimate(net(4), cpu, o)).size(), 3u);
   for (const std::int64_t groups : {2, 16, 32})
     EXPECT_EQ(reorders(estimate(net(groups), cpu, o)), (std::vector<std::string>{"a/x reorder_blocked"}))
         << groups << " groups";
+  // A plain input (the graph's) goes straight to the convolution's layout: one reorder, not two.
+  GraphBuilder b;
+  const auto& x = b.input("x", {Dim::symbol("N"), 32, 8, 8});
+  b.add(make_conv2d("g", x, 64, {3, 3, 2, 1, 1, 8}, false));
+  Model first;
+  first.name = "grouped first";
+  first.forward = b.take();
+  EXPECT_EQ(reorders(estimate(first, cpu, o)),
+            (std::vector<std::string>{"g/x reorder_plain (group layout)", "g/g reorder_blocked (group layout)"}));
 }
 
 TEST_F(Layout, TrainingIsNotAffected) {
