@@ -245,6 +245,8 @@ Chart bandwidth_chart(const std::vector<DeviceView>& views) {
       for (const auto& p : v.device->memory_sweep) {
         if (p.kernel == k) s.points.push_back({static_cast<double>(p.bytes), p.Bps});
       }
+      // By working set, in whatever order the profile lists its sweep.
+      std::sort(s.points.begin(), s.points.end());
       chart.series.push_back(std::move(s));
     }
     if (v.device->datasheet.memory_Bps && hi > 0) {
