@@ -324,7 +324,7 @@ TEST(FixtureCpuLinears, ALinearRunAsAConvolutionTakesTheConvolutionPoints) {
   Options o = batch(1);
   o.linears_as_convolutions = true;
   const auto as_conv = estimate(linear_model(256, 256), d, o);
-  const auto measured = estimate(testing::conv1x1_model(256, 1, 256), d, batch(1));
+  const auto measured = estimate(testing::one_conv_model(256, 1, 256), d, batch(1));
   EXPECT_NEAR(measured.ops.at(0).compute_s, 20e-6, 1e-12);
   EXPECT_NEAR(as_conv.ops.at(0).compute_s, measured.ops.at(0).compute_s, 1e-12);
   EXPECT_NE(as_matmul.ops.at(0).compute_s, as_conv.ops.at(0).compute_s);
@@ -435,7 +435,7 @@ TEST_F(FixtureCpu, RuntimeOverheadReplacesTheProfilesPerOpOverhead) {
 
 TEST_F(FixtureCpu, ConvWithoutConvPointsUsesItsImplicitGemmShape) {
   // 1x1 conv of 256 -> 256 channels on 16x16: implicit GEMM m = 256, n = 256, k = 256 -> 2e11.
-  const auto est = estimate(testing::conv1x1_model(256, 16, 256), cpu, batch(1));
+  const auto est = estimate(testing::one_conv_model(256, 16, 256), cpu, batch(1));
   EXPECT_NEAR(est.ops.at(0).achieved_flops_per_s, 2e11, 1);
 }
 
@@ -455,13 +455,8 @@ TEST(FixtureGpu, OutputsAreWrittenOnce) {
 
 TEST(FixtureGpu, ConvUsesMeasuredConvPoints) {
   const Profile p = fixture("fixture_gpu_conv.json");
-  GraphBuilder b;
-  const auto& x = b.input("x", {Dim::symbol("N"), 64, 56, 56});
-  b.add(make_conv2d("c", x, 64, {3, 3, 1, 1, 1, 1}, false));
-  Model m;
-  m.name = "conv";
-  m.forward = b.take();
-  const auto est = estimate(m, p.devices.at(0), batch(32, DType::bf16));
+  const auto est = estimate(testing::one_conv_model(64, 56, 64, {3, 3, 1, 1, 1, 1}), p.devices.at(0),
+                            batch(32, DType::bf16));
   EXPECT_NEAR(est.ops.at(0).achieved_flops_per_s, 2.5e14, 1e3);
 }
 

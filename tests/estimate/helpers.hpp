@@ -36,11 +36,13 @@ inline Model linear_stack(int count, std::int64_t width) {
   return m;
 }
 
-// One 1x1 convolution of `c` -> `k` channels over `hw` x `hw` (no bias), named "c".
-inline Model conv1x1_model(std::int64_t c, std::int64_t hw, std::int64_t k) {
+// One convolution of `c` -> `k` channels over `hw` x `hw` (no bias), named `name`: by default
+// a 1x1 of stride 1.
+inline Model one_conv_model(std::int64_t c, std::int64_t hw, std::int64_t k,
+                            const ConvAttrs& attrs = {1, 1, 1, 0, 1, 1}, const std::string& name = "c") {
   GraphBuilder b;
   const auto& x = b.input("x", {Dim::symbol("N"), c, hw, hw});
-  b.add(make_conv2d("c", x, k, {1, 1, 1, 0, 1, 1}, false));
+  b.add(make_conv2d(name, x, k, attrs, false));
   Model m;
   m.name = "conv";
   m.forward = b.take();

@@ -213,13 +213,7 @@ TEST_F(Layout, GroupedConvolutionsOfTheGivenWidthsReorderInAndOut) {
     EXPECT_EQ(reorders(estimate(net(groups), cpu, o)), (std::vector<std::string>{"a/x reorder_blocked"}))
         << groups << " groups";
   // A plain input (the graph's) goes straight to the convolution's layout: one reorder, not two.
-  GraphBuilder b;
-  const auto& x = b.input("x", {Dim::symbol("N"), 32, 8, 8});
-  b.add(make_conv2d("g", x, 64, {3, 3, 2, 1, 1, 8}, false));
-  Model first;
-  first.name = "grouped first";
-  first.forward = b.take();
-  EXPECT_EQ(reorders(estimate(first, cpu, o)),
+  EXPECT_EQ(reorders(estimate(testing::one_conv_model(32, 8, 64, {3, 3, 2, 1, 1, 8}, "g"), cpu, o)),
             (std::vector<std::string>{"g/x reorder_plain (group layout)", "g/g reorder_blocked (group layout)"}));
 }
 
