@@ -180,6 +180,19 @@ std::vector<std::pair<std::string, double>> plain_rates(const std::vector<std::s
   return rates;
 }
 
+// `text` as a whole number, all of it; nullopt when it is not one (or out of range).
+std::optional<std::int64_t> whole_number(const std::string& text) {
+  std::size_t used = 0;
+  std::int64_t n = 0;
+  try {
+    n = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (used == 0 || used != text.size()) return std::nullopt;
+  return n;
+}
+
 // --blocked-ops KIND,... and --layout-copies TO_PLAIN,TO_BLOCKED.
 estimate::BlockedLayout blocked_layout(const EstimateArgs& args) {
   estimate::BlockedLayout layout;
@@ -194,20 +207,14 @@ estimate::BlockedLayout blocked_layout(const EstimateArgs& args) {
   layout.plain_rates = plain_rates(args.plain_rates);
   layout.expand_broadcast = args.expand_broadcast;
   for (const auto& item : args.group_reorders) {
-    std::size_t used = 0;
-    long long width = 0;
-    try {
-      width = std::stoll(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != item.size() || width < 2)
+    const auto width = whole_number(item);
+    if (!width || *width < 2)
       throw InputError(fmt::format(
           "--group-reorders {}: expected channels per group, whole numbers of 2 or more (e.g. 2,4,8)", item));
     auto& widths = layout.group_reorder_widths;
-    if (std::find(widths.begin(), widths.end(), width) != widths.end())
+    if (std::find(widths.begin(), widths.end(), *width) != widths.end())
       throw InputError(fmt::format("--group-reorders {}: given twice", item));
-    widths.push_back(width);
+    widths.push_back(*width);
   }
   const std::string copies = args.layout_copies.value_or("1,1");
   const auto bad = [&] {
@@ -215,14 +222,9 @@ estimate::BlockedLayout blocked_layout(const EstimateArgs& args) {
         "--layout-copies {}: expected two counts from 0 to 8, TO_PLAIN,TO_BLOCKED (e.g. 1,2)", copies));
   };
   const auto count = [&](const std::string& text) {
-    std::size_t used = 0;
-    int n = -1;
-    try {
-      n = std::stoi(text, &used);
-    } catch (const std::exception&) {
-    }
-    if (used != text.size() || n < 0 || n > 8) throw bad();
-    return n;
+    const auto n = whole_number(text);
+    if (!n || *n < 0 || *n > 8) throw bad();
+    return static_cast<int>(*n);
   };
   const auto comma = copies.find(',');
   if (comma == std::string::npos) throw bad();
