@@ -44,6 +44,12 @@ How the runs are made:
   predicts the undisturbed time, as calibration measures it); median and spread sit beside it.
 - A case whose fastest run still improved by more than 1% over its last 3 rounds runs extra
   rounds (up to --extra-rounds): a busy spell over its early rounds has not yet passed.
+- On the CPU, a host probe times one calibration point through PyTorch before every round of
+  every case: for the frozen graphs a 3x3 convolution (64 channels, 56x56, f32), for the eager
+  runs a bf16 matmul 512x512x512. A round that began with its probe within 5% of the probe's
+  fastest is quiet; a case with no quiet round runs extra rounds too (same bound). The output
+  gives each case's host state at its fastest run, and the probes' fastest against the profile's
+  points: how this host compares with the calibration's.
 """
 import argparse
 import copy
@@ -181,6 +187,7 @@ class Case:
         self.seq, self.context = seq, context
         self.input_names = input_names or ["input"]
         self.times_s = []
+        self.host_s = []  # the host probe's time before each of the case's rounds (HostProbe)
 
     @property
     def key(self):
@@ -448,6 +455,118 @@ def runtime_overheads():
     torch.manual_seed(0)
     with torch.no_grad():
         return Overheads({"frozen": ChainTimer(frozen_convs, 1), "eager": ChainTimer(eager_linears, 1)})
+
+
+# ---- the host's speed -----------------------------------------------------------------------
+
+QUIET = 0.05  # a round is quiet when the host probe ran within this of its fastest (see HostProbe)
+
+
+class HostProbe:
+    """How fast the host runs one profile point right now: the time per op of a chain of the same
+    operation, (time of 9 links - time of 1) / 8, each the fastest of a few runs of this sample.
+    It is sampled before every round of every case of its runtime, so that each round carries the
+    host's state; a round whose probe ran within QUIET of the probe's fastest over the whole
+    validation is a quiet round. `point` names the profile point that times the same operation
+    (the host at calibration)."""
+
+    def __init__(self, name, make_run, point, repeats=3):
+        self.name, self.point, self.repeats = name, point, repeats
+        self.runs = {1: make_run(1), 9: make_run(9)}
+        self.fastest_s = float("inf")
+        for run in self.runs.values():
+            for _ in range(3):
+                run()
+
+    def sample(self):
+        """The time per op now, in seconds; also kept as the fastest when it is."""
+        best = {n: float("inf") for n in self.runs}
+        sample_fastest(self.runs, best, self.repeats)
+        now = max((best[9] - best[1]) / 8, 1e-9)
+        self.fastest_s = min(self.fastest_s, now)
+        return now
+
+
+def host_probes():
+    """The host probes of the CPU runtimes: a frozen graph's 3x3 convolution of 64 channels on
+    56x56 (f32, oneDNN, channel-blocked), as in the CNNs; an eager bf16 matmul 512x512x512, as in
+    the transformers. Both are points of the default calibration."""
+    import torch
+    from torch import nn
+
+    def convs(n):
+        x = torch.randn(1, 64, 56, 56)
+        conv = nn.Conv2d(64, 64, 3, padding=1, bias=False)
+        chain = nn.Sequential(*[conv] * n).eval()
+        graph = torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.trace(chain, x)))
+        return lambda: graph(x)
+
+    def matmuls(n):
+        x = torch.randn(512, 512).to(torch.bfloat16)
+        w = (torch.randn(512, 512) / 512 ** 0.5).to(torch.bfloat16)  # keeps the chain's values in range
+
+        def run():
+            y = x
+            for _ in range(n):
+                y = torch.matmul(y, w)
+        return run
+
+    torch.manual_seed(0)
+    with torch.no_grad():
+        return {
+            "frozen": HostProbe("conv f32 3x3 64ch 56x56", convs,
+                                {"table": "conv", "dtype": "f32", "layout": "blocked", "n": 1, "c": 64, "k": 64,
+                                 "h": 56, "w": 56, "r": 3, "s": 3, "stride": 1, "groups": 1}),
+            "eager": HostProbe("matmul bf16 512x512x512", matmuls,
+                               {"table": "gemm", "dtype": "bf16", "batch": 1, "m": 512, "n": 512, "k": 512}),
+        }
+
+
+def profile_point_s(doc, point):
+    """The fastest time of the profile's warm point that matches `point`, in seconds, or None."""
+    for device in (doc or {}).get("devices", []):
+        if device.get("kind") != "cpu":
+            continue
+        for p in device.get(point["table"], []):
+            if not p.get("cold_weights") and all(p.get(k) == v for k, v in point.items() if k != "table"):
+                return p.get("time_s")
+    return None
+
+
+def quiet_rounds(case, probe):
+    """How many of the case's rounds began with the host probe within QUIET of its fastest."""
+    return sum(1 for t in case.host_s if t <= probe.fastest_s * (1 + QUIET))
+
+
+def host_at_fastest(case, runs, probe):
+    """The probe's time before the round of the case's fastest run, over the probe's fastest."""
+    if not case.host_s or not case.times_s:
+        return None
+    round_index = case.times_s.index(min(case.times_s)) // runs
+    return case.host_s[round_index] / probe.fastest_s if round_index < len(case.host_s) else None
+
+
+def host_fields(case, runs, probe):
+    """A row's host fields: its quiet rounds and the host's state at its fastest run."""
+    if probe is None or not case.host_s:
+        return {}
+    return {"quiet_rounds": quiet_rounds(case, probe), "host_at_fastest": host_at_fastest(case, runs, probe)}
+
+
+def host_summary(probes, profile, overheads_us=None):
+    """Per runtime: the probe's fastest time here, less PyTorch's per-op cost of that runtime
+    where measured, against the profile point's; over 1: the host at its fastest here was slower
+    than at calibration."""
+    out = {}
+    for runtime, probe in probes.items():
+        if probe.fastest_s == float("inf"):
+            continue
+        ref = profile_point_s(profile, probe.point)
+        own = probe.fastest_s - ((overheads_us or {}).get(runtime) or 0.0) * 1e-6
+        out[runtime] = {"probe": probe.name, "fastest_ms": probe.fastest_s * 1e3, "less_overhead_ms": own * 1e3,
+                        "profile_ms": ref * 1e3 if ref else None,
+                        "over_profile": own / ref if ref else None}
+    return out
 
 
 # ---- PyTorch's layouts ----------------------------------------------------------------------
@@ -798,8 +917,11 @@ def export_onnx(case, path):
 SETTLE_ROUNDS, SETTLE_GAIN = 3, 0.01  # see settled()
 
 
-def run_round(cases, runs):
+def run_round(cases, runs, probes=None):
     for case in cases:
+        probe = (probes or {}).get(case.runtime)
+        if probe:
+            case.host_s.append(probe.sample())
         for _ in range(runs):
             start = time.perf_counter()
             case.runner()
@@ -818,36 +940,55 @@ def settled(case, runs, rounds, gain):
     return len(history) > rounds and history[-1 - rounds] <= history[-1] * (1 + gain)
 
 
-def measure(cases, args, each_round=None):
-    """Warm-up, then `rounds` rounds of every case. A case whose fastest run still improved by more
-    than 1% over its last 3 rounds runs extra rounds, up to --extra-rounds of them: interference
-    comes in spells of seconds to minutes here, and a spell that covered a case's early rounds
-    leaves its fastest run above the machine's. Every run counts (interference only adds time).
-    `each_round` runs after every round (the per-op overhead chains)."""
+def measure(cases, args, each_round=None, probes=None):
+    """Warm-up, then `rounds` rounds of every case. A case runs extra rounds, up to --extra-rounds
+    of them, while its fastest run still improved by more than 1% over its last 3 rounds, or while
+    none of its rounds was quiet (`probes`: runtime -> HostProbe): interference comes in spells of
+    seconds to minutes here, and a spell that covered a case's rounds leaves its fastest run above
+    the machine's. Every run counts (interference only adds time). `each_round` runs after every
+    round (the per-op overhead chains)."""
     import torch
     with torch.no_grad():
-        timed_rounds(cases, args, each_round)
+        timed_rounds(cases, args, each_round, probes)
 
 
-def timed_rounds(cases, args, each_round=None):
+def behind(case, runs, probes):
+    """True while the case needs another round: not settled, or no quiet round yet."""
+    probe = (probes or {}).get(case.runtime)
+    return (not settled(case, runs, SETTLE_ROUNDS, SETTLE_GAIN)
+            or (probe is not None and quiet_rounds(case, probe) == 0))
+
+
+def host_text(cases, probes):
+    """The host probes' last times over their fastest, for the progress lines."""
+    last = {}
+    for case in cases:
+        if case.host_s and case.runtime in (probes or {}):
+            last[case.runtime] = case.host_s[-1]
+    return "".join(f", host {probes[k].name.split()[0]} {v / probes[k].fastest_s:.2f}x" for k, v in last.items())
+
+
+def timed_rounds(cases, args, each_round=None, probes=None):
     for case in cases:
         for _ in range(args.warmup):
             case.runner()
     for r in range(args.rounds):
-        run_round(cases, args.runs)
+        run_round(cases, args.runs, probes)
         if each_round:
             each_round()
         print(f"  round {r + 1}/{args.rounds}: " + ", ".join(
-            f"{c.key} {min(c.times_s) * 1e3:.1f}" for c in cases), file=sys.stderr, flush=True)
+            f"{c.key} {min(c.times_s) * 1e3:.1f}" for c in cases) + host_text(cases, probes),
+            file=sys.stderr, flush=True)
     for extra in range(args.extra_rounds):
-        behind = [c for c in cases if not settled(c, args.runs, SETTLE_ROUNDS, SETTLE_GAIN)]
-        if not behind:
+        late = [c for c in cases if behind(c, args.runs, probes)]
+        if not late:
             break
-        run_round(behind, args.runs)
+        run_round(late, args.runs, probes)
         if each_round:
             each_round()
         print(f"  extra round {extra + 1}/{args.extra_rounds}: " + ", ".join(
-            f"{c.key} {min(c.times_s) * 1e3:.1f}" for c in behind), file=sys.stderr, flush=True)
+            f"{c.key} {min(c.times_s) * 1e3:.1f}" for c in late) + host_text(late, probes),
+            file=sys.stderr, flush=True)
 
 
 # ---- per-kind breakdown ---------------------------------------------------------------------
@@ -940,18 +1081,20 @@ def write_report(rows, summary, meta, out_base):
     if meta.get("own_kernel_rates"):
         lines.append(rates_text(meta["own_kernel_rates"]) + ", for the ops that run plain (measured beside "
                      "the models).")
+    if meta.get("host_probes"):
+        lines.append(probes_text(meta["host_probes"]) + ".")
     lines += [
              "Per-op overhead: " + ("; ".join(f"{k} PyTorch {fmt(v, '.1f')} us" for k, v in meta["runtime_overhead_us"].items())
                                     + " (tiny-op chains, measured beside the models)" if meta.get("runtime_overhead_us")
                                     else "the profile's (the library's alone)") + ".", "",
-             "| model | batch | dtype | measured ms (fastest) | median ms | spread | rounds | predicted ms | "
-             "error | naive ms | naive error | reorders run / estimated | library |",
-             "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+             "| model | batch | dtype | measured ms (fastest) | median ms | spread | rounds | host at fastest (quiet rounds) | "
+             "predicted ms | error | naive ms | naive error | reorders run / estimated | library |",
+             "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
         lines.append(
             f"| {r['model']} | {r['batch']} | {r['dtype']} | {fmt(r['measured_ms'], '.2f')} | "
             f"{fmt(r['median_ms'], '.2f')} | {fmt(r['spread'], '.2f')}x | "
-            f"{r.get('rounds') or '-'} | "
+            f"{r.get('rounds') or '-'} | {host_cell(r)} | "
             f"{fmt(r['predicted_ms'], '.2f')} | "
             f"{fmt(r['error_pct'], '+.1f')}% | {fmt(r['naive_ms'], '.2f')} | {fmt(r['naive_error_pct'], '+.1f')}% | "
             f"{fmt(r.get('reorders'), 'd')} / {fmt(r.get('predicted_reorders'), 'd')} | {r['library']} |")
@@ -1000,6 +1143,24 @@ def layout_text(layout):
                if layout.get("group_reorders") else ""))
 
 
+def host_cell(row):
+    if row.get("quiet_rounds") is None:
+        return "-"
+    return f"{fmt(row.get('host_at_fastest'), '.2f')}x ({row['quiet_rounds']})"
+
+
+def probes_text(probes):
+    parts = []
+    for runtime, p in probes.items():
+        ratio = p.get("over_profile")
+        parts.append(f"{runtime}: {p['probe']} {p['less_overhead_ms']:.3f} ms at its fastest here"
+                     + (f", {p['profile_ms']:.3f} ms in the profile ({ratio:.2f}x)" if ratio else
+                        " (no such point in the profile)"))
+    return ("Host probes, timed before every round of every case (PyTorch's per-op cost taken off); the "
+            f"host column is the probe before the case's fastest run over the probe's fastest, and the "
+            f"rounds that began within {QUIET:.0%} of it: " + "; ".join(parts))
+
+
 def rates_text(rates):
     return ("PyTorch's own kernels on plain tensors (G elements/s; pools: window elements): "
             + ", ".join(f"{k} {v / 1e9:.2f}" for k, v in rates.items()))
@@ -1042,7 +1203,8 @@ def main():
     parser.add_argument("--extra-rounds", type=int, default=8,
                         help="at most this many more rounds for the cases whose fastest run still "
                              "improved by more than 1%% over their last 3 rounds (a case needs more than 3 "
-                             "rounds to count as settled; 0: none)")
+                             "rounds to count as settled), or, on the CPU, that had no quiet round (the host "
+                             "probe within 5%% of its fastest); 0: none")
     parser.add_argument("--seq", type=int, default=128, help="sequence (prefill) length of the transformers")
     parser.add_argument("--context", type=int, default=128, help="KV-cache length of the decode step")
     parser.add_argument("--threads", type=int, default=None, help="default: the profile's, else all cores")
@@ -1154,8 +1316,11 @@ def main():
              for m in models for b in batches]
     samplers = [t.sample for t in (timers, own) if t]
     each_round = (lambda: [sample() for sample in samplers]) if samplers else None
+    # The host's speed before every round of every case (CPU: a shared machine's neighbours come
+    # and go); a case runs extra rounds until one of its rounds was quiet.
+    probes = host_probes() if not gpu and not measured_doc else None
     if args.measure_only:
-        measure(cases, args, each_round)
+        measure(cases, args, each_round, probes)
         return write_measured(args, cases, overheads_now(), allocator)
     if measured_doc:
         missing = [c.key for c in cases if c.key not in measured_doc["times_s"]]
@@ -1176,7 +1341,7 @@ def main():
             export_onnx(case, path)
 
     if not measured_doc:
-        measure(cases, args, each_round)
+        measure(cases, args, each_round, probes)
     overheads = overheads_now()
     if overheads:
         print("  PyTorch per-op overhead: " + ", ".join(
@@ -1220,6 +1385,7 @@ def main():
             "reorders": run_reorders(libraries.get(case.model)), "predicted_reorders": e.get("reorders"),
             "estimate_error": e.get("error"), "estimate_warnings": e.get("warnings", []),
             "predicted_breakdown_ms": e.get("breakdown_ms"), "measured_breakdown_ms": breakdowns.get(case.key),
+            **host_fields(case, args.runs, (probes or {}).get(case.runtime)),
         })
     errs = [abs(r["error_pct"]) for r in rows if r["error_pct"] is not None]
     naive_errs = [abs(r["naive_error_pct"]) for r in rows if r["naive_error_pct"] is not None]
@@ -1248,6 +1414,7 @@ def main():
         "extra_rounds": where.get("extra_rounds") if where else args.extra_rounds,
         "layout": layout,
         "own_kernel_rates": plain_rates,
+        "host_probes": host_summary(probes, read_profile(args.profile), overheads) if probes else None,
     }
     print(write_report(rows, summary, meta, args.out))
 
@@ -1309,11 +1476,19 @@ def gpu_library_text(doc):
             f"CUDA {meta.get('cuda') or '?'})")
 
 
-def profile_threads(path):
+def read_profile(path):
+    """The profile's JSON, or None where it cannot be read (truepeak estimate then says why)."""
     try:
         with open(path) as f:
             doc = json.load(f)
     except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def profile_threads(path):
+    doc = read_profile(path)
+    if doc is None:
         return None
     for device in doc.get("devices", []):
         if device.get("kind") == "cpu":

@@ -78,5 +78,121 @@ class RoundsTest(unittest.TestCase):
         self.assertEqual(len(case.times_s), 4)
 
 
+class FakeProbe:
+    """A host probe whose samples are scripted (the last one from then on)."""
+
+    def __init__(self, times_s, name="conv f32 probe", point=None):
+        self.name, self.point = name, point or {"table": "conv", "dtype": "f32", "c": 64}
+        self.script = list(times_s)
+        self.fastest_s = float("inf")
+        self.samples = 0
+
+    def sample(self):
+        self.samples += 1
+        now = self.script.pop(0) if len(self.script) > 1 else self.script[0]
+        self.fastest_s = min(self.fastest_s, now)
+        return now
+
+
+class HostProbeTest(unittest.TestCase):
+    def setUp(self):
+        self.clock = FakeClock()
+        self.saved = validate.time.perf_counter
+        validate.time.perf_counter = self.clock
+
+    def tearDown(self):
+        validate.time.perf_counter = self.saved
+
+    def args(self, rounds=4, extra=8):
+        return types.SimpleNamespace(warmup=0, rounds=rounds, runs=1, extra_rounds=extra)
+
+    def test_a_case_with_no_quiet_round_runs_until_it_has_one(self):
+        # The case's times are steady (settled), but the host was slow before each of its first
+        # five rounds: the probe only reaches its fastest before the sixth.
+        case = case_with_times(self.clock, "m", [1.0])
+        probe = FakeProbe([1.0] + [1.3] * 5 + [1.0])
+        # The first sample (at 1.0) is another case's, earlier: the fastest is known from it.
+        probe.sample()
+        validate.timed_rounds([case], self.args(rounds=4), probes={"frozen": probe})
+        self.assertEqual(case.host_s, [1.3] * 5 + [1.0])
+        self.assertEqual(len(case.times_s), 6)
+        self.assertEqual(validate.quiet_rounds(case, probe), 1)
+
+    def test_a_case_with_a_quiet_round_and_settled_stops(self):
+        case = case_with_times(self.clock, "m", [1.0])
+        probe = FakeProbe([1.0, 1.2, 1.04, 1.2])  # 1.04: within 5% of the fastest
+        validate.timed_rounds([case], self.args(rounds=4), probes={"frozen": probe})
+        self.assertEqual(len(case.times_s), 4)
+        self.assertEqual(validate.quiet_rounds(case, probe), 2)
+
+    def test_the_quiet_rule_is_bounded_by_the_extra_rounds(self):
+        case = case_with_times(self.clock, "m", [1.0])
+        probe = FakeProbe([0.5] + [1.0] * 30)
+        probe.sample()
+        validate.timed_rounds([case], self.args(rounds=4, extra=3), probes={"frozen": probe})
+        self.assertEqual(len(case.times_s), 7)
+        self.assertEqual(validate.quiet_rounds(case, probe), 0)
+
+    def test_a_probe_serves_only_its_runtime(self):
+        frozen = case_with_times(self.clock, "cnn", [1.0])
+        eager = validate.Case("llm", 1, "bf16", None, None, None, "eager")
+        eager.runner = lambda: None
+        probe = FakeProbe([1.0])
+        validate.timed_rounds([frozen, eager], self.args(rounds=4), probes={"frozen": probe})
+        self.assertEqual(len(frozen.host_s), 4)
+        self.assertEqual(eager.host_s, [])
+        self.assertEqual(probe.samples, 4)
+
+    def test_host_at_fastest_is_the_probe_before_the_fastest_runs_round(self):
+        case = validate.Case("m", 1, "f32", None, None, None, "frozen")
+        case.times_s = [3.0, 2.9, 2.0, 2.5, 2.2, 2.4]  # runs=2: the fastest is in round 2
+        case.host_s = [1.5, 1.1, 1.0]
+        probe = FakeProbe([1.0])
+        probe.sample()
+        self.assertAlmostEqual(validate.host_at_fastest(case, 2, probe), 1.1)
+        self.assertEqual(validate.host_fields(case, 2, probe), {"quiet_rounds": 1, "host_at_fastest": 1.1})
+        self.assertEqual(validate.host_fields(case, 2, None), {})
+
+    def test_profile_point_is_the_warm_point_of_that_shape(self):
+        doc = {"devices": [{"kind": "cpu", "conv": [
+            {"dtype": "f32", "c": 64, "cold_weights": True, "time_s": 9.0},
+            {"dtype": "bf16", "c": 64, "cold_weights": False, "time_s": 8.0},
+            {"dtype": "f32", "c": 64, "cold_weights": False, "time_s": 2.0}]}]}
+        point = {"table": "conv", "dtype": "f32", "c": 64}
+        self.assertEqual(validate.profile_point_s(doc, point), 2.0)
+        self.assertIsNone(validate.profile_point_s(doc, dict(point, c=128)))
+        self.assertIsNone(validate.profile_point_s(None, point))
+
+    def test_host_summary_takes_the_runtimes_per_op_cost_off(self):
+        doc = {"devices": [{"kind": "cpu", "conv": [{"dtype": "f32", "c": 64, "time_s": 1.0e-3}]}]}
+        probe = FakeProbe([1.1e-3])
+        probe.sample()
+        out = validate.host_summary({"frozen": probe}, doc, {"frozen": 50.0})
+        self.assertAlmostEqual(out["frozen"]["less_overhead_ms"], 1.05)
+        self.assertAlmostEqual(out["frozen"]["over_profile"], 1.05)
+        self.assertIn("1.05x", validate.probes_text(out))
+        missing = validate.host_summary({"frozen": probe}, {"devices": []})
+        self.assertIsNone(missing["frozen"]["over_profile"])
+        self.assertIn("no such point", validate.probes_text(missing))
+
+    def test_the_report_gives_the_host_column_and_the_probes(self):
+        import tempfile
+        row = {"model": "m", "batch": 1, "dtype": "f32", "measured_ms": 10.0, "median_ms": 11.0, "spread": 1.2,
+               "rounds": 9, "predicted_ms": 10.5, "error_pct": 5.0, "naive_ms": 8.0, "naive_error_pct": -20.0,
+               "reorders": 5, "predicted_reorders": 3, "library": "oneDNN"}
+        summary = {"rows": 2, "rows_better_than_naive": 2, "median_abs_error_pct": 5.0, "worst_abs_error_pct": 5.0,
+                   "naive_median_abs_error_pct": 20.0, "naive_worst_abs_error_pct": 20.0}
+        meta = {"machine": "host", "date_utc": "now", "profile": "p.json", "threads": 2, "rounds": 8, "runs": 3,
+                "command": "validate.py", "device": "cpu",
+                "host_probes": {"frozen": {"probe": "conv", "fastest_ms": 1.1, "less_overhead_ms": 1.05,
+                                           "profile_ms": 1.0, "over_profile": 1.05}}}
+        with tempfile.TemporaryDirectory() as d:
+            text = validate.write_report([dict(row, quiet_rounds=3, host_at_fastest=1.02), row], summary, meta,
+                                         os.path.join(d, "v"))
+        self.assertIn("| 9 | 1.02x (3) | 10.50 |", text)
+        self.assertIn("| 9 | - | 10.50 |", text)
+        self.assertIn("conv 1.050 ms at its fastest here, 1.000 ms in the profile (1.05x)", text)
+
+
 if __name__ == "__main__":
     unittest.main()
