@@ -45,9 +45,9 @@ How the runs are made:
 - A case whose fastest run still improved by more than 1% over its last 3 rounds runs extra
   rounds (up to --extra-rounds): a busy spell over its early rounds has not yet passed.
 - On the CPU, a host probe times one calibration point through PyTorch before every round of
-  every case: for the frozen graphs a 3x3 convolution (64 channels, 56x56, f32), for the eager
-  runs a bf16 matmul 512x512x512. A round that began with its probe within 5% of the probe's
-  fastest is quiet; a case with no quiet round runs extra rounds too (same bound). The output
+  every case: for the frozen graphs a chain of 3x3 convolutions (64 channels, 56x56, f32), for
+  the eager runs of bf16 matmuls 512x512x512. A round that began with its probe within 5% of the
+  probe's fastest is quiet; a case with no quiet round runs extra rounds too (same bound). The output
   gives each case's host state at its fastest run, and the probes' fastest against the profile's
   points: how this host compares with the calibration's.
 """
@@ -463,28 +463,37 @@ QUIET = 0.05  # a round is quiet when the host probe ran within this of its fast
 
 
 class HostProbe:
-    """How fast the host runs one profile point right now: the time per op of a chain of the same
-    operation, (time of 9 links - time of 1) / 8, each the fastest of a few runs of this sample.
-    It is sampled before every round of every case of its runtime, so that each round carries the
-    host's state; a round whose probe ran within QUIET of the probe's fastest over the whole
-    validation is a quiet round. `point` names the profile point that times the same operation
-    (the host at calibration)."""
+    """How fast the host runs one profile point right now. A sample times chains of 1 and of 9 of
+    the same operation, each the fastest of a few runs; the 9-chain's time is the host's state (a
+    round whose probe ran within QUIET of the 9-chain's fastest over the whole validation is a
+    quiet round), and (9-chain - 1-chain) / 8, from the fastest of each over all samples, is the
+    operation's own time, for the comparison with the profile point `point` (the host at
+    calibration). It is sampled before every round of every case of its runtime."""
 
     def __init__(self, name, make_run, point, repeats=3):
         self.name, self.point, self.repeats = name, point, repeats
         self.runs = {1: make_run(1), 9: make_run(9)}
-        self.fastest_s = float("inf")
+        self.best = {n: float("inf") for n in self.runs}
         for run in self.runs.values():
             for _ in range(3):
                 run()
 
+    @property
+    def fastest_s(self):
+        return self.best[9]
+
     def sample(self):
-        """The time per op now, in seconds; also kept as the fastest when it is."""
-        best = {n: float("inf") for n in self.runs}
-        sample_fastest(self.runs, best, self.repeats)
-        now = max((best[9] - best[1]) / 8, 1e-9)
-        self.fastest_s = min(self.fastest_s, now)
-        return now
+        """The 9-chain's time now, in seconds (the fastest of this sample's runs)."""
+        now = {n: float("inf") for n in self.runs}
+        sample_fastest(self.runs, now, self.repeats)
+        for n in self.runs:
+            self.best[n] = min(self.best[n], now[n])
+        return now[9]
+
+    def per_op_s(self):
+        """The operation's time at the host's fastest, or None where noise leaves nothing."""
+        value = (self.best[9] - self.best[1]) / 8
+        return value if value > 0 else None
 
 
 def host_probes():
@@ -539,7 +548,8 @@ def quiet_rounds(case, probe):
 
 
 def host_at_fastest(case, runs, probe):
-    """The probe's time before the round of the case's fastest run, over the probe's fastest."""
+    """The probe's time before the round of the case's fastest run, over the probe's fastest
+    (1.0: the host was at its quietest)."""
     if not case.host_s or not case.times_s:
         return None
     round_index = case.times_s.index(min(case.times_s)) // runs
@@ -554,16 +564,17 @@ def host_fields(case, runs, probe):
 
 
 def host_summary(probes, profile, overheads_us=None):
-    """Per runtime: the probe's fastest time here, less PyTorch's per-op cost of that runtime
+    """Per runtime: the probe's operation time here, less PyTorch's per-op cost of that runtime
     where measured, against the profile point's; over 1: the host at its fastest here was slower
     than at calibration."""
     out = {}
     for runtime, probe in probes.items():
-        if probe.fastest_s == float("inf"):
+        per_op = probe.per_op_s()
+        if per_op is None:
             continue
         ref = profile_point_s(profile, probe.point)
-        own = probe.fastest_s - ((overheads_us or {}).get(runtime) or 0.0) * 1e-6
-        out[runtime] = {"probe": probe.name, "fastest_ms": probe.fastest_s * 1e3, "less_overhead_ms": own * 1e3,
+        own = per_op - ((overheads_us or {}).get(runtime) or 0.0) * 1e-6
+        out[runtime] = {"probe": probe.name, "per_op_ms": per_op * 1e3, "less_overhead_ms": own * 1e3,
                         "profile_ms": ref * 1e3 if ref else None,
                         "over_profile": own / ref if ref else None}
     return out

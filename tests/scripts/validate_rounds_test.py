@@ -81,11 +81,15 @@ class RoundsTest(unittest.TestCase):
 class FakeProbe:
     """A host probe whose samples are scripted (the last one from then on)."""
 
-    def __init__(self, times_s, name="conv f32 probe", point=None):
+    def __init__(self, times_s, name="conv f32 probe", point=None, per_op_s=None):
         self.name, self.point = name, point or {"table": "conv", "dtype": "f32", "c": 64}
         self.script = list(times_s)
         self.fastest_s = float("inf")
         self.samples = 0
+        self.per_op = per_op_s
+
+    def per_op_s(self):
+        return self.per_op
 
     def sample(self):
         self.samples += 1
@@ -143,6 +147,22 @@ class HostProbeTest(unittest.TestCase):
         self.assertEqual(eager.host_s, [])
         self.assertEqual(probe.samples, 4)
 
+    def test_host_probe_gives_the_chain_time_and_the_op_time(self):
+        slow = [True]
+
+        def make_run(n):
+            def run():  # 1 ms fixed, 2 ms an op; 3 ms an op while the host is busy
+                self.clock.now += 1e-3 + n * (3e-3 if slow[0] else 2e-3)
+            return run
+        probe = validate.HostProbe("fake", make_run, {}, repeats=2)
+        self.assertAlmostEqual(probe.sample(), 28e-3)
+        slow[0] = False
+        self.assertAlmostEqual(probe.sample(), 19e-3)
+        slow[0] = True
+        self.assertAlmostEqual(probe.sample(), 28e-3)
+        self.assertAlmostEqual(probe.fastest_s, 19e-3)
+        self.assertAlmostEqual(probe.per_op_s(), 2e-3)
+
     def test_host_at_fastest_is_the_probe_before_the_fastest_runs_round(self):
         case = validate.Case("m", 1, "f32", None, None, None, "frozen")
         case.times_s = [3.0, 2.9, 2.0, 2.5, 2.2, 2.4]  # runs=2: the fastest is in round 2
@@ -165,7 +185,7 @@ class HostProbeTest(unittest.TestCase):
 
     def test_host_summary_takes_the_runtimes_per_op_cost_off(self):
         doc = {"devices": [{"kind": "cpu", "conv": [{"dtype": "f32", "c": 64, "time_s": 1.0e-3}]}]}
-        probe = FakeProbe([1.1e-3])
+        probe = FakeProbe([9.9e-3], per_op_s=1.1e-3)
         probe.sample()
         out = validate.host_summary({"frozen": probe}, doc, {"frozen": 50.0})
         self.assertAlmostEqual(out["frozen"]["less_overhead_ms"], 1.05)
@@ -174,6 +194,7 @@ class HostProbeTest(unittest.TestCase):
         missing = validate.host_summary({"frozen": probe}, {"devices": []})
         self.assertIsNone(missing["frozen"]["over_profile"])
         self.assertIn("no such point", validate.probes_text(missing))
+        self.assertEqual(validate.host_summary({"frozen": FakeProbe([1.0])}, doc), {})
 
     def test_the_report_gives_the_host_column_and_the_probes(self):
         import tempfile
@@ -184,7 +205,7 @@ class HostProbeTest(unittest.TestCase):
                    "naive_median_abs_error_pct": 20.0, "naive_worst_abs_error_pct": 20.0}
         meta = {"machine": "host", "date_utc": "now", "profile": "p.json", "threads": 2, "rounds": 8, "runs": 3,
                 "command": "validate.py", "device": "cpu",
-                "host_probes": {"frozen": {"probe": "conv", "fastest_ms": 1.1, "less_overhead_ms": 1.05,
+                "host_probes": {"frozen": {"probe": "conv", "per_op_ms": 1.1, "less_overhead_ms": 1.05,
                                            "profile_ms": 1.0, "over_profile": 1.05}}}
         with tempfile.TemporaryDirectory() as d:
             text = validate.write_report([dict(row, quiet_rounds=3, host_at_fastest=1.02), row], summary, meta,
