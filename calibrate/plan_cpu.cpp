@@ -74,6 +74,8 @@ void add_gemms(std::vector<GemmShape>& out, DType dtype, bool quick, bool subset
   }
   if (!quick && !subset) {
     add(8, 11008, 4096);  // an LLM MLP up-projection
+    // A language-model head: a prefill's tokens against a vocabulary (wide N, small K).
+    add(128, 32768, 768);
     // Smaller weights at M = 1 and 8 (a BERT/GPT-2-sized layer, its MLP up and down): skinny
     // efficiency changes with M far faster than with N and K, so each M has its own points.
     for (const std::int64_t m : {1, 8}) {

@@ -120,6 +120,10 @@ TEST_P(CpuPlanTest, GemmGridHasEveryClass) {
           return s.m == m && s.n == 1024 && s.k == 1024;
         })) << m;
       }
+      // A language-model head: a prefill's rows against a vocabulary-wide N.
+      EXPECT_TRUE(has_gemm(plan, dtype, [](const GemmShape& s) {
+        return s.m >= 128 && s.n >= 32768 && s.k <= 1024 && s.batch == 1;
+      })) << to_string(dtype);
     }
   }
 }
