@@ -39,7 +39,7 @@ struct EstimateArgs {
   std::optional<double> op_overhead_us;   // unset: the profile's per-op overhead
   std::vector<std::string> blocked_ops;   // the runtime's blocked-layout ops; empty: no layout model
   std::optional<std::string> layout_copies;  // copies per layout change: to plain, to blocked
-  std::vector<std::string> plain_rates;      // KIND=ELEMENTS_PER_S: the runtime's own kernels
+  std::vector<std::string> own_rates;     // KIND=ELEMENTS_PER_S: the runtime's own kernels
   bool expand_broadcast = false;             // blocked broadcast operands are expanded
   std::vector<std::string> group_reorders;   // channels per group of grouped convs in a layout of their own
   bool linears_as_convs = false;             // linear layers run as 1x1 convolutions
@@ -143,9 +143,9 @@ bool is_row_kind(const std::string& kind) {
          estimate::parse_op_kind(kind.substr(0, kind.find(':'))).has_value();
 }
 
-// --plain-rates KIND=ELEMENTS_PER_S,...
-std::vector<std::pair<std::string, double>> plain_rates(const std::vector<std::string>& items) {
-  std::vector<std::pair<std::string, double>> rates;
+// --own-rates KIND=ELEMENTS_PER_S,...
+estimate::OwnRates own_rates(const std::vector<std::string>& items) {
+  estimate::OwnRates rates;
   for (const auto& item : items) {
     const auto eq = item.find('=');
     const std::string kind = item.substr(0, eq);
@@ -161,7 +161,7 @@ std::vector<std::pair<std::string, double>> plain_rates(const std::vector<std::s
     if (!is_row_kind(kind) || eq == std::string::npos || used == 0 ||
         used != item.size() - eq - 1 || !(rate > 0) || !std::isfinite(rate))
       throw InputError(fmt::format(
-          "--plain-rates {}: expected KIND=ELEMENTS_PER_S with a row kind and a positive rate "
+          "--own-rates {}: expected KIND=ELEMENTS_PER_S with a row kind and a positive rate "
           "(e.g. pool:max=5e7)",
           item));
     // Only the ops of the vector engine run in a runtime's own kernels here.
@@ -170,11 +170,11 @@ std::vector<std::pair<std::string, double>> plain_rates(const std::vector<std::s
     if (base != OpKind::elementwise && base != OpKind::norm && base != OpKind::softmax &&
         base != OpKind::pool && base != OpKind::concat && base != OpKind::transpose)
       throw InputError(fmt::format(
-          "--plain-rates {}: only elementwise, norm, softmax, pool, concat and transpose kinds "
+          "--own-rates {}: only elementwise, norm, softmax, pool, concat and transpose kinds "
           "take a rate of their own",
           item));
     if (std::any_of(rates.begin(), rates.end(), [&](const auto& r) { return r.first == kind; }))
-      throw InputError(fmt::format("--plain-rates {}: {} is given twice", item, kind));
+      throw InputError(fmt::format("--own-rates {}: {} is given twice", item, kind));
     rates.emplace_back(kind, rate);
   }
   return rates;
@@ -204,7 +204,6 @@ estimate::BlockedLayout blocked_layout(const EstimateArgs& args) {
           kind));
     layout.ops.push_back(kind);
   }
-  layout.plain_rates = plain_rates(args.plain_rates);
   layout.expand_broadcast = args.expand_broadcast;
   for (const auto& item : args.group_reorders) {
     const auto width = whole_number(item);
@@ -264,9 +263,10 @@ void run_estimate(const EstimateArgs& args) {
   if (args.layout_copies && args.blocked_ops.empty())
     throw InputError(fmt::format("--layout-copies {}: has no effect without --blocked-ops",
                                  *args.layout_copies));
-  if (!args.plain_rates.empty() && args.blocked_ops.empty())
-    throw InputError(fmt::format("--plain-rates {}: has no effect without --blocked-ops",
-                                 fmt::join(args.plain_rates, ",")));
+  options.own_rates = own_rates(args.own_rates);
+  if (!options.own_rates.empty() && options.mode != estimate::Mode::inference)
+    throw InputError(fmt::format("--own-rates {}: modelled for inference only (--mode inference)",
+                                 fmt::join(args.own_rates, ",")));
   if (args.expand_broadcast && args.blocked_ops.empty())
     throw InputError("--expand-broadcast: has no effect without --blocked-ops");
   if (args.linears_as_convs) {
@@ -401,11 +401,12 @@ void add_estimate_command(CLI::App& app, const Context&) {
                   "With --blocked-ops: copies one layout change makes, TO_PLAIN,TO_BLOCKED (a "
                   "runtime that copies a tensor into its own before reordering it makes 2; "
                   "default 1,1)");
-  cmd->add_option("--plain-rates", args->plain_rates,
-                  "With --blocked-ops: elements per second of the runtime's own kernels, "
-                  "KIND=RATE,... (e.g. pool:max=4e8), for the ops of those kinds that run plain; "
-                  "an op's elements are its outputs, a pool's its window elements (default: the "
-                  "profile's figures)")
+  cmd->add_option("--own-rates", args->own_rates,
+                  "Elements per second of the runtime's own kernels, KIND=RATE,... (e.g. "
+                  "pool:max=4e8,elementwise:gelu_tanh=2.6e8), for the ops of those kinds that run "
+                  "outside the profile's library: all of them, or with --blocked-ops those that "
+                  "run plain; an op's elements are its outputs, a pool's its window elements "
+                  "(inference; default: the profile's figures)")
       ->delimiter(',');
   cmd->add_flag("--expand-broadcast", args->expand_broadcast,
                 "With --blocked-ops: a blocked elementwise op expands a broadcast 4-D operand to "

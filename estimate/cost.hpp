@@ -35,7 +35,7 @@ struct Work {
   std::string vector_op;
   double elements = 0;
   // The target runtime's own rate for this kernel (output elements per second), in place of the
-  // profile's figures (BlockedLayout::plain_rates).
+  // profile's figures (Options::own_rates).
   std::optional<double> own_elements_per_s;
 };
 

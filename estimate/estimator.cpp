@@ -198,15 +198,16 @@ class LayoutPass {
 Totals run_forward(const Graph& g, const Bindings& b, double e, const RateModel& rates,
                    const std::string& phase, std::vector<OpRow>* rows,
                    const std::optional<BlockedLayout>& layout = std::nullopt,
-                   bool linears_as_convolutions = false) {
+                   bool linears_as_convolutions = false, const OwnRates& own_rates = {}) {
   Totals t;
   const double weight_bytes = count_params(g, b) * e;
   std::optional<LayoutPass> pass;
   if (layout) pass.emplace(*layout, b, e);
   for (const auto& op : g.ops) {
     const bool blocked = pass && pass->before(op, rates, phase, weight_bytes, t, rows);
-    // An op that runs plain runs in the runtime's own kernel, at its own rate where one is given.
-    const auto own = pass && !blocked ? layout->plain_rate(row_kind(op)) : std::nullopt;
+    // An op outside the profile's library (with a layout: one that runs plain) runs in the
+    // runtime's own kernel, at its own rate where one is given.
+    const auto own = blocked ? std::nullopt : own_rate(own_rates, row_kind(op));
     for (auto w : forward_work(op, b, e)) {
       if (own && w.engine == Engine::vector && w.elements > 0) w.own_elements_per_s = *own;
       // The same product in implicit-GEMM coordinates: rows x out x in, a dense 1x1 window.
@@ -273,12 +274,13 @@ Estimate estimate_with(const Model& model, const Device& device, const RateModel
 
   if (options.mode == Mode::inference) {
     est.forward = run_forward(model.forward, b, e, rates, model.decode ? "prefill" : "forward",
-                              rows, options.blocked_layout, options.linears_as_convolutions);
+                              rows, options.blocked_layout, options.linears_as_convolutions,
+                              options.own_rates);
     est.latency_s = est.forward.time_s;
     est.naive_latency_s = est.forward.naive_s;
     if (model.decode) {
       est.decode = run_forward(*model.decode, b, e, rates, "decode", rows, options.blocked_layout,
-                               options.linears_as_convolutions);
+                               options.linears_as_convolutions, options.own_rates);
       est.throughput_per_s = n / est.decode->time_s;
       est.throughput_unit = "tokens/s";
     } else {
@@ -407,10 +409,10 @@ bool BlockedLayout::runs_blocked(const std::string& kind) const {
                      [&](const std::string& k) { return k == kind || k == base; });
 }
 
-std::optional<double> BlockedLayout::plain_rate(const std::string& kind) const {
+std::optional<double> own_rate(const OwnRates& rates, const std::string& kind) {
   const auto base = kind.substr(0, kind.find(':'));
   std::optional<double> whole;
-  for (const auto& [k, rate] : plain_rates) {
+  for (const auto& [k, rate] : rates) {
     if (k == kind) return rate;
     if (k == base) whole = rate;
   }

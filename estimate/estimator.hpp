@@ -52,20 +52,20 @@ struct BlockedLayout {
   // activation) expands that operand: it goes to plain, is expanded to the output's shape, and
   // that tensor is changed to blocked (PyTorch's oneDNN multiply). Else the op broadcasts in place.
   bool expand_broadcast = false;
-  // Elements per second of the runtime's own kernel for an op kind (a row kind or a whole kind,
-  // as in `ops`), for the ops of that kind that run plain, outside the profile's library
-  // (PyTorch's ATen max pool also computes the indices of its maxima). Elements: an op's outputs,
-  // a pool's window elements (outputs x window).
-  std::vector<std::pair<std::string, double>> plain_rates;
   // Channels per group of the grouped convolutions (not depthwise) that run in a layout of their
   // own: their input is reordered out of the blocked layout and their output back, one reorder
   // each, every time (oneDNN on AVX-512: groups of 4 and 8 channels in aBcd4b / aBcd8b, of 2 in
   // plain NCHW; groups of 16 and depthwise convolutions run blocked).
   std::vector<std::int64_t> group_reorder_widths;
   bool runs_blocked(const std::string& kind) const;
-  // The runtime's own rate for `kind` when it runs plain: the row kind's, else the whole kind's.
-  std::optional<double> plain_rate(const std::string& kind) const;
 };
+
+// Elements per second of a runtime's own kernels, by op kind (a row kind such as
+// "elementwise:gelu_tanh", or a whole kind: "pool"). Elements: an op's outputs, a pool's window
+// elements (outputs x window).
+using OwnRates = std::vector<std::pair<std::string, double>>;
+// The rate for `kind`: the row kind's, else the whole kind's.
+std::optional<double> own_rate(const OwnRates& rates, const std::string& kind);
 
 enum class Mode { inference, training };
 enum class Optimizer { sgd, momentum, adam, adamw };
@@ -98,6 +98,11 @@ struct Options {
   // How the target runtime lays out 4-D activations (inference only); unset: as each op needs,
   // with no layout changes between ops.
   std::optional<BlockedLayout> blocked_layout;
+  // The target runtime runs the ops of these kinds in its own kernels, outside the profile's
+  // library, at these rates (inference): every op of the kind, or with a blocked layout the ops
+  // that run plain (PyTorch's ATen kernels: its max pool also computes the indices of its maxima;
+  // its bf16 tanh GELU runs far below oneDNN's). Their memory traffic still counts.
+  OwnRates own_rates;
   // The target runtime runs each linear layer as a 1x1 convolution over [rows, in, 1, 1] (or a
   // library inner product, which oneDNN runs the same way), not as a matmul: its product takes
   // the profile's convolution points (inference).

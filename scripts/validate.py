@@ -78,7 +78,7 @@ def usage_error(message):
 
 # ---- models ---------------------------------------------------------------------------------
 
-def transformer_classes():
+def layer_norm_class():
     import torch
     from torch import nn
 
@@ -93,6 +93,14 @@ def transformer_classes():
             w = None if self.weight is None else self.weight.float()
             b = None if self.bias is None else self.bias.float()
             return nn.functional.layer_norm(x.float(), self.normalized_shape, w, b, self.eps).to(x.dtype)
+
+    return LayerNorm
+
+
+def transformer_classes():
+    import torch
+    from torch import nn
+    LayerNorm = layer_norm_class()
 
     class Block(nn.Module):
         """One transformer layer, written as BERT/GPT-2 implementations write it."""
@@ -667,28 +675,63 @@ def own_kernel_modules():
     return modules
 
 
+def frozen_kernels():
+    """The kernels a frozen graph runs plain, in f32 (OwnKernelRates' form): on 1x64x28x28 and
+    4x64x28x28 tensors; a pool's elements are its window elements (x 9 for the 3x3 pools)."""
+    import torch
+    kernels = {}
+    for kind, (module, operands) in own_kernel_modules().items():
+        window = module.kernel_size ** 2 if kind.startswith("pool:") else 1
+        kernels[kind] = (module, [(1, 64, 28, 28)] * operands, [(4, 64, 28, 28)] * operands, window, torch.float32)
+    return kernels
+
+
+def eager_kernels():
+    """The kernels of the transformers' non-matmul ops in eager mode, in bf16 as they run
+    (OwnKernelRates' form): activations, adds, the attention's scale and softmax over rows of 128
+    keys, the mixed-precision layer norm (its two conversions included), and a transpose copy of
+    [batch, 128 tokens, 12 heads, 64] (PyTorch copies the heads apart and back together)."""
+    import torch
+    from torch import nn
+    f = nn.functional
+    rows, norm = [(128, 768)], [(512, 768)]
+    scores, more_scores = [(768, 128)], [(3072, 128)]
+    heads, more_heads = [(1, 128, 12, 64)], [(4, 128, 12, 64)]
+    bf16 = torch.bfloat16
+    return {
+        "elementwise:gelu": (f.gelu, rows, norm, 1, bf16),
+        "elementwise:gelu_tanh": (lambda x: f.gelu(x, approximate="tanh"), rows, norm, 1, bf16),
+        "elementwise:relu": (torch.relu, rows, norm, 1, bf16),
+        "elementwise:silu": (f.silu, rows, norm, 1, bf16),
+        "elementwise:tanh": (torch.tanh, rows, norm, 1, bf16),
+        "elementwise:sigmoid": (torch.sigmoid, rows, norm, 1, bf16),
+        "elementwise:add": (lambda a, b: a + b, rows * 2, norm * 2, 1, bf16),
+        "elementwise:mul": (lambda a, b: a * b, rows * 2, norm * 2, 1, bf16),
+        "elementwise:div": (lambda x: x / 8.0, scores, more_scores, 1, bf16),
+        "softmax": (lambda x: torch.softmax(x, dim=-1), scores, more_scores, 1, bf16),
+        "norm:layernorm": (layer_norm_class()(768), rows, norm, 1, bf16),
+        "transpose": (lambda x: x.transpose(1, 2).contiguous(), heads, more_heads, 1, bf16),
+    }
+
+
 class OwnKernelRates:
-    """Elements per second of PyTorch's own kernels for the op kinds a frozen graph may run plain
-    (on plain tensors, in ATen): (elements at 4x64x28x28 - elements at 1x64x28x28) / (time at the
-    larger - time at the smaller), each time the fastest run over every sample, so that the fixed
-    cost of a call (charged as the per-op overhead) drops out. A pool's elements are its window
-    elements (outputs x 9 for the probe's 3x3 pools), as the estimate counts them. Sampled at the
-    start and once a round, as the models are."""
+    """Elements per second of PyTorch's own kernels, by estimator row kind. `kernels`: kind ->
+    (call, small operand shapes, large operand shapes, elements per output, dtype). The rate is
+    (elements at the large shapes - at the small) / (time at the large - at the small), each
+    time the fastest run over every sample, so that the fixed cost of a call (charged as the
+    per-op overhead) drops out. Sampled at the start and once a round, as the models are."""
 
-    SIZES = ((1, 64, 28, 28), (4, 64, 28, 28))
-
-    def __init__(self, repeats=3):
+    def __init__(self, kernels, repeats=3):
         import torch
         torch.manual_seed(0)
         self.repeats = repeats
         self.runs, self.elements = {}, {}
         with torch.no_grad():
-            for kind, (module, operands) in own_kernel_modules().items():
-                window = module.kernel_size ** 2 if kind.startswith("pool:") else 1
-                for size in self.SIZES:
-                    xs = [torch.randn(*size) for _ in range(operands)]
-                    self.runs[kind, size] = (lambda m=module, xs=xs: m(*xs))
-                    self.elements[kind, size] = module(*xs).numel() * window
+            for kind, (call, small, large, per_output, dtype) in kernels.items():
+                for size, shapes in (("small", small), ("large", large)):
+                    xs = [torch.randn(*shape).to(dtype) for shape in shapes]
+                    self.runs[kind, size] = (lambda c=call, xs=xs: c(*xs))
+                    self.elements[kind, size] = call(*xs).numel() * per_output
         self.best = {key: float("inf") for key in self.runs}
         self.sample(3 * repeats)
 
@@ -700,11 +743,10 @@ class OwnKernelRates:
     def rates(self):
         """{kind: elements per second}; where noise leaves the larger size no slower than a
         quarter over the smaller, the larger's elements over its time."""
-        small, large = self.SIZES
         out = {}
         for kind in {k for k, _ in self.runs}:
-            ts, tl = self.best[kind, small], self.best[kind, large]
-            es, el = self.elements[kind, small], self.elements[kind, large]
+            ts, tl = self.best[kind, "small"], self.best[kind, "large"]
+            es, el = self.elements[kind, "small"], self.elements[kind, "large"]
             out[kind] = (el - es) / (tl - ts) if tl - ts > 0.25 * ts else el / tl
         return dict(sorted(out.items()))
 
@@ -875,7 +917,10 @@ def find_key(doc, key):
     return None
 
 
-def estimate(args, case, onnx_path, overhead_us=None, layout=None, plain_rates=None):
+def estimate(args, case, onnx_path, overhead_us=None, layout=None, own_rates=None):
+    """`own_rates`: the rates of PyTorch's own kernels in the case's runtime (kind -> elements/s):
+    for a frozen graph, of the ops its layout runs plain (so with the layout only); in eager mode,
+    of every op outside oneDNN."""
     cmd = [args.truepeak, "estimate", "--profile", args.profile, "--model", onnx_path, "--format", "json",
            "--batch", str(case.batch), "--dtype", case.dtype]
     if case.seq and case.model != "gpt2_decode":
@@ -898,8 +943,10 @@ def estimate(args, case, onnx_path, overhead_us=None, layout=None, plain_rates=N
             cmd += ["--expand-broadcast"]
         if layout.get("group_reorders"):
             cmd += ["--group-reorders", ",".join(str(w) for w in layout["group_reorders"])]
-        if plain_rates:
-            cmd += ["--plain-rates", ",".join(f"{k}={v:.4g}" for k, v in plain_rates.items())]
+        if own_rates:
+            cmd += own_rates_flag(own_rates)
+    if own_rates and case.runtime == "eager":
+        cmd += own_rates_flag(own_rates)
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     except (OSError, subprocess.TimeoutExpired) as error:
@@ -912,6 +959,10 @@ def estimate(args, case, onnx_path, overhead_us=None, layout=None, plain_rates=N
             "breakdown_ms": predicted_breakdown(doc),
             "reorders": sum(1 for op in ops if ":reorder_" in op.get("kind", "")),
             "warnings": [l for l in out.stderr.splitlines() if l.strip()], "command": cmd}
+
+
+def own_rates_flag(rates):
+    return ["--own-rates", ",".join(f"{k}={v:.4g}" for k, v in rates.items())]
 
 
 def export_onnx(case, path):
@@ -1090,8 +1141,7 @@ def write_report(rows, summary, meta, out_base):
     if meta.get("layout"):
         lines.append(layout_text(meta["layout"]) + ".")
     if meta.get("own_kernel_rates"):
-        lines.append(rates_text(meta["own_kernel_rates"]) + ", for the ops that run plain (measured beside "
-                     "the models).")
+        lines.append(rates_text(meta["own_kernel_rates"]) + " (measured beside the models).")
     if meta.get("host_probes"):
         lines.append(probes_text(meta["host_probes"]) + ".")
     lines += [
@@ -1172,9 +1222,15 @@ def probes_text(probes):
             f"rounds that began within {QUIET:.0%} of it: " + "; ".join(parts))
 
 
+RATES_WHERE = {"frozen": "frozen graphs, f32, for the ops that run plain",
+               "eager": "eager mode, bf16, for the ops outside oneDNN"}
+
+
 def rates_text(rates):
-    return ("PyTorch's own kernels on plain tensors (G elements/s; pools: window elements): "
-            + ", ".join(f"{k} {v / 1e9:.2f}" for k, v in rates.items()))
+    """`rates`: runtime -> {kind: elements per second}."""
+    return ("PyTorch's own kernels (G elements/s; pools: window elements): " + "; ".join(
+        f"{RATES_WHERE.get(runtime, runtime)}: " + ", ".join(f"{k} {v / 1e9:.2f}" for k, v in kinds.items())
+        for runtime, kinds in rates.items()))
 
 
 def run_reorders(info):
@@ -1246,8 +1302,9 @@ def main():
                         help="CPU: estimate frozen graphs without PyTorch's layout changes (probed here: "
                              "which ops run on channel-blocked tensors, copies per change)")
     parser.add_argument("--profile-rates", action="store_true",
-                        help="CPU: cost the ops a frozen graph runs plain (in PyTorch's own kernels) with the "
-                             "profile's figures instead of the rates of PyTorch's kernels, measured here")
+                        help="CPU: cost the ops that run in PyTorch's own kernels (those a frozen graph runs "
+                             "plain, and an eager run's ops outside oneDNN) with the profile's figures instead "
+                             "of the rates of PyTorch's kernels, measured here")
     parser.add_argument("--typical-times", action="store_true",
                         help="estimate with each profile point's typical time (the median of its quietest look) "
                              "instead of its fastest sample")
@@ -1319,13 +1376,19 @@ def main():
     if not gpu and not args.no_layout and not args.no_probe and not args.measure_only and not measured_doc:
         layout = runtime_layout(args)
         print("  " + layout_text(layout), file=sys.stderr, flush=True)
-    # The rates of PyTorch's own kernels, for the ops the layout model runs plain: sampled at the
-    # start and after every round, as the per-op overhead.
-    own = OwnKernelRates() if layout and "error" not in layout and not args.profile_rates else None
-
     cases = [build_case(m, b, args.seq, args.context, args.device, runnable=not measured_doc)
              for m in models for b in batches]
-    samplers = [t.sample for t in (timers, own) if t]
+    # The rates of PyTorch's own kernels, for the ops the layout model runs plain in the frozen
+    # graphs and for the eager runs' ops outside oneDNN: sampled at the start and after every
+    # round, as the per-op overhead.
+    own = {}
+    if not gpu and not measured_doc and not args.measure_only and not args.profile_rates:
+        runtimes = {c.runtime for c in cases}
+        if "frozen" in runtimes and layout and "error" not in layout:
+            own["frozen"] = OwnKernelRates(frozen_kernels())
+        if "eager" in runtimes:
+            own["eager"] = OwnKernelRates(eager_kernels())
+    samplers = [t.sample for t in (timers, *own.values()) if t]
     each_round = (lambda: [sample() for sample in samplers]) if samplers else None
     # The host's speed before every round of every case (CPU: a shared machine's neighbours come
     # and go); a case runs extra rounds until one of its rounds was quiet.
@@ -1358,14 +1421,14 @@ def main():
         print("  PyTorch per-op overhead: " + ", ".join(
             f"{k} {fmt(v, '.1f')} us" + ("" if v is not None else " (not measurable: the profile's)")
             for k, v in overheads.items()), file=sys.stderr, flush=True)
-    plain_rates = own.rates() if own else None
-    if plain_rates:
-        print("  " + rates_text(plain_rates), file=sys.stderr, flush=True)
+    own_rates = {runtime: rates.rates() for runtime, rates in own.items()}
+    if own_rates:
+        print("  " + rates_text(own_rates), file=sys.stderr, flush=True)
     estimates = {}
     for case in cases:
         estimates[case.key] = estimate(args, case, paths[case.model],
                                        None if overheads is None else overheads[case.runtime], layout,
-                                       plain_rates)
+                                       own_rates.get(case.runtime))
         e = estimates[case.key]
         print(f"  {case.key}: predicted {fmt(e.get('latency_s') and e['latency_s'] * 1e3, '.2f')} ms"
               + (f" ({e['error']})" if "error" in e else ""), file=sys.stderr, flush=True)
@@ -1424,7 +1487,7 @@ def main():
         "allocator": where.get("allocator") if where else allocator,
         "extra_rounds": where.get("extra_rounds") if where else args.extra_rounds,
         "layout": layout,
-        "own_kernel_rates": plain_rates,
+        "own_kernel_rates": own_rates or None,
         "host_probes": host_summary(probes, read_profile(args.profile), overheads) if probes else None,
     }
     print(write_report(rows, summary, meta, args.out))

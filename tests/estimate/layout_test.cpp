@@ -138,7 +138,7 @@ TEST_F(Layout, AReorderCostsItsCopiesAtTheMeasuredRateOrItsBytes) {
 
 TEST_F(Layout, AnOpThatRunsPlainTakesTheRuntimesOwnRate) {
   Options o = layout({"elementwise:relu", "elementwise:add"});
-  o.blocked_layout->plain_rates = {{"elementwise", 1e7}, {"elementwise:silu", 1e6}};
+  o.own_rates = {{"elementwise", 1e7}, {"elementwise:silu", 1e6}};
   const auto own = estimate(model(), cpu, o);
   const auto profile_rates = estimate(model(), cpu, layout({"elementwise:relu", "elementwise:add"}));
   // SiLU runs plain: its 2 x 32 x 8 x 8 outputs at its row kind's rate, which wins over the
@@ -150,14 +150,35 @@ TEST_F(Layout, AnOpThatRunsPlainTakesTheRuntimesOwnRate) {
   EXPECT_DOUBLE_EQ(row(own, "add").time_s, row(profile_rates, "add").time_s);
   // Without ReLU among the blocked ops it runs plain and takes the whole kind's rate.
   Options relu_plain = layout({"elementwise:add"});
-  relu_plain.blocked_layout->plain_rates = o.blocked_layout->plain_rates;
+  relu_plain.own_rates = o.own_rates;
   EXPECT_NEAR(row(estimate(model(), cpu, relu_plain), "relu").compute_s, 2.0 * 32 * 8 * 8 / 1e7,
               1e-15);
   // A pool counts the elements of its windows: here 2 x 32 outputs of 8 x 8 each.
   Options pools = layout({"elementwise:sigmoid", "elementwise:mul"});
-  pools.blocked_layout->plain_rates = {{"pool:avg", 1e3}};
+  pools.own_rates = {{"pool:avg", 1e3}};
   EXPECT_NEAR(row(estimate(squeeze_excitation(), cpu, pools), "pool").compute_s,
               2.0 * 32 * 64 / 1e3, 1e-12);
+}
+
+TEST_F(Layout, WithoutALayoutEveryOpOfAKindTakesTheRuntimesOwnRate) {
+  Options o = batch(2);
+  o.own_rates = {{"elementwise:silu", 1e6}, {"elementwise:add", 1e7}};
+  const auto own = estimate(model(), cpu, o);
+  const auto profile_rates = estimate(model(), cpu, batch(2));
+  EXPECT_TRUE(reorders(own).empty());
+  EXPECT_NEAR(row(own, "silu").compute_s, 2.0 * 32 * 8 * 8 / 1e6, 1e-15);
+  EXPECT_NEAR(row(own, "add").compute_s, 2.0 * 32 * 8 * 8 / 1e7, 1e-15);
+  // Its memory traffic still counts: the slower of the two sets the op's time.
+  EXPECT_DOUBLE_EQ(row(own, "silu").memory_s, row(profile_rates, "silu").memory_s);
+  EXPECT_GE(row(own, "silu").time_s, row(own, "silu").compute_s);
+  // A kind without a rate, and the convolutions, keep the profile's figures.
+  EXPECT_DOUBLE_EQ(row(own, "relu").time_s, row(profile_rates, "relu").time_s);
+  EXPECT_DOUBLE_EQ(row(own, "a").time_s, row(profile_rates, "a").time_s);
+  // A training step runs its own kernels, not these: unaffected.
+  o.mode = Mode::training;
+  Options train = batch(2);
+  train.mode = Mode::training;
+  EXPECT_DOUBLE_EQ(estimate(model(), cpu, o).latency_s, estimate(model(), cpu, train).latency_s);
 }
 
 TEST_F(Layout, ABroadcastOperandIsExpandedWhereTheRuntimeDoesSo) {

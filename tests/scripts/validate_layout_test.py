@@ -34,7 +34,7 @@ class ReorderDirectionsTest(unittest.TestCase):
 class OwnKernelRatesTest(unittest.TestCase):
     def rates(self, small_s, large_s):
         own = validate.OwnKernelRates.__new__(validate.OwnKernelRates)
-        small, large = validate.OwnKernelRates.SIZES
+        small, large = "small", "large"
         own.runs = {("pool:max", small): None, ("pool:max", large): None}
         own.elements = {("pool:max", small): 1e5, ("pool:max", large): 4e5}
         own.best = {("pool:max", small): small_s, ("pool:max", large): large_s}
@@ -52,7 +52,7 @@ class LayoutFlagsTest(unittest.TestCase):
     def case(self, runtime):
         return validate.Case("resnet18", 1, "f32", None, None, None, runtime, conv_layout="blocked")
 
-    def flags(self, case, layout, plain_rates=None):
+    def flags(self, case, layout, own_rates=None):
         seen = {}
 
         def run(cmd, **_):
@@ -62,7 +62,7 @@ class LayoutFlagsTest(unittest.TestCase):
         validate.subprocess.run = run
         try:
             args = types.SimpleNamespace(truepeak="tp", profile="p.json", device="cpu")
-            validate.estimate(args, case, "m.onnx", layout=layout, plain_rates=plain_rates)
+            validate.estimate(args, case, "m.onnx", layout=layout, own_rates=own_rates)
         finally:
             validate.subprocess.run = saved
         return seen["cmd"]
@@ -80,14 +80,27 @@ class LayoutFlagsTest(unittest.TestCase):
         layout = {"blocked_ops": ["pool"], "copies": [1, 2], "expand_broadcast": True}
         cmd = self.flags(self.case("frozen"), layout, {"pool:max": 4.6e8, "elementwise:silu": 1.83e9})
         self.assertIn("--expand-broadcast", cmd)
-        self.assertEqual(cmd[cmd.index("--plain-rates") + 1], "pool:max=4.6e+08,elementwise:silu=1.83e+09")
+        self.assertEqual(cmd[cmd.index("--own-rates") + 1], "pool:max=4.6e+08,elementwise:silu=1.83e+09")
         layout["expand_broadcast"] = False
         cmd = self.flags(self.case("frozen"), layout)
         self.assertNotIn("--expand-broadcast", cmd)
-        self.assertNotIn("--plain-rates", cmd)
-        cmd = self.flags(self.case("eager"), dict(layout, expand_broadcast=True), {"pool:max": 4.6e8})
+        self.assertNotIn("--own-rates", cmd)
+        # A frozen graph's own rates are those of the ops its layout runs plain: none without it.
+        self.assertNotIn("--own-rates", self.flags(self.case("frozen"), None, {"pool:max": 4.6e8}))
+
+    def test_an_eager_run_takes_its_own_rates_without_a_layout(self):
+        layout = {"blocked_ops": ["pool"], "copies": [1, 2], "expand_broadcast": True}
+        cmd = self.flags(self.case("eager"), layout, {"elementwise:gelu_tanh": 2.6e8, "softmax": 1.7e9})
         self.assertNotIn("--expand-broadcast", cmd)
-        self.assertNotIn("--plain-rates", cmd)
+        self.assertNotIn("--blocked-ops", cmd)
+        self.assertEqual(cmd.count("--own-rates"), 1)
+        self.assertEqual(cmd[cmd.index("--own-rates") + 1], "elementwise:gelu_tanh=2.6e+08,softmax=1.7e+09")
+        self.assertNotIn("--own-rates", self.flags(self.case("eager"), None))
+
+    def test_the_rates_text_names_each_runtime(self):
+        text = validate.rates_text({"frozen": {"pool:max": 6.1e8}, "eager": {"softmax": 1.66e9}})
+        self.assertIn("frozen graphs, f32, for the ops that run plain: pool:max 0.61", text)
+        self.assertIn("eager mode, bf16, for the ops outside oneDNN: softmax 1.66", text)
 
     def test_group_widths_go_with_the_layout(self):
         layout = {"blocked_ops": ["pool"], "copies": [1, 2], "group_reorders": [2, 4, 8]}
