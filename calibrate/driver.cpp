@@ -692,9 +692,17 @@ class DeviceRun {
     return true;
   }
 
-  // The convolution points within the plan's margin of their dtype's best, fastest first, up to
-  // the plan's count per dtype: those the last look measures (Plan::final_look_within).
+  // The convolution points the last look measures: those within the plan's margin of their
+  // dtype's best, fastest first, up to the plan's count per dtype (Plan::final_look_within), then
+  // those far behind a twin in another layout (Plan::twin_look_gap).
   std::vector<Revisit*> final_look_points() {
+    std::vector<Revisit*> out = near_best_points();
+    const auto twins = behind_twin_points(out);
+    out.insert(out.end(), twins.begin(), twins.end());
+    return out;
+  }
+
+  std::vector<Revisit*> near_best_points() {
     std::vector<Revisit*> out;
     if (plan_.final_look_within <= 0 || plan_.final_looks <= 0) return out;
     std::map<DType, double> best;
@@ -713,6 +721,33 @@ class DeviceRun {
       });
       if (points.size() > static_cast<std::size_t>(plan_.final_looks)) points.resize(plan_.final_looks);
       out.insert(out.end(), points.begin(), points.end());
+    }
+    return out;
+  }
+
+  // The convolution points (not among `taken`) slower than their fastest twin by more than the
+  // plan's gap, the widest first, up to the plan's count per dtype.
+  std::vector<Revisit*> behind_twin_points(const std::vector<Revisit*>& taken) {
+    std::vector<Revisit*> out;
+    if (plan_.twin_look_gap <= 0 || plan_.final_looks <= 0) return out;
+    const auto counts = [](const ConvPoint& c) { return !c.cold_weights && c.layout != "nchw" && c.flops_per_s > 0; };
+    std::map<DType, std::vector<std::pair<double, Revisit*>>> by_dtype;  // (rate / twin's, point)
+    for (auto& r : final_candidates_) {
+      const auto& c = device_.conv[r.index];
+      if (!counts(c) || watch_.holds(r.what) || std::find(taken.begin(), taken.end(), &r) != taken.end())
+        continue;
+      double twin = 0;
+      for (const auto& other : device_.conv)
+        if (counts(other) && other.shape == c.shape && other.layout != c.layout)
+          twin = std::max(twin, other.flops_per_s);
+      if (twin > 0 && c.flops_per_s < (1 - plan_.twin_look_gap) * twin)
+        by_dtype[c.shape.dtype].emplace_back(c.flops_per_s / twin, &r);
+    }
+    for (auto& [dtype, points] : by_dtype) {
+      std::stable_sort(points.begin(), points.end(),
+                       [](const auto& a, const auto& b) { return a.first < b.first; });
+      if (points.size() > static_cast<std::size_t>(plan_.final_looks)) points.resize(plan_.final_looks);
+      for (const auto& p : points) out.push_back(p.second);
     }
     return out;
   }
@@ -761,7 +796,8 @@ class DeviceRun {
     // The last look's points are chosen after the confirmation; at most the plan's count per dtype.
     std::set<DType> conv_dtypes;
     for (const auto& r : final_candidates_) conv_dtypes.insert(device_.conv[r.index].shape.dtype);
-    const int final_most = plan_.final_look_within > 0 ? plan_.final_looks * static_cast<int>(conv_dtypes.size()) : 0;
+    const int final_rules = (plan_.final_look_within > 0) + (plan_.twin_look_gap > 0);
+    const int final_most = plan_.final_looks * final_rules * static_cast<int>(conv_dtypes.size());
     total_points_ = done_points_ + static_cast<int>(watch_.to_confirm()) + after_watch + final_most;
     // FMA, the few fastest GEMMs and convolutions of each dtype (which shape is fastest is itself
     // a noisy verdict, and the best layer is a headline figure too) and the main-memory triads.

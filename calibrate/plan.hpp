@@ -89,6 +89,12 @@ struct Plan {
   // whose looks all fell in slow spells ranks too low to be a candidate (0: none).
   double final_look_within = 0;
   int final_looks = 0;
+  // The last look also goes to every convolution point with a second look that ran more than
+  // this fraction slower than the same layer in another layout (blocked against oneDNN's own
+  // choice), the widest gap first, up to `final_looks` more per dtype. A layer's layouts mostly
+  // run kernels of one family, so a point far behind its twin was likely measured in a slow
+  // spell; plain NCHW points, run by another algorithm, neither take nor give one (0: none).
+  double twin_look_gap = 0;
   // The run's goal, in seconds from the start of the device's run (0: none). The optional work
   // gives way to it: the sentinel's re-measures, the second looks, the wait for a quiet machine
   // and the last look run only while they leave the confirmation time to end by then. The points

@@ -243,6 +243,9 @@ Plan cpu_plan(const DeviceDescription& device, Suite suite) {
     // looks in the second run slow while the other layers' confirmations found their usual figures.
     plan.final_look_within = 0.2;
     plan.final_looks = 10;
+    // Seen here: a batch-1 blocked 3x3 at 1.05 ms in one run, its nhwc twin at 0.73 and both at
+    // 0.65-0.66 in the run before; the blocked points are the ones frozen CNNs are costed from.
+    plan.twin_look_gap = 0.15;
   }
   return plan;
 }

@@ -31,8 +31,9 @@ class FakeKernel : public Kernel {
     return time_fn ? time_fn() : time_s_;
   }
   std::function<double()> time_fn;  // when set, the time of each run
+  std::string layout_ = "nhwc";     // the layout the kernel reports
   std::string impl() const override { return "fake_impl"; }
-  std::string layout() const override { return "nhwc"; }
+  std::string layout() const override { return layout_; }
 
  private:
   std::string name_;
@@ -62,9 +63,13 @@ class FakeBackend : public Backend {
     if (s.c == 3) throw Unsupported("no kernel for 3 channels");
     const int made = convs_made[s.str()]++;
     conv_layouts.push_back(layout);
-    // 0.5 TFLOP/s unless conv_rate says otherwise.
-    const double rate = conv_rate ? conv_rate(s, made) : 5e11;
-    return std::make_unique<FakeKernel>(s.str(), s.flops() / rate, s.flops(), s.bytes());
+    // 0.5 TFLOP/s unless conv_layout_rate or conv_rate says otherwise.
+    const double rate = conv_layout_rate ? conv_layout_rate(s, layout, made)
+                        : conv_rate      ? conv_rate(s, made)
+                                         : 5e11;
+    auto kernel = std::make_unique<FakeKernel>(s.str(), s.flops() / rate, s.flops(), s.bytes());
+    if (layout != ConvLayout::any) kernel->layout_ = std::string(to_string(layout));
+    return kernel;
   }
   // Cold weights: half the warm rate. A conv of 3 channels has no kernel at all.
   std::unique_ptr<Kernel> conv_cold_weights(const ConvShape& s, ConvLayout layout) override {
@@ -102,6 +107,8 @@ class FakeBackend : public Backend {
   std::function<double()> memory_probe_time;
   std::int64_t memory_probe_bytes = -1;
   std::function<double(const ConvShape&, int)> conv_rate;
+  // Rate of a convolution kernel by shape, layout and kernels of that shape made before (either layout).
+  std::function<double(const ConvShape&, ConvLayout, int)> conv_layout_rate;
   std::map<std::string, int> convs_made;
   std::vector<ConvLayout> conv_layouts;
   std::function<void()> on_run;
@@ -518,6 +525,48 @@ TEST(Driver, TheBestLayersGetALastLookAfterTheConfirmation) {
   ASSERT_TRUE(calibrate_device(again, plan, {}, one));
   EXPECT_EQ(one.conditions["last_looks"], 1);
   EXPECT_EQ(again.convs_made.at(ConvShape::parse("f32_mb1ic40ih8oc16kh3ph1").str()), 2);
+}
+
+TEST(Driver, APointFarBehindItsTwinInAnotherLayoutGetsALastLook) {
+  // Three layers, each blocked and in oneDNN's own layout (nhwc here), all at 0.5 TFLOP/s but
+  // for two: layer 40's blocked point runs at 0.3 on its first two looks (40% behind its twin)
+  // and 0.5 on its third; layer 44's nhwc point at 0.45 throughout (10% behind: within the gap).
+  // Only the first gets a last look, which finds its usual rate.
+  FakeBackend backend;
+  backend.conv_layout_rate = [](const ConvShape& s, ConvLayout layout, int made) {
+    if (s.c == 40 && layout == ConvLayout::blocked) return made < 3 ? 3e11 : 5e11;
+    if (s.c == 44 && layout == ConvLayout::any) return 4.5e11;
+    return 5e11;
+  };
+  Plan plan = small_plan();
+  plan.conv.clear();
+  for (const char* shape : {"f32_mb1ic16ih8oc16kh3ph1", "f32_mb1ic40ih8oc16kh3ph1", "f32_mb1ic44ih8oc16kh3ph1"})
+    for (const auto layout : {ConvLayout::blocked, ConvLayout::any})
+      plan.conv.push_back({ConvShape::parse(shape), layout});
+  plan.revisit_max_s = 1.0;
+  plan.revisit_rule = plan.conv_rule;
+  plan.twin_look_gap = 0.15;
+  plan.final_looks = 5;
+  Device device;
+  ASSERT_TRUE(calibrate_device(backend, plan, {}, device));
+  EXPECT_EQ(device.conditions["last_looks"], 1);
+  for (const auto& c : device.conv) {
+    if (c.shape.c == 40 && c.layout == "blocked") {
+      EXPECT_NEAR(c.flops_per_s, 5e11, 1);
+    }
+  }
+  // Without the rule (and with no margin of the best), nothing gets one.
+  FakeBackend again;
+  again.conv_layout_rate = backend.conv_layout_rate;
+  plan.twin_look_gap = 0;
+  Device none;
+  ASSERT_TRUE(calibrate_device(again, plan, {}, none));
+  EXPECT_EQ(none.conditions["last_looks"], 0);
+  for (const auto& c : none.conv) {
+    if (c.shape.c == 40 && c.layout == "blocked") {
+      EXPECT_NEAR(c.flops_per_s, 3e11, 1);
+    }
+  }
 }
 
 TEST(Driver, ConfirmationPassMeasuresTheFastestConvolutionsAgainInTheirLayout) {

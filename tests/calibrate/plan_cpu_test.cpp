@@ -246,6 +246,11 @@ TEST(CpuPlan, DefaultSuiteLooksAgainAtShortPoints) {
   EXPECT_LE(full.revisit_max_s, 0.05);  // the long points average over busy spells anyway
   EXPECT_GE(full.revisit_rule.min_samples, 3);
   EXPECT_LE(full.revisit_rule.budget_s, full.conv_rule.budget_s);
+  // The last look goes to the best layers and to those far behind a twin in another layout.
+  EXPECT_GT(full.final_look_within, 0.0);
+  EXPECT_GT(full.twin_look_gap, 0.0);
+  EXPECT_LT(full.twin_look_gap, 0.5);
+  EXPECT_EQ(quick.twin_look_gap, 0.0);
 }
 
 TEST(CpuPlan, SweepFollowsTheCache) {
