@@ -82,6 +82,7 @@ void add_gemms(std::vector<GemmShape>& out, DType dtype, bool quick, bool subset
       add(m, 1024, 1024);
       add(m, 4096, 1024);
       add(m, 1024, 4096);
+      add(m, 32768, 768);  // a language-model head in a decode step
     }
   }
   // Small K: low arithmetic intensity per output.
