@@ -27,7 +27,9 @@ def case_with_times(clock, key, times_s):
     return case
 
 
-class RoundsTest(unittest.TestCase):
+class ClockedTest(unittest.TestCase):
+    """validate's clock replaced by a FakeClock that the scripted runs advance."""
+
     def setUp(self):
         self.clock = FakeClock()
         self.saved = validate.time.perf_counter
@@ -39,6 +41,8 @@ class RoundsTest(unittest.TestCase):
     def args(self, rounds=4, extra=8):
         return types.SimpleNamespace(warmup=0, rounds=rounds, runs=1, extra_rounds=extra)
 
+
+class RoundsTest(ClockedTest):
     def test_settled_needs_more_rounds_than_it_looks_back(self):
         case = validate.Case("m", 1, "f32", None, None, None, "frozen")
         case.times_s = [1.0, 1.0, 1.0]
@@ -98,18 +102,7 @@ class FakeProbe:
         return now
 
 
-class HostProbeTest(unittest.TestCase):
-    def setUp(self):
-        self.clock = FakeClock()
-        self.saved = validate.time.perf_counter
-        validate.time.perf_counter = self.clock
-
-    def tearDown(self):
-        validate.time.perf_counter = self.saved
-
-    def args(self, rounds=4, extra=8):
-        return types.SimpleNamespace(warmup=0, rounds=rounds, runs=1, extra_rounds=extra)
-
+class HostProbeTest(ClockedTest):
     def test_a_case_with_no_quiet_round_runs_until_it_has_one(self):
         # The case's times are steady (settled), but the host was slow before each of its first
         # five rounds: the probe only reaches its fastest before the sixth.
