@@ -726,7 +726,9 @@ class DeviceRun {
   }
 
   // The convolution points (not among `taken`) slower than their fastest twin by more than the
-  // plan's gap, the widest first, up to the plan's count per dtype.
+  // plan's gap, the widest first, up to the plan's count per dtype. A twin is any other warm point
+  // of the same layer: another layout, or the same one reached another way (oneDNN's own choice
+  // may run blocked).
   std::vector<Revisit*> behind_twin_points(const std::vector<Revisit*>& taken) {
     std::vector<Revisit*> out;
     if (plan_.twin_look_gap <= 0 || plan_.final_looks <= 0) return out;
@@ -738,7 +740,7 @@ class DeviceRun {
         continue;
       double twin = 0;
       for (const auto& other : device_.conv)
-        if (counts(other) && other.shape == c.shape && other.layout != c.layout)
+        if (counts(other) && other.shape == c.shape && &other != &c)
           twin = std::max(twin, other.flops_per_s);
       if (twin > 0 && c.flops_per_s < (1 - plan_.twin_look_gap) * twin)
         by_dtype[c.shape.dtype].emplace_back(c.flops_per_s / twin, &r);

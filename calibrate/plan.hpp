@@ -90,8 +90,8 @@ struct Plan {
   double final_look_within = 0;
   int final_looks = 0;
   // The last look also goes to every convolution point with a second look that ran more than
-  // this fraction slower than the same layer in another layout (blocked against oneDNN's own
-  // choice), the widest gap first, up to `final_looks` more per dtype. A layer's layouts mostly
+  // this fraction slower than another point of the same layer (blocked against oneDNN's own
+  // choice, whichever layout that ran), the widest gap first, up to `final_looks` more per dtype. A layer's layouts mostly
   // run kernels of one family, so a point far behind its twin was likely measured in a slow
   // spell; plain NCHW points, run by another algorithm, neither take nor give one (0: none).
   double twin_look_gap = 0;

@@ -583,6 +583,7 @@ def host_summary(probes, profile, overheads_us=None):
         ref = profile_point_s(profile, probe.point)
         own = per_op - ((overheads_us or {}).get(runtime) or 0.0) * 1e-6
         out[runtime] = {"probe": probe.name, "per_op_ms": per_op * 1e3, "less_overhead_ms": own * 1e3,
+                        "overhead_taken_off": bool((overheads_us or {}).get(runtime)),
                         "profile_ms": ref * 1e3 if ref else None,
                         "over_profile": own / ref if ref else None}
     return out
@@ -1137,7 +1138,9 @@ def write_report(rows, summary, meta, out_base):
         lines.append(f"Allocator: {meta['allocator']}.")
     if meta.get("extra_rounds"):
         lines.append(f"A case whose fastest run still improved by more than {SETTLE_GAIN:.0%} over its last "
-                     f"{SETTLE_ROUNDS} rounds ran extra rounds, up to {meta['extra_rounds']} (rounds column).")
+                     f"{SETTLE_ROUNDS} rounds" + (", or that had no quiet round (host probe)," if meta.get("host_probes")
+                                                  else "")
+                     + f" ran extra rounds, up to {meta['extra_rounds']} (rounds column).")
     if meta.get("layout"):
         lines.append(layout_text(meta["layout"]) + ".")
     if meta.get("own_kernel_rates"):
@@ -1217,7 +1220,9 @@ def probes_text(probes):
         parts.append(f"{runtime}: {p['probe']} {p['less_overhead_ms']:.3f} ms at its fastest here"
                      + (f", {p['profile_ms']:.3f} ms in the profile ({ratio:.2f}x)" if ratio else
                         " (no such point in the profile)"))
-    return ("Host probes, timed before every round of every case (PyTorch's per-op cost taken off); the "
+    taken_off = all(p.get("overhead_taken_off", True) for p in probes.values())
+    return ("Host probes, timed before every round of every case"
+            + (" (PyTorch's per-op cost taken off)" if taken_off else "") + "; the "
             f"host column is the probe before the case's fastest run over the probe's fastest, and the "
             f"rounds that began within {QUIET:.0%} of it: " + "; ".join(parts))
 
@@ -1392,7 +1397,7 @@ def main():
     each_round = (lambda: [sample() for sample in samplers]) if samplers else None
     # The host's speed before every round of every case (CPU: a shared machine's neighbours come
     # and go); a case runs extra rounds until one of its rounds was quiet.
-    probes = host_probes() if not gpu and not measured_doc else None
+    probes = host_probes() if not gpu and not measured_doc and not args.measure_only else None
     if args.measure_only:
         measure(cases, args, each_round, probes)
         return write_measured(args, cases, overheads_now(), allocator)

@@ -116,11 +116,26 @@ class HostProbeTest(ClockedTest):
         self.assertEqual(validate.quiet_rounds(case, probe), 1)
 
     def test_a_case_with_a_quiet_round_and_settled_stops(self):
-        case = case_with_times(self.clock, "m", [1.0])
-        probe = FakeProbe([1.0, 1.2, 1.04, 1.2])  # 1.04: within 5% of the fastest
-        validate.timed_rounds([case], self.args(rounds=4), probes={"frozen": probe})
-        self.assertEqual(len(case.times_s), 4)
-        self.assertEqual(validate.quiet_rounds(case, probe), 2)
+        # Two cases of one runtime share the probe; the first's samples set its fastest (1.0). The
+        # second's are slow but for one at 1.04, within 5%: that quiet round is enough, and both stop
+        # after the planned rounds. With 1.06 there, it would run extra rounds (next test's case).
+        first = case_with_times(self.clock, "a", [1.0])
+        second = case_with_times(self.clock, "b", [1.0])
+        probe = FakeProbe([1.0, 1.2, 1.0, 1.04, 1.0, 1.2, 1.0, 1.2])
+        validate.timed_rounds([first, second], self.args(rounds=4), probes={"frozen": probe})
+        self.assertEqual(second.host_s, [1.2, 1.04, 1.2, 1.2])
+        self.assertEqual(validate.quiet_rounds(second, probe), 1)
+        self.assertEqual((len(first.times_s), len(second.times_s)), (4, 4))
+
+    def test_a_sample_past_the_quiet_margin_does_not_count(self):
+        first = case_with_times(self.clock, "a", [1.0])
+        second = case_with_times(self.clock, "b", [1.0])
+        # After the planned rounds only the second runs: its fifth sample 1.2, its sixth 1.0.
+        probe = FakeProbe([1.0, 1.2, 1.0, 1.06, 1.0, 1.2, 1.0, 1.2, 1.2, 1.0])
+        validate.timed_rounds([first, second], self.args(rounds=4), probes={"frozen": probe})
+        self.assertEqual(len(first.times_s), 4)
+        self.assertEqual(validate.quiet_rounds(second, probe), 1)  # its sixth, at 1.0
+        self.assertEqual(len(second.times_s), 6)
 
     def test_the_quiet_rule_is_bounded_by_the_extra_rounds(self):
         case = case_with_times(self.clock, "m", [1.0])
@@ -188,6 +203,11 @@ class HostProbeTest(ClockedTest):
         self.assertIsNone(missing["frozen"]["over_profile"])
         self.assertIn("no such point", validate.probes_text(missing))
         self.assertEqual(validate.host_summary({"frozen": FakeProbe([1.0])}, doc), {})
+        # Without PyTorch's per-op cost (--library-overhead) nothing is taken off, and the text says so.
+        plain = validate.host_summary({"frozen": probe}, doc)
+        self.assertAlmostEqual(plain["frozen"]["over_profile"], 1.1)
+        self.assertNotIn("taken off", validate.probes_text(plain))
+        self.assertIn("taken off", validate.probes_text(out))
 
     def test_the_report_gives_the_host_column_and_the_probes(self):
         import tempfile
@@ -206,6 +226,10 @@ class HostProbeTest(ClockedTest):
         self.assertIn("| 9 | 1.02x (3) | 10.50 |", text)
         self.assertIn("| 9 | - | 10.50 |", text)
         self.assertIn("conv 1.050 ms at its fastest here, 1.000 ms in the profile (1.05x)", text)
+        meta["extra_rounds"] = 8
+        with tempfile.TemporaryDirectory() as d:
+            text = validate.write_report([row], summary, meta, os.path.join(d, "v"))
+        self.assertIn("or that had no quiet round (host probe), ran extra rounds, up to 8", text)
 
 
 if __name__ == "__main__":
