@@ -702,27 +702,22 @@ class DeviceRun {
     return out;
   }
 
+  // Last-look candidates of each dtype, each with its rank (lowest first).
+  using RankedByDtype = std::map<DType, std::vector<std::pair<double, Revisit*>>>;
+
   std::vector<Revisit*> near_best_points() {
-    std::vector<Revisit*> out;
-    if (plan_.final_look_within <= 0 || plan_.final_looks <= 0) return out;
+    if (plan_.final_look_within <= 0 || plan_.final_looks <= 0) return {};
     std::map<DType, double> best;
     for (const auto& c : device_.conv)
       if (!c.cold_weights) best[c.shape.dtype] = std::max(best[c.shape.dtype], c.flops_per_s);
-    std::map<DType, std::vector<Revisit*>> by_dtype;
+    RankedByDtype by_dtype;  // fastest first
     for (auto& r : final_candidates_) {
       const auto& c = device_.conv[r.index];
       if (!c.cold_weights && !watch_.holds(r.what) &&
           c.flops_per_s >= (1 - plan_.final_look_within) * best[c.shape.dtype])
-        by_dtype[c.shape.dtype].push_back(&r);
+        by_dtype[c.shape.dtype].emplace_back(-c.flops_per_s, &r);
     }
-    for (auto& [dtype, points] : by_dtype) {
-      std::stable_sort(points.begin(), points.end(), [&](const Revisit* a, const Revisit* b) {
-        return device_.conv[a->index].flops_per_s > device_.conv[b->index].flops_per_s;
-      });
-      if (points.size() > static_cast<std::size_t>(plan_.final_looks)) points.resize(plan_.final_looks);
-      out.insert(out.end(), points.begin(), points.end());
-    }
-    return out;
+    return first_of_each_dtype(by_dtype);
   }
 
   // The convolution points (not among `taken`) slower than their fastest twin by more than the
@@ -730,10 +725,9 @@ class DeviceRun {
   // of the same layer: another layout, or the same one reached another way (oneDNN's own choice
   // may run blocked).
   std::vector<Revisit*> behind_twin_points(const std::vector<Revisit*>& taken) {
-    std::vector<Revisit*> out;
-    if (plan_.twin_look_gap <= 0 || plan_.final_looks <= 0) return out;
+    if (plan_.twin_look_gap <= 0 || plan_.final_looks <= 0) return {};
     const auto counts = [](const ConvPoint& c) { return !c.cold_weights && c.layout != "nchw" && c.flops_per_s > 0; };
-    std::map<DType, std::vector<std::pair<double, Revisit*>>> by_dtype;  // (rate / twin's, point)
+    RankedByDtype by_dtype;  // (rate / twin's, point)
     for (auto& r : final_candidates_) {
       const auto& c = device_.conv[r.index];
       if (!counts(c) || watch_.holds(r.what) || std::find(taken.begin(), taken.end(), &r) != taken.end())
@@ -745,6 +739,12 @@ class DeviceRun {
       if (twin > 0 && c.flops_per_s < (1 - plan_.twin_look_gap) * twin)
         by_dtype[c.shape.dtype].emplace_back(c.flops_per_s / twin, &r);
     }
+    return first_of_each_dtype(by_dtype);
+  }
+
+  // The plan's count of last looks per dtype, lowest rank first (ties in the candidates' order).
+  std::vector<Revisit*> first_of_each_dtype(RankedByDtype& by_dtype) const {
+    std::vector<Revisit*> out;
     for (auto& [dtype, points] : by_dtype) {
       std::stable_sort(points.begin(), points.end(),
                        [](const auto& a, const auto& b) { return a.first < b.first; });
