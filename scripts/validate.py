@@ -369,25 +369,30 @@ def sample_fastest(runs, best, repeats):
 
 
 class ChainTimer:
-    """Microseconds per op of a chain of tiny ops: make_run(n) returns a run of a chain of n links
-    of `ops_per_link` ops each; per op = (time of 64 links - time of 1) / (63 * ops_per_link), each
-    time the fastest run over every sample taken. Sampled once at the start and once a round, as
-    the models are, so that a busy spell at the start does not set the figure."""
+    """Microseconds per op of a chain of ops: make_run(n) returns a run of a chain of n links of
+    `ops_per_link` ops each; per op = (time of `links` links - time of 1) / ((links - 1) *
+    ops_per_link), each time the fastest run over every sample taken. Sampled once at the start and
+    once a round, as the models are, so that a busy spell at the start does not set the figure."""
 
-    def __init__(self, make_run, ops_per_link):
-        self.runs = {1: make_run(1), 64: make_run(64)}
-        self.ops_per_link = ops_per_link
+    def __init__(self, make_run, ops_per_link, links=64, warmup=5):
+        self.runs = {1: make_run(1), links: make_run(links)}
+        self.ops_per_link, self.links = ops_per_link, links
         self.best = {n: float("inf") for n in self.runs}
         for run in self.runs.values():
-            for _ in range(5):
+            for _ in range(warmup):
                 run()
 
     def sample(self, repeats):
-        sample_fastest(self.runs, self.best, repeats)
+        """This sample's fastest run of each chain length, in seconds (also kept in `best`)."""
+        now = {n: float("inf") for n in self.runs}
+        sample_fastest(self.runs, now, repeats)
+        for n, t in now.items():
+            self.best[n] = min(self.best[n], t)
+        return now
 
     def per_op_us(self):
         """None where noise leaves nothing measurable."""
-        value = (self.best[64] - self.best[1]) / (63 * self.ops_per_link) * 1e6
+        value = (self.best[self.links] - self.best[1]) / ((self.links - 1) * self.ops_per_link) * 1e6
         return value if value > 0 else None
 
 
@@ -480,28 +485,20 @@ class HostProbe:
 
     def __init__(self, name, make_run, point, repeats=3):
         self.name, self.point, self.repeats = name, point, repeats
-        self.runs = {1: make_run(1), 9: make_run(9)}
-        self.best = {n: float("inf") for n in self.runs}
-        for run in self.runs.values():
-            for _ in range(3):
-                run()
+        self.chains = ChainTimer(make_run, 1, links=9, warmup=3)
 
     @property
     def fastest_s(self):
-        return self.best[9]
+        return self.chains.best[9]
 
     def sample(self):
         """The 9-chain's time now, in seconds (the fastest of this sample's runs)."""
-        now = {n: float("inf") for n in self.runs}
-        sample_fastest(self.runs, now, self.repeats)
-        for n in self.runs:
-            self.best[n] = min(self.best[n], now[n])
-        return now[9]
+        return self.chains.sample(self.repeats)[9]
 
     def per_op_s(self):
         """The operation's time at the host's fastest, or None where noise leaves nothing."""
-        value = (self.best[9] - self.best[1]) / 8
-        return value if value > 0 else None
+        us = self.chains.per_op_us()
+        return us * 1e-6 if us is not None else None
 
 
 def host_probes():
@@ -581,9 +578,10 @@ def host_summary(probes, profile, overheads_us=None):
         if per_op is None:
             continue
         ref = profile_point_s(profile, probe.point)
-        own = per_op - ((overheads_us or {}).get(runtime) or 0.0) * 1e-6
+        overhead_us = (overheads_us or {}).get(runtime)
+        own = per_op - (overhead_us or 0.0) * 1e-6
         out[runtime] = {"probe": probe.name, "per_op_ms": per_op * 1e3, "less_overhead_ms": own * 1e3,
-                        "overhead_taken_off": bool((overheads_us or {}).get(runtime)),
+                        "overhead_taken_off": bool(overhead_us),
                         "profile_ms": ref * 1e3 if ref else None,
                         "over_profile": own / ref if ref else None}
     return out
@@ -937,17 +935,16 @@ def estimate(args, case, onnx_path, overhead_us=None, layout=None, own_rates=Non
     if case.runtime == "frozen":
         # The frozen graphs run each Linear as a 1x1 convolution (linears_as_convolutions).
         cmd += ["--linears-as-convs"]
-    if layout and case.runtime == "frozen" and "error" not in layout:
+    with_layout = bool(layout) and case.runtime == "frozen" and "error" not in layout
+    if with_layout:
         cmd += ["--blocked-ops", ",".join(layout["blocked_ops"]) or "conv2d",
                 "--layout-copies", ",".join(str(c) for c in layout["copies"])]
         if layout.get("expand_broadcast"):
             cmd += ["--expand-broadcast"]
         if layout.get("group_reorders"):
             cmd += ["--group-reorders", ",".join(str(w) for w in layout["group_reorders"])]
-        if own_rates:
-            cmd += own_rates_flag(own_rates)
-    if own_rates and case.runtime == "eager":
-        cmd += own_rates_flag(own_rates)
+    if own_rates and (with_layout or case.runtime == "eager"):
+        cmd += ["--own-rates", ",".join(f"{k}={v:.4g}" for k, v in own_rates.items())]
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     except (OSError, subprocess.TimeoutExpired) as error:
@@ -960,10 +957,6 @@ def estimate(args, case, onnx_path, overhead_us=None, layout=None, own_rates=Non
             "breakdown_ms": predicted_breakdown(doc),
             "reorders": sum(1 for op in ops if ":reorder_" in op.get("kind", "")),
             "warnings": [l for l in out.stderr.splitlines() if l.strip()], "command": cmd}
-
-
-def own_rates_flag(rates):
-    return ["--own-rates", ",".join(f"{k}={v:.4g}" for k, v in rates.items())]
 
 
 def export_onnx(case, path):
