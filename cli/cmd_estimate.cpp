@@ -260,23 +260,22 @@ void run_estimate(const EstimateArgs& args) {
                                    *args.op_overhead_us));
     options.op_overhead_s = *args.op_overhead_us * 1e-6;
   }
-  if (args.layout_copies && args.blocked_ops.empty())
-    throw InputError(fmt::format("--layout-copies {}: has no effect without --blocked-ops",
-                                 *args.layout_copies));
+  // `flag` (as given) when it is, and what it needs.
+  const auto needs_layout = [&](bool given, const std::string& flag) {
+    if (given && args.blocked_ops.empty())
+      throw InputError(fmt::format("{}: has no effect without --blocked-ops", flag));
+  };
+  const auto inference_only = [&](bool given, const std::string& flag) {
+    if (given && options.mode != estimate::Mode::inference)
+      throw InputError(fmt::format("{}: modelled for inference only (--mode inference)", flag));
+  };
+  needs_layout(args.layout_copies.has_value(), "--layout-copies " + args.layout_copies.value_or(""));
   options.own_rates = own_rates(args.own_rates);
-  if (!options.own_rates.empty() && options.mode != estimate::Mode::inference)
-    throw InputError(fmt::format("--own-rates {}: modelled for inference only (--mode inference)",
-                                 fmt::join(args.own_rates, ",")));
-  if (args.expand_broadcast && args.blocked_ops.empty())
-    throw InputError("--expand-broadcast: has no effect without --blocked-ops");
-  if (args.linears_as_convs) {
-    if (options.mode != estimate::Mode::inference)
-      throw InputError("--linears-as-convs: modelled for inference only (--mode inference)");
-    options.linears_as_convolutions = true;
-  }
-  if (!args.group_reorders.empty() && args.blocked_ops.empty())
-    throw InputError(fmt::format("--group-reorders {}: has no effect without --blocked-ops",
-                                 fmt::join(args.group_reorders, ",")));
+  inference_only(!options.own_rates.empty(), fmt::format("--own-rates {}", fmt::join(args.own_rates, ",")));
+  needs_layout(args.expand_broadcast, "--expand-broadcast");
+  inference_only(args.linears_as_convs, "--linears-as-convs");
+  options.linears_as_convolutions = args.linears_as_convs;
+  needs_layout(!args.group_reorders.empty(), fmt::format("--group-reorders {}", fmt::join(args.group_reorders, ",")));
   if (!args.blocked_ops.empty()) {
     if (options.mode != estimate::Mode::inference)
       throw InputError("--blocked-ops: layout changes are modelled for inference only (--mode inference)");
