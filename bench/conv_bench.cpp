@@ -46,7 +46,10 @@ int main(int argc, char** argv) {
   auto backend = make_cpu_backend(options);
   bench::KernelCache cache;
   const std::pair<ConvLayout, const char*> layouts[] = {
-      {ConvLayout::any, "any"}, {ConvLayout::nhwc, "nhwc"}, {ConvLayout::nchw, "nchw"}};
+      {ConvLayout::any, "any"},
+      {ConvLayout::blocked, "blocked"},
+      {ConvLayout::nhwc, "nhwc"},
+      {ConvLayout::nchw, "nchw"}};
   for (const auto& [layout, layout_name] : layouts) {
     for (const auto& shape : shapes) {
       const std::string name = std::string("conv/") + layout_name + "/" + shape.str();

@@ -55,6 +55,24 @@ std::vector<ConvShape> cnn_layers(DType dtype, bool quick) {
   return layers;
 }
 
+// Grouped 3x3s (not depthwise), per image: ResNeXt-50 32x4d's at its four stages (4 to 32
+// channels a group) and the strided ones of a stage's first block, and RegNet's of 16 channels a
+// group in few and many groups. oneDNN runs them blocked by the group's width (aBcd4b, aBcd8b,
+// nChw16c: PyTorch's layouts too) when free to choose; forced into 16-channel blocks, a group of 4
+// or 8 runs in the reference implementation (1000x slower here), so "any" alone.
+std::vector<ConvShape> grouped_layers(DType dtype) {
+  return {
+      conv(dtype, 1, 128, 56, 128, 3, 1, 1, 32),
+      conv(dtype, 1, 256, 28, 256, 3, 1, 1, 32),
+      conv(dtype, 1, 512, 14, 512, 3, 1, 1, 32),
+      conv(dtype, 1, 1024, 7, 1024, 3, 1, 1, 32),
+      conv(dtype, 1, 256, 56, 256, 3, 2, 1, 32),
+      conv(dtype, 1, 512, 28, 512, 3, 2, 1, 32),
+      conv(dtype, 1, 64, 28, 64, 3, 1, 1, 4),
+      conv(dtype, 1, 160, 14, 160, 3, 1, 1, 10),
+  };
+}
+
 void add_gemms(std::vector<GemmShape>& out, DType dtype, bool quick, bool subset) {
   const auto add = [&](std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch = 1) {
     out.push_back(GemmShape{dtype, m, n, k, batch});
@@ -141,6 +159,14 @@ Plan cpu_plan(const DeviceDescription& device, Suite suite) {
       for (const ConvLayout layout : {ConvLayout::any, ConvLayout::blocked}) {
         plan.conv.push_back({shape, layout});
       }
+    }
+    if (!quick) {
+      auto grouped = grouped_layers(dtype);
+      for (const std::size_t i : {0, 2}) {  // the narrowest and a 16-wide group, batched
+        grouped.push_back(grouped[i]);
+        grouped.back().n = large_batch;
+      }
+      for (const auto& shape : grouped) plan.conv.push_back({shape, ConvLayout::any});
     }
   }
   // Cold weights for the batch-1 layers in the blocked layout (frameworks' path) whose weights

@@ -138,9 +138,11 @@ TEST_P(CpuPlanTest, ConvGridHasEveryClass) {
     });
   };
   for (const DType dtype : {DType::f32, DType::bf16}) {
-    // Every layer both as the library prefers and channel-blocked.
+    // Every layer both as the library prefers and channel-blocked; grouped ones (not depthwise)
+    // only as the library prefers, which blocks them by the group's width.
     for (const auto& [shape, layout] : plan.conv) {
       if (shape.dtype != dtype || layout != ConvLayout::any) continue;
+      if (shape.groups > 1 && shape.groups != shape.c) continue;
       EXPECT_TRUE(has(dtype, [&, s0 = shape](const ConvShape& s, ConvLayout l) {
         return l == ConvLayout::blocked && s.str() == s0.str();
       })) << shape.str();
@@ -157,6 +159,21 @@ TEST_P(CpuPlanTest, ConvGridHasEveryClass) {
         has(dtype, [&](const ConvShape& s, ConvLayout) { return s.r == 3 && s.stride == 2; }));
     EXPECT_TRUE(has(
         dtype, [&](const ConvShape& s, ConvLayout) { return s.groups == s.c && s.groups > 1; }));
+    if (GetParam() == Suite::full) {
+      // Grouped 3x3s of 4, 8, 16 and 32 channels a group (ResNeXt, RegNet), strided too, at batch
+      // 1 and larger, never forced into 16-channel blocks.
+      const auto grouped = [](const ConvShape& s) { return s.groups > 1 && s.groups != s.c; };
+      for (const std::int64_t width : {4, 8, 16, 32}) {
+        EXPECT_TRUE(has(dtype, [&](const ConvShape& s, ConvLayout) {
+          return grouped(s) && s.c / s.groups == width;
+        })) << width;
+      }
+      EXPECT_TRUE(has(dtype, [&](const ConvShape& s, ConvLayout) { return grouped(s) && s.stride == 2; }));
+      EXPECT_TRUE(has(dtype, [&](const ConvShape& s, ConvLayout) { return grouped(s) && s.n > 1; }));
+      EXPECT_FALSE(has(dtype, [&](const ConvShape& s, ConvLayout l) {
+        return grouped(s) && l == ConvLayout::blocked;
+      }));
+    }
     EXPECT_TRUE(has(dtype, [&](const ConvShape& s, ConvLayout) { return s.n == 1; }));
     EXPECT_TRUE(has(dtype, [&](const ConvShape& s, ConvLayout) { return s.n >= 8; }));
     // Every ResNet stage resolution appears (56, 28 or a strided 56->28, 14, 7).
