@@ -39,7 +39,8 @@ How the runs are made:
   tensors, how many oneDNN reorders one change makes) and passed to the estimate as --blocked-ops
   and --layout-copies; the table sets the reorders each model ran beside those the estimate counts.
   --no-layout estimates without them.
-- Warm-up, then several rounds; in each round every model x batch runs a few times, so
+- Warm-up, then several rounds; in each round every model x batch runs a few times (--runs), and
+  on until its visit has lasted --visit-ms (the first runs after another model's are slow), so
   interference spreads over all of them. The fastest run is the measured time (the estimator
   predicts the undisturbed time, as calibration measures it); median and spread sit beside it.
 - A case whose fastest run still improved by more than 1% over its last 3 rounds runs extra
@@ -52,6 +53,7 @@ How the runs are made:
   points: how this host compares with the calibration's.
 """
 import argparse
+import bisect
 import copy
 import datetime
 import json
@@ -195,6 +197,7 @@ class Case:
         self.seq, self.context = seq, context
         self.input_names = input_names or ["input"]
         self.times_s = []
+        self.round_ends = []  # len(times_s) at the end of each of the case's rounds
         self.host_s = []  # the host probe's time before each of the case's rounds (HostProbe)
 
     @property
@@ -552,20 +555,20 @@ def quiet_rounds(case, probe):
     return sum(1 for t in case.host_s if t <= probe.fastest_s * (1 + QUIET))
 
 
-def host_at_fastest(case, runs, probe):
+def host_at_fastest(case, probe):
     """The probe's time before the round of the case's fastest run, over the probe's fastest
     (1.0: the host was at its quietest)."""
     if not case.host_s or not case.times_s:
         return None
-    round_index = case.times_s.index(min(case.times_s)) // runs
+    round_index = bisect.bisect_right(case.round_ends, case.times_s.index(min(case.times_s)))
     return case.host_s[round_index] / probe.fastest_s if round_index < len(case.host_s) else None
 
 
-def host_fields(case, runs, probe):
+def host_fields(case, probe):
     """A row's host fields: its quiet rounds and the host's state at its fastest run."""
     if probe is None or not case.host_s:
         return {}
-    return {"quiet_rounds": quiet_rounds(case, probe), "host_at_fastest": host_at_fastest(case, runs, probe)}
+    return {"quiet_rounds": quiet_rounds(case, probe), "host_at_fastest": host_at_fastest(case, probe)}
 
 
 def host_summary(probes, profile, overheads_us=None):
@@ -973,26 +976,42 @@ def export_onnx(case, path):
 SETTLE_ROUNDS, SETTLE_GAIN = 3, 0.01  # see settled()
 
 
-def run_round(cases, runs, probes=None):
+# A visit runs a case at most this many times, however short its runs.
+MOST_RUNS_A_VISIT = 50
+
+
+def run_round(cases, runs, probes=None, visit_s=0.0):
+    """One visit to each case: `runs` runs, and more until the visit has lasted `visit_s`. The
+    first runs after another model's are slow here (seen: a small CNN's first 17-36% over its
+    steady time, its fifth still up to 12%), so a short model runs on until it is warm again."""
     for case in cases:
         probe = (probes or {}).get(case.runtime)
         if probe:
             case.host_s.append(probe.sample())
-        for _ in range(runs):
+        visit_start = time.perf_counter()
+        done = 0
+        while done < runs or (time.perf_counter() - visit_start < visit_s and done < MOST_RUNS_A_VISIT):
             start = time.perf_counter()
             case.runner()
             case.times_s.append(time.perf_counter() - start)
+            done += 1
+        case.round_ends.append(len(case.times_s))
 
 
-def fastest_by_round(times_s, runs):
-    """The fastest run so far after each round, from a case's times (each round adds `runs`)."""
-    return [min(times_s[:end]) for end in range(runs, len(times_s) + 1, runs)]
+def round_ends_of(count, runs):
+    """The round ends of `count` runs taken `runs` a round (files without round ends)."""
+    return list(range(runs, count + 1, runs)) if runs else []
 
 
-def settled(case, runs, rounds, gain):
+def fastest_by_round(times_s, ends):
+    """The fastest run so far after each round, from a case's times and where its rounds ended."""
+    return [min(times_s[:end]) for end in ends if end > 0]
+
+
+def settled(case, rounds, gain):
     """True when the case's fastest run has not improved by more than `gain` over its last `rounds`
     rounds: a busy spell that covered its early rounds has then passed, or lasts."""
-    history = fastest_by_round(case.times_s, runs)
+    history = fastest_by_round(case.times_s, case.round_ends)
     return len(history) > rounds and history[-1 - rounds] <= history[-1] * (1 + gain)
 
 
@@ -1008,10 +1027,10 @@ def measure(cases, args, each_round=None, probes=None):
         timed_rounds(cases, args, each_round, probes)
 
 
-def behind(case, runs, probes):
+def behind(case, probes):
     """True while the case needs another round: not settled, or no quiet round yet."""
     probe = (probes or {}).get(case.runtime)
-    return (not settled(case, runs, SETTLE_ROUNDS, SETTLE_GAIN)
+    return (not settled(case, SETTLE_ROUNDS, SETTLE_GAIN)
             or (probe is not None and quiet_rounds(case, probe) == 0))
 
 
@@ -1024,22 +1043,26 @@ def host_text(cases, probes):
     return "".join(f", host {probes[k].name.split()[0]} {v / probes[k].fastest_s:.2f}x" for k, v in last.items())
 
 
+def visit_s(args):
+    return getattr(args, "visit_ms", 0) / 1e3
+
+
 def timed_rounds(cases, args, each_round=None, probes=None):
     for case in cases:
         for _ in range(args.warmup):
             case.runner()
     for r in range(args.rounds):
-        run_round(cases, args.runs, probes)
+        run_round(cases, args.runs, probes, visit_s(args))
         if each_round:
             each_round()
         print(f"  round {r + 1}/{args.rounds}: " + ", ".join(
             f"{c.key} {min(c.times_s) * 1e3:.1f}" for c in cases) + host_text(cases, probes),
             file=sys.stderr, flush=True)
     for extra in range(args.extra_rounds):
-        late = [c for c in cases if behind(c, args.runs, probes)]
+        late = [c for c in cases if behind(c, probes)]
         if not late:
             break
-        run_round(late, args.runs, probes)
+        run_round(late, args.runs, probes, visit_s(args))
         if each_round:
             each_round()
         print(f"  extra round {extra + 1}/{args.extra_rounds}: " + ", ".join(
@@ -1123,7 +1146,9 @@ def write_report(rows, summary, meta, out_base):
     write_atomic(out_base + ".json", json.dumps({"meta": meta, "rows": rows, "summary": summary}, indent=2) + "\n")
     gpu = on_gpu(meta.get("device", "cpu"))
     lines = [f"Validation on {meta['machine']} ({meta['date_utc']}), profile `{meta['profile']}`, "
-             + ("" if gpu else f"{meta['threads']} threads, ") + f"{meta['rounds']} rounds x {meta['runs']} runs.",
+             + ("" if gpu else f"{meta['threads']} threads, ") + f"{meta['rounds']} rounds x {meta['runs']} runs"
+             + (f" or more, a case running on in its round until {meta['visit_ms']:g} ms had passed"
+                if meta.get("visit_ms") else "") + ".",
              f"Command: `{meta['command']}`"]
     if meta.get("measure_command"):
         lines.append(f"Times measured on that machine with `{meta['measure_command']}`.")
@@ -1263,7 +1288,10 @@ def main():
                              "the public set")
     parser.add_argument("--batches", default="1,8")
     parser.add_argument("--rounds", type=int, default=8)
-    parser.add_argument("--runs", type=int, default=3, help="runs of each case per round")
+    parser.add_argument("--runs", type=int, default=3, help="runs of each case per round, at least")
+    parser.add_argument("--visit-ms", type=float, default=100,
+                        help="a case runs on in its round until this long has passed (at most %d runs): "
+                             "the first runs after another model's are slow" % MOST_RUNS_A_VISIT)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--extra-rounds", type=int, default=8,
                         help="at most this many more rounds for the cases whose fastest run still "
@@ -1312,6 +1340,8 @@ def main():
 
     if not re.fullmatch(r"cpu|cuda:\d+", args.device):
         usage_error(f"validate.py: --device {args.device}: expected cpu or cuda:N")
+    if not args.visit_ms >= 0:
+        usage_error(f"validate.py: --visit-ms {args.visit_ms}: must be 0 or more")
     if args.rounds < 1 or args.runs < 1 or args.extra_rounds < 0:
         usage_error(f"validate.py: --rounds {args.rounds}, --runs {args.runs}, --extra-rounds {args.extra_rounds}: "
                  "rounds and runs must be 1 or more, extra rounds 0 or more")
@@ -1401,6 +1431,8 @@ def main():
                      f"(it holds {', '.join(measured_doc['times_s']) or 'none'})")
         for case in cases:
             case.times_s = list(measured_doc["times_s"][case.key])
+            case.round_ends = list(measured_doc.get("round_ends", {}).get(case.key) or
+                                   round_ends_of(len(case.times_s), measured_doc["meta"].get("runs")))
     onnx_dir = args.onnx_dir or tempfile.mkdtemp(prefix="truepeak-validate-")
     os.makedirs(onnx_dir, exist_ok=True)
     paths = {}
@@ -1435,7 +1467,6 @@ def main():
         for case in cases:
             breakdowns[case.key] = measured_breakdown(case)
 
-    runs_per_round = measured_doc["meta"].get("runs") if measured_doc else args.runs
     rows = []
     for case in cases:
         t = case.times_s
@@ -1447,8 +1478,8 @@ def main():
             "model": case.model, "batch": case.batch, "dtype": case.dtype, "seq": case.seq, "context": case.context,
             "measured_ms": measured * 1e3 if measured else None, "median_ms": statistics.median(t) * 1e3 if t else None,
             "spread": max(t) / min(t) if t else None, "runs": len(t),
-            "rounds": len(t) // runs_per_round if runs_per_round else None,
-            "fastest_by_round_ms": [f * 1e3 for f in fastest_by_round(t, runs_per_round)] if runs_per_round else None,
+            "rounds": len(case.round_ends) or None,
+            "fastest_by_round_ms": [f * 1e3 for f in fastest_by_round(t, case.round_ends)] or None,
             "predicted_ms": predicted * 1e3 if predicted else None, "error_pct": error_pct(predicted, measured),
             "naive_ms": naive * 1e3 if naive else None, "naive_error_pct": error_pct(naive, measured),
             "library": gpu_library_text(measured_doc or {"meta": torch_meta(torch)}) if gpu
@@ -1457,7 +1488,7 @@ def main():
             "reorders": run_reorders(libraries.get(case.model)), "predicted_reorders": e.get("reorders"),
             "estimate_error": e.get("error"), "estimate_warnings": e.get("warnings", []),
             "predicted_breakdown_ms": e.get("breakdown_ms"), "measured_breakdown_ms": breakdowns.get(case.key),
-            **host_fields(case, args.runs, (probes or {}).get(case.runtime)),
+            **host_fields(case, (probes or {}).get(case.runtime)),
         })
     errs = [abs(r["error_pct"]) for r in rows if r["error_pct"] is not None]
     naive_errs = [abs(r["naive_error_pct"]) for r in rows if r["naive_error_pct"] is not None]
@@ -1479,6 +1510,7 @@ def main():
         "truepeak": args.truepeak, "torch": where["torch"] if where else torch.__version__,
         "threads": where["threads"] if where else args.threads,
         "rounds": where["rounds"] if where else args.rounds, "runs": where["runs"] if where else args.runs,
+        "visit_ms": where.get("visit_ms") if where else args.visit_ms,
         "command": " ".join(["scripts/validate.py"] + sys.argv[1:]),
         "measure_command": where["command"] if where else None,
         "runtime_overhead_us": overheads,
@@ -1503,12 +1535,13 @@ def write_measured(args, cases, overheads, allocator):
                         else f"{cpu_model()}, {os.cpu_count()} cores, {platform.node()}"),
             **torch_meta(torch),
             "threads": args.threads, "rounds": args.rounds, "runs": args.runs,
-            "extra_rounds": args.extra_rounds,
+            "visit_ms": args.visit_ms, "extra_rounds": args.extra_rounds,
             "command": " ".join(["scripts/validate.py"] + sys.argv[1:]),
             "allocator": allocator,
         },
         "runtime_overhead_us": overheads,
         "times_s": {c.key: c.times_s for c in cases},
+        "round_ends": {c.key: c.round_ends for c in cases},
     }
     write_atomic(args.measure_only, json.dumps(doc, indent=1) + "\n")
     for c in cases:

@@ -38,27 +38,53 @@ class ClockedTest(unittest.TestCase):
     def tearDown(self):
         validate.time.perf_counter = self.saved
 
-    def args(self, rounds=4, extra=8):
-        return types.SimpleNamespace(warmup=0, rounds=rounds, runs=1, extra_rounds=extra)
+    def args(self, rounds=4, extra=8, runs=1, visit_ms=0):
+        return types.SimpleNamespace(warmup=0, rounds=rounds, runs=runs, extra_rounds=extra, visit_ms=visit_ms)
 
 
 class RoundsTest(ClockedTest):
     def test_settled_needs_more_rounds_than_it_looks_back(self):
         case = validate.Case("m", 1, "f32", None, None, None, "frozen")
-        case.times_s = [1.0, 1.0, 1.0]
-        self.assertFalse(validate.settled(case, 1, 3, 0.01))
+        case.times_s, case.round_ends = [1.0, 1.0, 1.0], [1, 2, 3]
+        self.assertFalse(validate.settled(case, 3, 0.01))
         case.times_s.append(1.0)
-        self.assertTrue(validate.settled(case, 1, 3, 0.01))
+        case.round_ends.append(4)
+        self.assertTrue(validate.settled(case, 3, 0.01))
 
     def test_settled_by_the_gain_over_the_window(self):
         case = validate.Case("m", 1, "f32", None, None, None, "frozen")
+        case.round_ends = [1, 2, 3, 4, 5]
         case.times_s = [2.0, 1.02, 1.01, 1.01, 1.01]  # 1.02 -> 1.01: under 1%
-        self.assertTrue(validate.settled(case, 1, 3, 0.01))
+        self.assertTrue(validate.settled(case, 3, 0.01))
         case.times_s = [2.0, 1.05, 1.04, 1.03, 1.02]  # 1.05 -> 1.02: 2.9%
-        self.assertFalse(validate.settled(case, 1, 3, 0.01))
+        self.assertFalse(validate.settled(case, 3, 0.01))
 
     def test_fastest_by_round_takes_whole_rounds(self):
-        self.assertEqual(validate.fastest_by_round([3.0, 2.0, 2.5, 1.0], 2), [2.0, 1.0])
+        self.assertEqual(validate.fastest_by_round([3.0, 2.0, 2.5, 1.0], [2, 4]), [2.0, 1.0])
+        # Rounds of different lengths (visits that ran on).
+        self.assertEqual(validate.fastest_by_round([3.0, 2.0, 2.5, 1.5, 1.0], [1, 4, 5]), [3.0, 1.5, 1.0])
+        self.assertEqual(validate.round_ends_of(7, 3), [3, 6])
+
+    def test_a_short_case_runs_on_until_its_visit_has_lasted(self):
+        short = case_with_times(self.clock, "short", [0.015])
+        long = case_with_times(self.clock, "long", [0.5])
+        validate.timed_rounds([short, long], self.args(rounds=2, extra=0, runs=3, visit_ms=100))
+        # 3 runs at least; the short case's visit goes on past 100 ms (7 runs), the long one's not.
+        self.assertEqual(short.round_ends, [7, 14])
+        self.assertEqual(long.round_ends, [3, 6])
+
+    def test_a_visit_has_a_most_runs(self):
+        tiny = case_with_times(self.clock, "tiny", [1e-6])
+        validate.timed_rounds([tiny], self.args(rounds=1, extra=0, runs=3, visit_ms=100))
+        self.assertEqual(tiny.round_ends, [validate.MOST_RUNS_A_VISIT])
+
+    def test_host_at_fastest_finds_the_round_of_a_longer_visit(self):
+        case = validate.Case("m", 1, "f32", None, None, None, "frozen")
+        case.times_s, case.round_ends = [2.0, 1.9, 1.8, 1.7, 1.0, 1.5], [4, 5, 6]
+        case.host_s = [1.2, 1.1, 1.3]
+        probe = types.SimpleNamespace(fastest_s=1.0)
+        # The fastest run is the fifth: the second round's.
+        self.assertAlmostEqual(validate.host_at_fastest(case, probe), 1.1)
 
     def test_only_improving_cases_run_extra_rounds(self):
         steady = case_with_times(self.clock, "steady", [1.0])
@@ -173,13 +199,14 @@ class HostProbeTest(ClockedTest):
 
     def test_host_at_fastest_is_the_probe_before_the_fastest_runs_round(self):
         case = validate.Case("m", 1, "f32", None, None, None, "frozen")
-        case.times_s = [3.0, 2.9, 2.0, 2.5, 2.2, 2.4]  # runs=2: the fastest is in round 2
+        case.times_s = [3.0, 2.9, 2.0, 2.5, 2.2, 2.4]  # 2 a round: the fastest is in round 2
+        case.round_ends = [2, 4, 6]
         case.host_s = [1.5, 1.1, 1.0]
         probe = FakeProbe([1.0])
         probe.sample()
-        self.assertAlmostEqual(validate.host_at_fastest(case, 2, probe), 1.1)
-        self.assertEqual(validate.host_fields(case, 2, probe), {"quiet_rounds": 1, "host_at_fastest": 1.1})
-        self.assertEqual(validate.host_fields(case, 2, None), {})
+        self.assertAlmostEqual(validate.host_at_fastest(case, probe), 1.1)
+        self.assertEqual(validate.host_fields(case, probe), {"quiet_rounds": 1, "host_at_fastest": 1.1})
+        self.assertEqual(validate.host_fields(case, None), {})
 
     def test_profile_point_is_the_warm_point_of_that_shape(self):
         doc = {"devices": [{"kind": "cpu", "conv": [
