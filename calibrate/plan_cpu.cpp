@@ -45,6 +45,21 @@ std::vector<ConvShape> cnn_layers(DType dtype, bool quick) {
         conv(dtype, 1, 64, 56, 128, 1, 2, 0),
         conv(dtype, 1, 256, 56, 512, 1, 2, 0),
         conv(dtype, 1, 1024, 14, 2048, 1, 2, 0),
+        // Efficient CNNs' narrow layers (ShuffleNet, RegNet, MobileNetV3, EfficientNet): a 1x1
+        // of a few dozen to a few hundred channels takes 20-100 us here, and runs at half the
+        // rate of ResNet's wide ones or less. Square 1x1s at the stage resolutions, channels in
+        // part not whole 16-channel blocks; a 6x expand and project at 28x28 and at 7x7; a small
+        // stem (3x3/2, 32 channels); a 5x5 depthwise.
+        conv(dtype, 1, 48, 28, 48, 1, 1, 0),
+        conv(dtype, 1, 96, 14, 96, 1, 1, 0),
+        conv(dtype, 1, 192, 7, 192, 1, 1, 0),
+        conv(dtype, 1, 384, 7, 384, 1, 1, 0),
+        conv(dtype, 1, 32, 28, 192, 1, 1, 0),
+        conv(dtype, 1, 192, 28, 32, 1, 1, 0),
+        conv(dtype, 1, 128, 7, 768, 1, 1, 0),
+        conv(dtype, 1, 768, 7, 128, 1, 1, 0),
+        conv(dtype, 1, 3, 224, 32, 3, 2, 1),
+        conv(dtype, 1, 128, 28, 128, 5, 1, 2, 128),
         // Classifiers as runtimes run them, a linear layer as a 1x1 convolution over 1x1 (oneDNN's
         // inner products too): at batch 1 their time is reading the weights.
         conv(dtype, 1, 1024, 1, 1024, 1, 1, 0),
