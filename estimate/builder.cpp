@@ -174,13 +174,14 @@ Op make_pool(const std::string& name, const std::string& fn, const TensorRef& x,
   const std::int64_t h = require_constant(x.shape[2], "input height").coeff;
   const std::int64_t w = require_constant(x.shape[3], "input width").coeff;
   ConvAttrs a = attrs;
-  if (a.kernel_h == 0) {  // global
-    a = {h, w, 1, 0, 1, 1};
-  }
+  const bool global = a.kernel_h == 0;
+  if (global) a = {h, w, 1, 0, 1, 1};
   const Shape out{x.shape[0], x.shape[1], conv_out(h, a.kernel_h, a.stride, a.pad, 1),
                   conv_out(w, a.kernel_w, a.stride, a.pad, 1)};
   Op op = base(name, OpKind::pool, {x}, out);
-  op.fn = fn;
+  // A global pool is its own kernel in runtimes (a reduction over the whole image, PyTorch's
+  // adaptive pool), far faster than a window pool's per element: a kind of its own.
+  op.fn = global ? "global_" + fn : fn;
   op.kernel_h = a.kernel_h;
   op.kernel_w = a.kernel_w;
   op.stride = a.stride;

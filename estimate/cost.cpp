@@ -98,7 +98,11 @@ Work conv_work(const Op& op, const std::string& phase, const GemmCoords& g, doub
   w.products = {{g, flops}};
   w.groups = op.groups;
   w.depthwise = op.groups > 1 && d.g == d.c && d.g == d.k;
-  if (phase == "forward") w.stride = op.stride;
+  if (phase == "forward") {
+    w.stride = op.stride;
+    w.in_channels = static_cast<std::int64_t>(d.c);
+    w.out_channels = static_cast<std::int64_t>(d.k);
+  }
   w.shape = fmt::format("g{}mb{}ic{}ih{}oc{}kh{}sh{}ph{}dh{}", op.groups, d.n, d.c, d.h, d.k,
                         op.kernel_h, op.stride, op.pad, op.dilation);
   if (phase != "forward") w.shape += " (" + gemm_text(g) + ")";
@@ -349,7 +353,7 @@ std::vector<Work> backward_work(const Op& op, const Bindings& b, double e,
       return work;
     case OpKind::pool:
       if (need(0))
-        work.push_back(vector_work("backward", in, (op.fn == "max" ? out + 2 * in : out + in) * e,
+        work.push_back(vector_work("backward", in, (op.fn == "max" || op.fn == "global_max" ? out + 2 * in : out + in) * e,
                                    dims_text(op.output.shape, b)));
       return work;
     case OpKind::embedding:

@@ -29,6 +29,12 @@ struct Work {
   std::int64_t groups = 1;
   bool depthwise = false;
   std::int64_t stride = 1;  // a forward convolution's window stride
+  // A forward convolution's input and output channels (0 for other work): a channel-blocked
+  // layout pads them to whole blocks.
+  std::int64_t in_channels = 0, out_channels = 0;
+  // A further kernel of the runtime op before it (a layout change's later copies): no dispatch of
+  // its own, only the library's fixed cost per kernel.
+  bool within_op = false;
   std::string shape;  // printable problem
   // Elementwise, norm and softmax work whose op the profile may have measured (vector_ops):
   // its name there (empty where no measured op matches), and the elements a vector kernel writes.

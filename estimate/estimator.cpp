@@ -42,7 +42,8 @@ OpRow cost_row(const Op& op, const Work& w, const RateModel& rates, const std::s
       break;
     case Engine::conv:
       for (const auto& [g, f] : w.products)
-        r.compute_s += rates.conv_time_s(g, f, share(f), w.groups, w.depthwise, w.stride, cold);
+        r.compute_s += rates.conv_time_s(g, f, share(f), w.groups, w.depthwise, w.stride, cold,
+                                         w.in_channels, w.out_channels);
       break;
     case Engine::vector:
       // A measured op's element rate where the profile has it (transcendental ops are bound by
@@ -58,7 +59,7 @@ OpRow cost_row(const Op& op, const Work& w, const RateModel& rates, const std::s
     case Engine::none:
       break;
   }
-  r.overhead_s = rates.overhead_s();
+  r.overhead_s = w.within_op ? rates.library_overhead_s() : rates.overhead_s();
   // Whether a GEMM or convolution is bound by compute or memory is its roofline's verdict (its
   // kernel time, interpolated from measured shapes, holds both).
   r.compute_bound = w.engine == Engine::gemm || w.engine == Engine::conv
@@ -184,6 +185,7 @@ class LayoutPass {
     w.output_bytes = elements * e_;  // a fresh tensor
     w.vector_op = op.fn;
     w.elements = elements;
+    w.within_op = i > 0;  // one runtime op makes all the copies of a change
     w.shape = fmt::format("[{}]", fmt::join(eval_shape(in.shape, b_), ","));
     return {op, w};
   }

@@ -570,7 +570,8 @@ class Mapper {
   void emit_pool(const Node& node) {
     const bool global = node.op_type.rfind("Global", 0) == 0;
     const bool max = node.op_type.find("Max") != std::string::npos;
-    Op op = make_op(node, OpKind::pool, max ? "max" : "avg");
+    // A global pool is a kind of its own (make_pool).
+    Op op = make_op(node, OpKind::pool, std::string(global ? "global_" : "") + (max ? "max" : "avg"));
     const auto& x = shape_of(node.inputs.at(0), node);
     op.inputs.push_back({node.inputs[0], to_shape(x)});
     if (global) {

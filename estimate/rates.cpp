@@ -91,6 +91,10 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
                                                                : fastest_rate;
   };
   const std::string dt(to_string(dtype));
+  if (conv_layout == "blocked" && device.kind == "cpu") {
+    const auto& isa = device.properties.contains("isa") ? device.properties["isa"] : nlohmann::json();
+    channel_block_ = isa.is_object() && isa.value("avx512f", false) ? 16 : 8;
+  }
   const auto conv_used = [&](const ConvPoint& c) {
     return c.shape.dtype == dtype && c.flops_per_s > 0 &&
            (conv_layout.empty() || c.layout == conv_layout);
@@ -145,6 +149,7 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
     levels_[i].second = std::max(levels_[i].second, levels_[i + 1].second);
   dram_Bps_ = levels_.back().second;
   overhead_s_ = op_overhead_s.value_or(device.overhead_op_s.value_or(0));
+  library_overhead_s_ = std::min(overhead_s_, device.overhead_op_s.value_or(0));
   overlaps_issue_ = device.kind == "gpu";
   // A GPU's L2 takes whole-sector writes without a read. A CPU's main-memory triad that stored
   // regularly holds the reads of its lines already (profiles before `main_memory_stores` used
@@ -181,15 +186,16 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
   for (const auto& c : device.conv) {
     if (!conv_used(c)) continue;
     const auto& s = c.shape;
-    const auto e = efficiency(s.flops(), s.bytes(), typical(c.flops_per_s, c.timing));
-    if (!e) continue;
     const bool depthwise = s.groups == s.c && s.groups == s.k;
-    const double m = static_cast<double>(s.n * s.out_h() * s.out_w());
-    const double n = static_cast<double>(s.k / s.groups);
-    const double k = static_cast<double>(s.c / s.groups * s.r * s.s);
+    GemmCoords g{static_cast<double>(s.groups), static_cast<double>(s.n * s.out_h() * s.out_w()),
+                 static_cast<double>(s.k / s.groups), static_cast<double>(s.c / s.groups * s.r * s.s)};
+    // At its padded shape, with the padded work in its measured time.
+    const double f = pad_channels(g, s.c, s.k, s.groups, depthwise);
+    const auto e = efficiency(s.flops() * f, s.bytes() * f, typical(c.flops_per_s, c.timing) * f);
+    if (!e) continue;
     const auto cls = static_cast<std::size_t>(conv_class(s.groups, depthwise));
     (c.cold_weights ? conv_cold[cls] : conv_points_[cls])
-        .push_back({coords(static_cast<double>(s.groups), m, n, k, static_cast<double>(s.stride)), *e});
+        .push_back({coords(g.batch, g.m, g.n, g.k, static_cast<double>(s.stride)), *e});
   }
   // One value per measured shape: several layouts (or repeats) of one shape keep the fastest.
   auto dedupe = [](std::vector<Point>& points) {
@@ -276,14 +282,36 @@ double RateModel::gemm_time_s(const GemmCoords& s, double flops, double bytes,
   return product_s(cold_weights ? gemm_cold_points_ : gemm_points_, q, flops, bytes);
 }
 
+double RateModel::pad_channels(GemmCoords& s, std::int64_t in_channels,
+                               std::int64_t out_channels, std::int64_t groups,
+                               bool depthwise) const {
+  if (channel_block_ <= 0 || in_channels <= 0 || out_channels <= 0) return 1;
+  if (groups > 1 && !depthwise) return 1;  // blocked by the group's width, unpadded
+  const auto padded = [&](std::int64_t c) {
+    return static_cast<double>(c < channel_block_ ? c : (c + channel_block_ - 1) / channel_block_ * channel_block_);
+  };
+  const double c = static_cast<double>(in_channels), pc = padded(in_channels);
+  if (depthwise) {
+    s.batch = pc;  // one group a channel
+    return pc / c;
+  }
+  const double k = static_cast<double>(out_channels), pk = padded(out_channels);
+  s.n = pk;
+  s.k = s.k / c * pc;
+  return pc / c * (pk / k);
+}
+
 double RateModel::conv_time_s(const GemmCoords& s, double flops, double bytes,
                               std::int64_t groups, bool depthwise, std::int64_t stride,
-                              bool cold_weights) const {
+                              bool cold_weights, std::int64_t in_channels,
+                              std::int64_t out_channels) const {
   const auto cls = static_cast<std::size_t>(conv_class(groups, depthwise));
   const auto& points = cold_weights ? conv_cold_points_[cls] : conv_points_[cls];
   if (points.empty()) return gemm_time_s(s, flops, bytes, cold_weights);
-  return product_s(points, coords(s.batch, s.m, s.n, s.k, static_cast<double>(stride)), flops,
-                   bytes);
+  GemmCoords q = s;
+  const double f = pad_channels(q, in_channels, out_channels, groups, depthwise);
+  return product_s(points, coords(q.batch, q.m, q.n, q.k, static_cast<double>(stride)), flops * f,
+                   bytes * f);
 }
 
 double RateModel::gemm_flops_per_s(const GemmCoords& s) const {

@@ -48,9 +48,15 @@ class RateModel {
   // profile has them, else the GEMM points (batch = groups). `bytes`: the convolution's own.
   // `stride`: the forward window's (the measured points are forward convolutions; a gradient
   // passes 1). `cold_weights` as for gemm_time_s, with the profile's cold-weight conv points.
+  // `in_channels`, `out_channels`: a forward convolution's (0: not known). In the CPU's
+  // channel-blocked layout (conv_layout "blocked") a dense or depthwise convolution runs on
+  // channels padded to whole blocks (16 with AVX-512, else 8; fewer channels than a block stay
+  // plain, as an image does): its points and queries are then held at their padded shapes, with
+  // the work and traffic of the padded channels (116 channels run as 128).
   double conv_time_s(const GemmCoords& implicit_gemm, double flops, double bytes,
                      std::int64_t groups, bool depthwise, std::int64_t stride = 1,
-                     bool cold_weights = false) const;
+                     bool cold_weights = false, std::int64_t in_channels = 0,
+                     std::int64_t out_channels = 0) const;
   // Time to move `bytes`, `weight_bytes` of them parameters and `output_bytes` a tensor the op
   // writes to a fresh buffer. Activations come from the level that holds the op's bytes;
   // parameters from the level that holds all of the model's (`model_weight_bytes`): a pass reads
@@ -70,6 +76,9 @@ class RateModel {
   // Bandwidth of the smallest memory level that holds `working_set_bytes`.
   double Bps(double working_set_bytes) const;
   double overhead_s() const { return overhead_s_; }
+  // The library's own fixed cost per kernel (the profile's per-op overhead), at most overhead_s():
+  // a kernel that a runtime op runs after its first pays no dispatch again.
+  double library_overhead_s() const { return library_overhead_s_; }
   // Whether the device runs an op while the host issues the next (a GPU's stream): then an op
   // costs the longer of its work and its issue time, not their sum.
   bool overlaps_issue() const { return overlaps_issue_; }
@@ -101,10 +110,15 @@ class RateModel {
 
  private:
   double roofline_s(double flops, double bytes) const;
+  // Pads a dense or depthwise convolution's implicit-GEMM coordinates `s` to whole channel
+  // blocks (channel_block_; 0: none); returns its work over the unpadded one's.
+  double pad_channels(GemmCoords& s, std::int64_t in_channels, std::int64_t out_channels,
+                      std::int64_t groups, bool depthwise) const;
   double product_s(const std::vector<Point>& points, const Coords& query,
                    double flops, double bytes) const;
 
   DType dtype_;
+  std::int64_t channel_block_ = 0;  // channels a block of the blocked conv layout (0: not padded)
   std::vector<Point> gemm_points_;       // log efficiency, warm caches
   std::vector<Point> gemm_cold_points_;  // the same with cold-weight measurements where made
   double largest_cache_bytes_ = 0;
@@ -118,6 +132,7 @@ class RateModel {
   std::vector<std::pair<double, double>> levels_;  // (bytes, Bps) ascending; last = DRAM
   double dram_Bps_ = 0;
   double overhead_s_ = 0;
+  double library_overhead_s_ = 0;
   bool overlaps_issue_ = false;
   // A store reads its line first (a CPU), and the main-memory figure is of streaming stores,
   // which do not: a cold output's read is not in that figure.

@@ -439,6 +439,57 @@ TEST_F(FixtureCpu, ConvWithoutConvPointsUsesItsImplicitGemmShape) {
   EXPECT_NEAR(est.ops.at(0).achieved_flops_per_s, 2e11, 1);
 }
 
+// The fixture CPU with blocked convolution points: a 1x1 of 128 -> 128 channels on 14x14 and a
+// depthwise 3x3 of 144 channels on 56x56, each at 1e11 FLOP/s (compute bound: the fixture's
+// memory is fast enough), and `isa` as given.
+Device with_blocked_points(const Device& cpu, bool avx512) {
+  Device d = cpu;
+  d.properties["isa"] = {{"avx512f", avx512}};
+  const auto point = [](std::int64_t c, std::int64_t hw, std::int64_t r, std::int64_t groups) {
+    ConvShape s;
+    s.dtype = DType::f32;
+    s.n = 1, s.c = c, s.h = hw, s.w = hw, s.k = c, s.r = r, s.s = r;
+    s.stride = 1, s.pad = r / 2, s.dilation = 1, s.groups = groups;
+    ConvPoint p;
+    p.shape = s;
+    p.layout = "blocked";
+    p.flops_per_s = 1e11;
+    p.timing.time_s = s.flops() / p.flops_per_s;
+    return p;
+  };
+  d.conv = {point(128, 14, 1, 1), point(144, 56, 3, 144)};
+  return d;
+}
+
+TEST_F(FixtureCpu, BlockedConvolutionsRunOnChannelsPaddedToWholeBlocks) {
+  const RateModel blocked(with_blocked_points(cpu, true), DType::f32, "blocked");
+  const RateModel any(with_blocked_points(cpu, true), DType::f32);
+  const RateModel blocked_avx2(with_blocked_points(cpu, false), DType::f32, "blocked");
+  // A 1x1 of 116 -> 116 channels on 14x14: in 16-channel blocks, the 128-channel point's time.
+  const auto flops = [](double c, double k, double hw, double rs) { return 2 * c * k * hw * hw * rs; };
+  const double t128 = flops(128, 128, 14, 1) / 1e11;
+  const GemmCoords q116{1, 196, 116, 116};
+  const double f116 = flops(116, 116, 14, 1), bytes116 = 4 * (2 * 116 * 196 + 116 * 116);
+  EXPECT_NEAR(blocked.conv_time_s(q116, f116, bytes116, 1, false, 1, false, 116, 116), t128, 1e-12);
+  // With no layout asked for (or channels not given), no padding: the measured rate of a nearby
+  // shape, on the op's own work.
+  EXPECT_NEAR(any.conv_time_s(q116, f116, bytes116, 1, false, 1, false, 116, 116), f116 / 1e11, 1e-12);
+  EXPECT_NEAR(blocked.conv_time_s(q116, f116, bytes116, 1, false), f116 / 1e11, 1e-12);
+  // In 8-channel blocks (AVX2) 116 channels run as 120.
+  EXPECT_NEAR(blocked_avx2.conv_time_s(q116, f116, bytes116, 1, false, 1, false, 116, 116),
+              flops(120, 120, 14, 1) / 1e11, 1e-12);
+  // A depthwise 3x3 of 136 channels on 56x56 runs as 144.
+  const GemmCoords q136{136, 3136, 1, 9};
+  const double f136 = 2.0 * 136 * 3136 * 9;
+  EXPECT_NEAR(blocked.conv_time_s(q136, f136, 4 * (2 * 136 * 3136 + 136 * 9.0), 136, true, 1, false, 136, 136),
+              2.0 * 144 * 3136 * 9 / 1e11, 1e-12);
+  // Channels that fill whole blocks are unchanged: the 128-channel point itself.
+  const GemmCoords q128{1, 196, 128, 128};
+  EXPECT_NEAR(blocked.conv_time_s(q128, flops(128, 128, 14, 1), 4 * (2 * 128 * 196 + 128 * 128.0), 1,
+                                  false, 1, false, 128, 128),
+              t128, 1e-12);
+}
+
 TEST_F(FixtureCpu, MissingDtypeIsAnInputError) {
   EXPECT_THROW(estimate(linear_model(64, 64), cpu, batch(1, DType::int8)), InputError);
 }

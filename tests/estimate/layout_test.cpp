@@ -100,6 +100,20 @@ TEST_F(Layout, EachLayoutChangeIsAReorderBeforeTheOpThatNeedsIt) {
             (std::vector<std::string>{"a/x reorder_blocked", "flatten/add reorder_plain"}));
 }
 
+TEST_F(Layout, TheLaterCopiesOfAChangePayTheLibrarysCostPerKernelAlone) {
+  // One runtime op makes both copies of a change to blocked: the first pays the runtime's
+  // per-op overhead (here 20 us), the second the profile's (the library's, 1 us).
+  Options o = layout({"elementwise:relu", "elementwise:add"}, 1, 2);
+  o.op_overhead_s = 20e-6;
+  const auto est = estimate(model(), cpu, o);
+  EXPECT_DOUBLE_EQ(row(est, "a/x reorder_blocked 1/2").overhead_s, 20e-6);
+  EXPECT_DOUBLE_EQ(row(est, "a/x reorder_blocked 2/2").overhead_s, 1e-6);
+  EXPECT_DOUBLE_EQ(row(est, "silu/a reorder_plain").overhead_s, 20e-6);
+  // A runtime cheaper per op than the library's figure charges its own on every copy.
+  o.op_overhead_s = 0.5e-6;
+  EXPECT_DOUBLE_EQ(row(estimate(model(), cpu, o), "a/x reorder_blocked 2/2").overhead_s, 0.5e-6);
+}
+
 TEST_F(Layout, AnOpRunsBlockedOnlyWhenAllItsInputsAre) {
   // The add meets ReLU's output, made plain by a runtime that runs ReLU outside oneDNN: it
   // runs plain and conv b's output changes layout for it.
@@ -179,6 +193,31 @@ TEST_F(Layout, WithoutALayoutEveryOpOfAKindTakesTheRuntimesOwnRate) {
   Options train = batch(2);
   train.mode = Mode::training;
   EXPECT_DOUBLE_EQ(estimate(model(), cpu, o).latency_s, estimate(model(), cpu, train).latency_s);
+}
+
+TEST_F(Layout, AGlobalPoolIsAKindOfItsOwn) {
+  // x [N, 32, 8, 8] -> 3x3 average pool (stride 1, pad 1) -> global average pool.
+  GraphBuilder b;
+  const auto& x = b.input("x", {Dim::symbol("N"), 32, 8, 8});
+  const auto& window = b.add(make_pool("window", "avg", x, {3, 3, 1, 1, 1, 1}));
+  b.add(make_pool("global", "avg", window, {0, 0, 1, 0, 1, 1}));
+  Model m;
+  m.name = "pools";
+  m.forward = b.take();
+  Options o = batch(2);
+  o.own_rates = {{"pool:avg", 1e6}};
+  const auto window_only = estimate(m, cpu, o);
+  EXPECT_EQ(row(window_only, "window").kind, "pool:avg");
+  EXPECT_EQ(row(window_only, "global").kind, "pool:global_avg");
+  // 2 x 32 x 64 outputs of 9 window elements; the global pool keeps the profile's figures.
+  EXPECT_NEAR(row(window_only, "window").compute_s, 2.0 * 32 * 64 * 9 / 1e6, 1e-12);
+  EXPECT_DOUBLE_EQ(row(window_only, "global").time_s, row(estimate(m, cpu, batch(2)), "global").time_s);
+  // Its own rate, over its window elements (the whole image: 2 x 32 outputs of 64).
+  o.own_rates.push_back({"pool:global_avg", 1e8});
+  EXPECT_NEAR(row(estimate(m, cpu, o), "global").compute_s, 2.0 * 32 * 64 / 1e8, 1e-12);
+  // The whole kind takes both.
+  o.own_rates = {{"pool", 1e6}};
+  EXPECT_NEAR(row(estimate(m, cpu, o), "global").compute_s, 2.0 * 32 * 64 / 1e6, 1e-12);
 }
 
 TEST_F(Layout, ABroadcastOperandIsExpandedWhereTheRuntimeDoesSo) {

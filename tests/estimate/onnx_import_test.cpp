@@ -62,7 +62,7 @@ TEST(OnnxImport, CnnMapsConvPoolGemmAndFoldsBatchNorm) {
   EXPECT_EQ(pool.kind, OpKind::pool);
   EXPECT_EQ(pool.fn, "max");
   const auto& gap = find_op(graph, "gap");
-  EXPECT_EQ(gap.fn, "avg");
+  EXPECT_EQ(gap.fn, "global_avg");  // a kind of its own: a reduction, not a window pool
   EXPECT_EQ(gap.kernel_h, 8);
 
   // Gemm with transB: weight as [in, out].
