@@ -614,6 +614,7 @@ def layout_probe_modules():
         "elementwise:hardswish": (nn.Hardswish(), 1), "elementwise:hardsigmoid": (nn.Hardsigmoid(), 1),
         "elementwise:add": (Call(lambda a, b: a + b), 2), "elementwise:mul": (Call(lambda a, b: a * b), 2),
         "pool:max": (nn.MaxPool2d(3, 1, 1), 1), "pool:avg": (nn.AvgPool2d(3, 1, 1), 1),
+        "pool:global_avg": (nn.AdaptiveAvgPool2d(1), 1),
         "concat": (Call(lambda a, b: torch.cat([a, b], 1)), 2),
         "norm:batchnorm": (nn.Sequential(nn.ReLU(), nn.BatchNorm2d(16).eval()), 1),
     }
@@ -679,11 +680,13 @@ def own_kernel_modules():
 
 def frozen_kernels():
     """The kernels a frozen graph runs plain, in f32 (OwnKernelRates' form): on 1x64x28x28 and
-    4x64x28x28 tensors; a pool's elements are its window elements (x 9 for the 3x3 pools)."""
+    4x64x28x28 tensors; a pool's elements are its window elements (x 9 for the 3x3 pools, the
+    whole 28x28 image for the global one)."""
     import torch
     kernels = {}
     for kind, (module, operands) in own_kernel_modules().items():
-        window = module.kernel_size ** 2 if kind.startswith("pool:") else 1
+        window = (28 * 28 if kind.startswith("pool:global") else module.kernel_size ** 2 if kind.startswith("pool:")
+                  else 1)
         kernels[kind] = (module, [(1, 64, 28, 28)] * operands, [(4, 64, 28, 28)] * operands, window, torch.float32)
     return kernels
 
@@ -1080,7 +1083,8 @@ TORCH_KINDS = [
     ("pool", ("pool",)),
     ("embedding", ("embedding", "index_select")),
     ("copy", ("copy_", "clone", "contiguous", "aten::cat", "to_dense", "to_mkldnn", "_to_copy", "expand")),
-    ("elementwise", ("relu", "add", "mul", "div", "sub", "gelu", "hardtanh", "sigmoid", "tanh", "erf", "clamp")),
+    ("elementwise", ("relu", "add", "mul", "div", "sub", "gelu", "hardtanh", "sigmoid", "tanh", "erf", "clamp",
+                     "silu", "hardswish")),
 ]
 
 
