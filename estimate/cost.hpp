@@ -22,6 +22,9 @@ struct Work {
   double flops = 0;
   double bytes = 0;
   double weight_bytes = 0;  // the parameters' share of `bytes` (forward passes)
+  // The share of `bytes` read from graph inputs first read by this op (forward passes): like the
+  // parameters, read once a pass (a decode step's KV cache, an image).
+  double input_bytes = 0;
   // The share of `bytes` written to a fresh buffer (forward passes): the output of an op that
   // cannot run in place (0 for elementwise ops, norms and softmax).
   double output_bytes = 0;

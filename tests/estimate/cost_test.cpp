@@ -195,14 +195,15 @@ TEST(FixtureSkinny, SkinnyShapeTakesTheMeasuredEffectiveBandwidthOfSkinnyShapes)
 TEST_F(FixtureCpu, WeightsComeFromTheLevelThatHoldsAllOfTheModelsWeights) {
   // Eight 256 x 256 f32 linears at batch 1: each weight (256 KiB) fits the 1 MiB L2, all eight
   // (2 MiB) do not, so a pass reads every weight from DRAM (5e10 B/s). The 1 KiB input stays in
-  // L2 (2e11 B/s); the 1 KiB output goes to a buffer the pass has evicted since its last use:
-  // read and written at DRAM's bandwidth.
+  // L2 (2e11 B/s), but for the graph's input, which the first linear reads from DRAM as it does
+  // the weights (read once a pass); the 1 KiB output goes to a buffer the pass has evicted since
+  // its last use: read and written at DRAM's bandwidth.
   const auto est = estimate(testing::linear_stack(8, 256), cpu, batch(1));
   ASSERT_EQ(est.ops.size(), 8u);
   const double weights = 256.0 * 256 * 4, activation = 256.0 * 4;
   for (const auto& r : est.ops) {
-    EXPECT_NEAR(r.memory_s, activation / 2e11 + weights / 5e10 + 2 * activation / 5e10, 1e-15)
-        << r.name;
+    const double input_s = r.name == "fc0" ? activation / 5e10 : activation / 2e11;
+    EXPECT_NEAR(r.memory_s, input_s + weights / 5e10 + 2 * activation / 5e10, 1e-15) << r.name;
     EXPECT_FALSE(r.compute_bound);
   }
   // One such linear alone keeps its weight and its output in L2.
@@ -210,6 +211,29 @@ TEST_F(FixtureCpu, WeightsComeFromTheLevelThatHoldsAllOfTheModelsWeights) {
   EXPECT_NEAR(one.ops.at(0).memory_s, (2 * activation + weights) / 2e11, 1e-15);
   const RateModel rates(cpu, DType::f32);
   EXPECT_NEAR(rates.memory_s(1000, 600, 4e6), 400 / 2e11 + 600 / 5e10, 1e-18);
+}
+
+TEST_F(FixtureCpu, GraphInputsComeFromTheLevelThatHoldsWhatAPassReadsOnce) {
+  // A concatenation of two graph inputs of 256 KiB each (a KV cache and its new row, say): 512 KiB
+  // of inputs, alone in the 1 MiB L2 with their 512 KiB output. With 2 MiB of weights in the
+  // pass, the inputs come from DRAM.
+  const auto join = [](std::int64_t width) {
+    GraphBuilder b;
+    const auto& x = b.input("x", {Dim::symbol("N"), 65536});
+    const auto& y = b.input("y", {Dim::symbol("N"), 65536});
+    const auto& cat = b.add(make_concat("cat", {x, y}, 1));
+    if (width > 0) b.add(make_linear("fc", cat, width, false));
+    Model m;
+    m.name = "join";
+    m.forward = b.take();
+    return m;
+  };
+  const double inputs = 2 * 65536.0 * 4;
+  const auto alone = estimate(join(0), cpu, batch(1)).ops.at(0);
+  EXPECT_NEAR(alone.memory_s, 2 * inputs / 2e11, 1e-15);
+  // A linear of 131072 x 4 (2 MiB of weights) after it: the pass outgrows L2.
+  const auto with_weights = estimate(join(4), cpu, batch(1)).ops.at(0);
+  EXPECT_NEAR(with_weights.memory_s, inputs / 5e10 + 2 * inputs / 5e10, 1e-15);
 }
 
 TEST_F(FixtureCpu, AnOutputTheCachesNoLongerHoldIsReadBeforeItIsWritten) {
