@@ -130,6 +130,12 @@ void add_gemms(std::vector<GemmShape>& out, DType dtype, bool quick, bool subset
     if (!subset) {
       add(512, 512, 64, 16);
       add(512, 64, 512, 16);
+      // A decode step's attention, one query row per head against a KV cache of 128: scores and
+      // context over 12 heads (batch 1) and 96 (batch 8).
+      for (const std::int64_t heads : {12, 96}) {
+        add(1, 128, 64, heads);
+        add(1, 64, 128, heads);
+      }
     }
   }
 }

@@ -120,6 +120,9 @@ TEST_P(CpuPlanTest, GemmGridHasEveryClass) {
           return s.m == m && s.n == 1024 && s.k == 1024;
         })) << m;
       }
+      // A decode step's attention: one row per head, batched over the heads.
+      EXPECT_TRUE(has_gemm(plan, dtype, [](const GemmShape& s) { return s.m == 1 && s.batch >= 12; }))
+          << to_string(dtype);
       // A language-model head, a vocabulary-wide N: a prefill's rows, and a decode step's.
       for (const std::int64_t m : {1, 8, 128}) {
         EXPECT_TRUE(has_gemm(plan, dtype, [&](const GemmShape& s) {
