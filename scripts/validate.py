@@ -694,8 +694,9 @@ def frozen_kernels():
 def eager_kernels():
     """The kernels of the transformers' non-matmul ops in eager mode, in bf16 as they run
     (OwnKernelRates' form): activations, adds, the attention's scale and softmax over rows of 128
-    keys, the mixed-precision layer norm (its two conversions included), and a transpose copy of
-    [batch, 128 tokens, 12 heads, 64] (PyTorch copies the heads apart and back together)."""
+    keys, the mixed-precision layer norm (its two conversions included), a transpose copy of
+    [batch, 128 tokens, 12 heads, 64] (PyTorch copies the heads apart and back together), and the
+    decode step's KV-cache concatenation."""
     import torch
     from torch import nn
     f = nn.functional
@@ -716,6 +717,10 @@ def eager_kernels():
         "softmax": (lambda x: torch.softmax(x, dim=-1), scores, more_scores, 1, bf16),
         "norm:layernorm": (layer_norm_class()(768), rows, norm, 1, bf16),
         "transpose": (lambda x: x.transpose(1, 2).contiguous(), heads, more_heads, 1, bf16),
+        # A decode step's KV cache: the past keys (or values) and the new token's, [batch, 12
+        # heads, 128 tokens, 64], joined along the tokens.
+        "concat": (lambda past, new: torch.cat([past, new], dim=2), [(1, 12, 128, 64), (1, 12, 1, 64)],
+                   [(4, 12, 128, 64), (4, 12, 1, 64)], 1, bf16),
     }
 
 
