@@ -47,9 +47,9 @@ std::vector<ConvShape> cnn_layers(DType dtype, bool quick) {
         conv(dtype, 1, 1024, 14, 2048, 1, 2, 0),
         // Efficient CNNs' narrow layers (ShuffleNet, RegNet, MobileNetV3, EfficientNet): a 1x1
         // of a few dozen to a few hundred channels takes 20-100 us here, and runs at half the
-        // rate of ResNet's wide ones or less. Square 1x1s at the stage resolutions, channels in
-        // part not whole 16-channel blocks; a 6x expand and project at 28x28 and at 7x7; a small
-        // stem (3x3/2, 32 channels); a 5x5 depthwise.
+        // rate of ResNet's wide ones or less. Square 1x1s at the stage resolutions; a 6x expand
+        // and project at 28x28 and at 7x7; a small stem (3x3/2, 32 channels); a 5x5 depthwise.
+        // Channels fill whole 16-channel blocks: the estimator pads other counts to them.
         conv(dtype, 1, 48, 28, 48, 1, 1, 0),
         conv(dtype, 1, 96, 14, 96, 1, 1, 0),
         conv(dtype, 1, 192, 7, 192, 1, 1, 0),

@@ -36,7 +36,8 @@ Op make_elementwise(const std::string& name, const std::string& fn,
 Op make_norm(const std::string& name, const std::string& fn, const TensorRef& x,
              bool affine = true);
 Op make_softmax(const std::string& name, const TensorRef& x);
-// fn "max" or "avg", NCHW; kernel 0 = global.
+// fn "max" or "avg", NCHW; kernel 0 = global, whose fn becomes "global_max" / "global_avg" (a
+// kind of its own: runtimes run it as a reduction).
 Op make_pool(const std::string& name, const std::string& fn, const TensorRef& x,
              const ConvAttrs& attrs);
 Op make_embedding(const std::string& name, const TensorRef& ids, const Dim& vocab, const Dim& dim,

@@ -30,10 +30,8 @@ OpRow cost_row(const Op& op, const Work& w, const RateModel& rates, const std::s
   r.shape = w.shape;
   r.flops = w.flops;
   r.bytes = w.bytes;
-  r.memory_s = w.input_bytes > 0
-                   ? rates.memory_s(w.bytes, w.weight_bytes + w.input_bytes,
-                                    std::max(pass_bytes, model_weight_bytes), w.output_bytes)
-                   : rates.memory_s(w.bytes, w.weight_bytes, model_weight_bytes, w.output_bytes);
+  r.memory_s = rates.memory_s(w.bytes, w.weight_bytes, model_weight_bytes, w.output_bytes,
+                              w.input_bytes, pass_bytes);
   // The bytes of an op of several products (attention) are shared in proportion to their work.
   double product_flops = 0;
   for (const auto& product : w.products) product_flops += product.second;
@@ -110,9 +108,11 @@ class LayoutPass {
       : layout_(layout), b_(b), e_(e) {}
 
   // Adds the reorders `op` needs, then records its output's layout. Returns whether `op` runs
-  // blocked.
+  // blocked. `first_reads`: the graph inputs `op` is the first to read (name -> bytes); a layout
+  // change of one reads it in `op`'s stead, and takes it out.
   bool before(const Op& op, const RateModel& rates, const std::string& phase, double weight_bytes,
-              Totals& t, std::vector<OpRow>* rows) {
+              Totals& t, std::vector<OpRow>* rows, std::map<std::string, double>& first_reads,
+              double pass_bytes) {
     std::vector<const TensorRef*> activations;
     for (const auto& in : op.inputs)
       if (in.shape.size() == 4) activations.push_back(&in);
@@ -124,8 +124,12 @@ class LayoutPass {
     const auto change = [&](const TensorRef& tensor, bool to_blocked) {
       const int copies = to_blocked ? layout_.to_blocked_copies : layout_.to_plain_copies;
       for (int i = 0; i < copies; ++i) {
-        const auto [reorder, work] = reorder_work(op, tensor, to_blocked, i, copies);
-        add_row(t, rows, cost_row(reorder, work, rates, phase, weight_bytes));
+        auto [reorder, work] = reorder_work(op, tensor, to_blocked, i, copies);
+        if (const auto it = first_reads.find(tensor.name); i == 0 && it != first_reads.end()) {
+          work.input_bytes = std::min(it->second, work.bytes);
+          first_reads.erase(it);
+        }
+        add_row(t, rows, cost_row(reorder, work, rates, phase, weight_bytes, pass_bytes));
       }
     };
     const bool group_layout = op.kind == OpKind::conv2d && runs_in_group_layout(op);
@@ -207,9 +211,11 @@ Totals run_forward(const Graph& g, const Bindings& b, double e, const RateModel&
                    bool linears_as_convolutions = false, const OwnRates& own_rates = {}) {
   Totals t;
   const double weight_bytes = count_params(g, b) * e;
-  // Graph inputs, read once a pass like the parameters: a decode step's KV cache (a GPT-2 small
-  // step at batch 8 reads 38 MB of it) comes from where the weights do, not from the caches
-  // that hold one op's working set. Token ids (read by embeddings) are not counted.
+  // Graph inputs and persistent state, read once a pass like the parameters: a decode step's KV
+  // cache (a GPT-2 small step at batch 8 reads 38 MB of it; the past keys and values of an ONNX
+  // graph are its inputs, the zoo's decoders' attention reads it as state) comes from where the
+  // weights do, not from the caches that hold one op's working set. Token ids count toward that
+  // level but are not charged again: an embedding reads only the rows it gathers.
   std::map<std::string, double> inputs;
   double pass_bytes = weight_bytes;
   for (const auto& in : g.inputs) {
@@ -217,23 +223,36 @@ Totals run_forward(const Graph& g, const Bindings& b, double e, const RateModel&
     inputs[in.name] = bytes;
     pass_bytes += bytes;
   }
+  for (const auto& op : g.ops)
+    for (const auto& st : op.state) pass_bytes += static_cast<double>(num_elements(st.shape, b)) * e;
   std::optional<LayoutPass> pass;
   if (layout) pass.emplace(*layout, b, e);
   for (const auto& op : g.ops) {
-    const bool blocked = pass && pass->before(op, rates, phase, weight_bytes, t, rows);
-    // An op outside the profile's library (with a layout: one that runs plain) runs in the
-    // runtime's own kernel, at its own rate where one is given.
-    const auto own = blocked ? std::nullopt : own_rate(own_rates, row_kind(op));
-    double first_read = 0;
+    // The graph inputs this op reads first (token ids, read by embeddings, aside).
+    std::map<std::string, double> first_reads;
     if (op.kind != OpKind::embedding) {
       for (const auto& in : op.inputs) {
         const auto it = inputs.find(in.name);
         if (it == inputs.end()) continue;
-        first_read += it->second;
+        first_reads.insert(*it);
         inputs.erase(it);
       }
     }
-    for (auto w : forward_work(op, b, e)) {
+    const bool blocked = pass && pass->before(op, rates, phase, weight_bytes, t, rows, first_reads, pass_bytes);
+    // An op outside the profile's library (with a layout: one that runs plain) runs in the
+    // runtime's own kernel, at its own rate where one is given.
+    const auto own = blocked ? std::nullopt : own_rate(own_rates, row_kind(op));
+    const auto works = forward_work(op, b, e);
+    double first_read = 0;
+    for (const auto& [name, bytes] : first_reads) first_read += bytes;
+    for (const auto& st : op.state) first_read += static_cast<double>(num_elements(st.shape, b)) * e;
+    // A view moves nothing: its output is the input, for the op that reads it next.
+    const bool moves = std::any_of(works.begin(), works.end(), [](const Work& w) { return w.bytes > 0; });
+    if (!moves && first_read > 0) {
+      inputs[op.output.name] = first_read;
+      first_read = 0;
+    }
+    for (auto w : works) {
       w.input_bytes = std::min(first_read, std::max(0.0, w.bytes - w.weight_bytes));
       first_read = 0;  // the first of the op's works reads them
       if (own && w.engine == Engine::vector && w.elements > 0) w.own_elements_per_s = *own;

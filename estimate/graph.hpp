@@ -61,7 +61,7 @@ enum class OpKind {
   elementwise,  // fn: relu, gelu, silu, sigmoid, tanh, add, mul, scale, rope, ...
   norm,         // fn: batchnorm (channel axis 1), layernorm, rmsnorm (last axis)
   softmax,      // over the last axis
-  pool,         // fn: max, avg; NCHW; kernel/stride/pad
+  pool,         // fn: max, avg, global_max, global_avg; NCHW; kernel/stride/pad
   embedding,    // gather rows of a [vocab, dim] table by integer ids
   reshape,      // a view: no data moves (also flatten, squeeze, split into heads)
   transpose,    // a real copy with permuted layout

@@ -63,8 +63,10 @@ class RateModel {
   // each weight once, after every other layer's. On a CPU, an output larger than the caches that
   // keep data, or any output of a model whose weights outgrow them, is written to lines that must
   // be read first: twice its bytes at main-memory bandwidth.
+  // `input_bytes`: graph inputs read once a pass, from the level that holds `pass_bytes` (the
+  // parameters and the graph inputs).
   double memory_s(double bytes, double weight_bytes = 0, double model_weight_bytes = 0,
-                  double output_bytes = 0) const;
+                  double output_bytes = 0, double input_bytes = 0, double pass_bytes = 0) const;
   // The rate gemm_time_s gives a GEMM whose operands are read and written once.
   double gemm_flops_per_s(const GemmCoords& shape) const;
   // Elementwise work (norms, activations): the vector FMA peak of the dtype.
@@ -111,9 +113,11 @@ class RateModel {
  private:
   double roofline_s(double flops, double bytes) const;
   // Pads a dense or depthwise convolution's implicit-GEMM coordinates `s` to whole channel
-  // blocks (channel_block_; 0: none); returns its work over the unpadded one's.
-  double pad_channels(GemmCoords& s, std::int64_t in_channels, std::int64_t out_channels,
-                      std::int64_t groups, bool depthwise) const;
+  // blocks (channel_block_; 0: none); returns its work and its traffic over the unpadded one's
+  // (the traffic: the larger of the input's and the output's growth, the activations').
+  std::pair<double, double> pad_channels(GemmCoords& s, std::int64_t in_channels,
+                                         std::int64_t out_channels, std::int64_t groups,
+                                         bool depthwise) const;
   double product_s(const std::vector<Point>& points, const Coords& query,
                    double flops, double bytes) const;
 

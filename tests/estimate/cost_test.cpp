@@ -1,6 +1,7 @@
 // The cost model on hand-made profiles with known answers (tests/estimate/data/fixture_*.json).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.hpp"
@@ -217,10 +218,12 @@ TEST_F(FixtureCpu, GraphInputsComeFromTheLevelThatHoldsWhatAPassReadsOnce) {
   // A concatenation of two graph inputs of 256 KiB each (a KV cache and its new row, say): 512 KiB
   // of inputs, alone in the 1 MiB L2 with their 512 KiB output. With 2 MiB of weights in the
   // pass, the inputs come from DRAM.
-  const auto join = [](std::int64_t width) {
+  const auto join = [](std::int64_t width, bool view = false) {
     GraphBuilder b;
     const auto& x = b.input("x", {Dim::symbol("N"), 65536});
-    const auto& y = b.input("y", {Dim::symbol("N"), 65536});
+    const auto& y0 = b.input("y", {Dim::symbol("N"), 65536});
+    // A view of y first: it moves nothing, and the concatenation still reads y from memory.
+    const auto& y = view ? b.add(make_reshape("y_view", y0, {Dim::symbol("N"), 65536})) : y0;
     const auto& cat = b.add(make_concat("cat", {x, y}, 1));
     if (width > 0) b.add(make_linear("fc", cat, width, false));
     Model m;
@@ -234,6 +237,10 @@ TEST_F(FixtureCpu, GraphInputsComeFromTheLevelThatHoldsWhatAPassReadsOnce) {
   // A linear of 131072 x 4 (2 MiB of weights) after it: the pass outgrows L2.
   const auto with_weights = estimate(join(4), cpu, batch(1)).ops.at(0);
   EXPECT_NEAR(with_weights.memory_s, inputs / 5e10 + 2 * inputs / 5e10, 1e-15);
+  const auto viewed = estimate(join(4, true), cpu, batch(1)).ops;
+  const auto cat = std::find_if(viewed.begin(), viewed.end(), [](const OpRow& r) { return r.name == "cat"; });
+  ASSERT_NE(cat, viewed.end());
+  EXPECT_NEAR(cat->memory_s, inputs / 5e10 + 2 * inputs / 5e10, 1e-15);
 }
 
 TEST_F(FixtureCpu, AnOutputTheCachesNoLongerHoldIsReadBeforeItIsWritten) {
@@ -312,17 +319,28 @@ Profile warm_and_cold_gemm(double warm_s, double cold_s) {
 }
 
 TEST(FixtureCold, LinearsOfAModelLargerThanTheCachesTakeTheColdWeightPoints) {
-  // Warm 10 us, cold 30 us. One such linear (256 KiB of weights, inside the 1 MiB L2) runs
+  // Warm 10 us, cold 18 us. One such linear (256 KiB of weights, inside the 1 MiB L2) runs
   // warm; each of a stack of eight (2 MiB) runs cold.
-  const Profile p = warm_and_cold_gemm(10e-6, 30e-6);
+  const Profile p = warm_and_cold_gemm(10e-6, 18e-6);
   const Device& d = p.devices.at(0);
   const auto one = estimate(linear_model(256, 256), d, batch(1));
   EXPECT_NEAR(one.ops.at(0).compute_s, 10e-6, 1e-12);
   const auto stack = estimate(testing::linear_stack(8, 256), d, batch(1));
   ASSERT_EQ(stack.ops.size(), 8u);
   for (const auto& r : stack.ops) {
-    EXPECT_NEAR(r.compute_s, 30e-6, 1e-12) << r.name;
-    EXPECT_NEAR(r.time_s, 30e-6 + kOverhead, 1e-12) << r.name;
+    EXPECT_NEAR(r.compute_s, 18e-6, 1e-12) << r.name;
+    EXPECT_NEAR(r.time_s, 18e-6 + kOverhead, 1e-12) << r.name;
+  }
+}
+
+TEST(FixtureCold, AColdFigureIsAtMostTheWarmOnePlusTwiceItsWeightsFromMemory) {
+  // Reading 256 KiB of weights from DRAM (5e10 B/s) once more adds at most 2 x 5.24 us to the
+  // warm 10 us: a cold point measured at 30 us is taken at 20.49 us, one at 18 us as it is.
+  const double bound = 10e-6 + 2 * 256.0 * 256 * 4 / 5e10;
+  for (const auto& [cold, expected] : {std::pair{30e-6, bound}, std::pair{18e-6, 18e-6}}) {
+    const Profile p = warm_and_cold_gemm(10e-6, cold);
+    for (const auto& r : estimate(testing::linear_stack(8, 256), p.devices.at(0), batch(1)).ops)
+      EXPECT_NEAR(r.compute_s, expected, 1e-12) << r.name << " cold " << cold;
   }
 }
 
@@ -357,13 +375,13 @@ TEST(FixtureCpuLinears, ALinearRunAsAConvolutionTakesTheConvolutionPoints) {
 
 TEST(FixtureCold, ConvolutionsOfAModelLargerThanTheCachesTakeTheColdWeightPoints) {
   // A 3x3 conv of 64 -> 64 channels on 8x8 (144 KiB of f32 weights) measured warm (40 us) and
-  // with cold weights (60 us). Alone it fits the 1 MiB L2 and runs warm; in a stack of eight
-  // (1.1 MiB of weights) each runs cold.
+  // with cold weights (45 us, within the 5.9 us that reading them twice from DRAM allows). Alone
+  // it fits the 1 MiB L2 and runs warm; in a stack of eight (1.1 MiB of weights) each runs cold.
   Profile p = fixture("fixture_cpu.json");
   Device& d = p.devices.at(0);
   const ConvShape s = ConvShape::parse("f32_mb1ic64ih8oc64kh3ph1");
   d.conv = {{s, "blocked", {40e-6, 40e-6, 0.01, 10}, s.flops() / 40e-6, "fixture"},
-            {s, "blocked", {60e-6, 60e-6, 0.01, 10}, s.flops() / 60e-6, "fixture", true}};
+            {s, "blocked", {45e-6, 45e-6, 0.01, 10}, s.flops() / 45e-6, "fixture", true}};
   const auto stack_of = [](int layers) {
     GraphBuilder b;
     const TensorRef* x = &b.input("x", {Dim::symbol("N"), 64, 8, 8});
@@ -381,7 +399,7 @@ TEST(FixtureCold, ConvolutionsOfAModelLargerThanTheCachesTakeTheColdWeightPoints
   EXPECT_NEAR(one.ops.at(0).compute_s, 40e-6, 1e-12);
   const auto eight = estimate(stack_of(8), d, batch(1));
   ASSERT_EQ(eight.ops.size(), 8u);
-  for (const auto& r : eight.ops) EXPECT_NEAR(r.compute_s, 60e-6, 1e-12) << r.name;
+  for (const auto& r : eight.ops) EXPECT_NEAR(r.compute_s, 45e-6, 1e-12) << r.name;
 }
 
 TEST(FixtureStride, AStridedConvolutionTakesTheStridedPointOfItsShape) {
@@ -507,6 +525,16 @@ TEST_F(FixtureCpu, BlockedConvolutionsRunOnChannelsPaddedToWholeBlocks) {
   const double f136 = 2.0 * 136 * 3136 * 9;
   EXPECT_NEAR(blocked.conv_time_s(q136, f136, 4 * (2 * 136 * 3136 + 136 * 9.0), 136, true, 1, false, 136, 136),
               2.0 * 144 * 3136 * 9 / 1e11, 1e-12);
+  // A grouped convolution (not depthwise) is blocked by its group's width: never padded.
+  Device grouped = with_blocked_points(cpu, true);
+  ConvShape gs = grouped.conv.at(0).shape;
+  gs.c = gs.k = 128, gs.r = gs.s = 3, gs.pad = 1, gs.groups = 4;
+  grouped.conv = {{gs, "blocked", {gs.flops() / 1e11, gs.flops() / 1e11, 0.01, 10}, 1e11, "fixture"}};
+  const RateModel grouped_blocked(grouped, DType::f32, "blocked");
+  const double f120 = 2.0 * 196 * 120 * 30 * 9;  // 120 channels in 4 groups of 30
+  EXPECT_NEAR(grouped_blocked.conv_time_s({4, 196, 30, 270}, f120, 4 * (2 * 120 * 196 + 120 * 270.0), 4,
+                                          false, 1, false, 120, 120),
+              f120 / 1e11, 1e-12);
   // Channels that fill whole blocks are unchanged: the 128-channel point itself.
   const GemmCoords q128{1, 196, 128, 128};
   EXPECT_NEAR(blocked.conv_time_s(q128, flops(128, 128, 14, 1), 4 * (2 * 128 * 196 + 128 * 128.0), 1,

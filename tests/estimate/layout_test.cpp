@@ -60,7 +60,8 @@ class Layout : public ::testing::Test {
     return *it;
   }
 
-  // x -> conv a -> global average pool -> conv s (1x1) -> sigmoid; a * sigmoid's output, the
+  // x -> conv a -> average pool over the whole 8x8 (a window pool) -> conv s (1x1) -> sigmoid; a *
+  // sigmoid's output, the
   // broadcast [N, 32, 1, 1] scale of a squeeze-excitation block.
   static Model squeeze_excitation() {
     GraphBuilder b;
