@@ -1440,7 +1440,7 @@ def main():
                      f"(it holds {', '.join(measured_doc['times_s']) or 'none'})")
         for case in cases:
             case.times_s = list(measured_doc["times_s"][case.key])
-            case.round_ends = list(measured_doc.get("round_ends", {}).get(case.key) or
+            case.round_ends = list((measured_doc.get("round_ends") or {}).get(case.key) or
                                    round_ends_of(len(case.times_s), measured_doc["meta"].get("runs")))
     onnx_dir = args.onnx_dir or tempfile.mkdtemp(prefix="truepeak-validate-")
     os.makedirs(onnx_dir, exist_ok=True)
@@ -1575,6 +1575,13 @@ def load_measured(path):
     if not ok:
         usage_error(f"validate.py: --measured {path}: not a file written by --measure-only "
                  "(needs device, meta and times_s with positive times)")
+    ends = doc.get("round_ends")
+    if ends is not None and not (isinstance(ends, dict) and all(
+            isinstance(e, list) and all(isinstance(i, int) for i in e) and e == sorted(set(e))
+            and (not e or (e[0] > 0 and e[-1] == len(doc["times_s"].get(key, []))))
+            for key, e in ends.items())):
+        usage_error(f"validate.py: --measured {path}: round_ends must give each case's run counts at the end "
+                    "of its rounds, increasing, the last one its number of times")
     return doc
 
 

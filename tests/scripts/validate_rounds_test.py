@@ -1,6 +1,10 @@
 """validate.py's rounds: extra rounds go to the cases whose fastest run still improves, and stop."""
+import contextlib
+import io
+import json
 import os
 import sys
+import tempfile
 import types
 import unittest
 
@@ -257,6 +261,40 @@ class HostProbeTest(ClockedTest):
         with tempfile.TemporaryDirectory() as d:
             text = validate.write_report([row], summary, meta, os.path.join(d, "v"))
         self.assertIn("or that had no quiet round (host probe), ran extra rounds, up to 8", text)
+
+
+class MeasuredFileTest(unittest.TestCase):
+    """--measured files: round ends are optional (files from before them), and checked."""
+
+    def load(self, round_ends="absent"):
+        doc = {"device": "cuda:0", "meta": {"runs": 2}, "times_s": {"m b1 f32": [1.0, 0.9, 0.8, 0.85]}}
+        if round_ends != "absent":
+            doc["round_ends"] = round_ends
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(doc, f)
+        try:
+            with contextlib.redirect_stderr(io.StringIO()) as err:
+                try:
+                    return validate.load_measured(f.name), ""
+                except SystemExit as stop:
+                    self.assertEqual(stop.code, 2)
+                    return None, err.getvalue()
+        finally:
+            os.unlink(f.name)
+
+    def test_round_ends_are_optional(self):
+        doc, _ = self.load()
+        self.assertIsNotNone(doc)
+        self.assertEqual(validate.round_ends_of(4, doc["meta"]["runs"]), [2, 4])
+        self.assertIsNotNone(self.load(None)[0])
+        self.assertIsNotNone(self.load({"m b1 f32": [1, 4]})[0])
+
+    def test_bad_round_ends_are_one_clear_line(self):
+        for bad in ([1, 4], {"m b1 f32": [4, 1]}, {"m b1 f32": [1, 3]}, {"m b1 f32": [0, 4]}, {"m b1 f32": "1,4"}):
+            doc, err = self.load(bad)
+            self.assertIsNone(doc, bad)
+            self.assertIn("round_ends", err)
+            self.assertEqual(err.count("\n"), 1)
 
 
 if __name__ == "__main__":
