@@ -152,7 +152,7 @@ Plan cpu_plan(const DeviceDescription& device, Suite suite) {
   // Cold weights where the weights alone would sit in the caches (larger ones are cold anyway).
   const std::int64_t caches = largest_cache_bytes(device.levels);
   for (const auto& shape : plan.gemm)
-    if (shape.m <= 8 && shape.batch == 1 && shape.k * shape.n * dtype_bytes(shape.dtype) < 2 * caches)
+    if (shape.m <= 8 && shape.batch == 1 && shape.weight_bytes() < 2.0 * caches)
       plan.gemm_cold.push_back(shape);
 
   // Every CNN layer twice: in the layout oneDNN prefers when free to choose ("any"), and blocked
@@ -194,9 +194,7 @@ Plan cpu_plan(const DeviceDescription& device, Suite suite) {
   // take 256 KiB or more; smaller ones cost little to read again. Their weights are copied past
   // the caches, one copy per call, as a network's layers find them.
   for (const auto& [shape, layout] : plan.conv)
-    if (shape.n == 1 && layout == ConvLayout::blocked &&
-        shape.k * (shape.c / shape.groups) * shape.r * shape.s * dtype_bytes(shape.dtype) >=
-            256 * kKiB)
+    if (shape.n == 1 && layout == ConvLayout::blocked && shape.weight_bytes() >= 256.0 * kKiB)
       plan.conv_cold.push_back({shape, layout});
 
   const ConvShape plain_3x3 = conv(DType::f32, 1, 64, 56, 64, 3, 1, 1);

@@ -76,6 +76,10 @@ double GemmShape::bytes() const {
   return double(batch) * ((double(m) * double(k) + double(k) * double(n)) * in + double(m) * double(n) * out);
 }
 
+double GemmShape::weight_bytes() const {
+  return double(batch) * double(k) * double(n) * dtype_bytes(dtype);
+}
+
 std::string GemmShape::str() const {
   return fmt::format("{}_b{}m{}n{}k{}", to_string(dtype), batch, m, n, k);
 }
@@ -105,9 +109,12 @@ double ConvShape::flops() const {
 double ConvShape::bytes() const {
   const double e = dtype_bytes(dtype);
   const double input = double(n) * double(c) * double(h) * double(w);
-  const double weights = double(k) * double(c / groups) * double(r) * double(s);
   const double output = double(n) * double(k) * double(out_h()) * double(out_w());
-  return (input + weights + output) * e;
+  return (input + output) * e + weight_bytes();
+}
+
+double ConvShape::weight_bytes() const {
+  return double(k) * double(c / groups) * double(r) * double(s) * dtype_bytes(dtype);
 }
 
 std::string ConvShape::str() const {

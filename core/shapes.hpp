@@ -18,6 +18,7 @@ struct GemmShape {
 
   double flops() const;  // 2 * batch * m * n * k
   double bytes() const;  // A and B read once, C written once
+  double weight_bytes() const;  // B, the weights of a layer's product
   // "bf16_b1m64n4096k4096"
   std::string str() const;
   static GemmShape parse(const std::string& text);  // throws InputError
@@ -40,6 +41,7 @@ struct ConvShape {
   std::int64_t out_w() const;
   double flops() const;  // 2 * n * k * out_h * out_w * (c / groups) * r * s
   double bytes() const;  // input, weights read once, output written once
+  double weight_bytes() const;
   std::string str() const;
   static ConvShape parse(const std::string& text);  // throws InputError
   friend bool operator==(const ConvShape&, const ConvShape&) = default;

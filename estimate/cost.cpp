@@ -11,12 +11,6 @@ double elems(const TensorRef& t, const Bindings& b) {
   return static_cast<double>(num_elements(t.shape, b));
 }
 
-double sum_elems(const std::vector<TensorRef>& list, const Bindings& b) {
-  double total = 0;
-  for (const auto& t : list) total += elems(t, b);
-  return total;
-}
-
 std::string dims_text(const Shape& shape, const Bindings& b) {
   std::string text = "[";
   const auto dims = eval_shape(shape, b);
@@ -353,7 +347,7 @@ std::vector<Work> backward_work(const Op& op, const Bindings& b, double e,
       return work;
     case OpKind::pool:
       if (need(0))
-        work.push_back(vector_work("backward", in, (op.fn == "max" || op.fn == "global_max" ? out + 2 * in : out + in) * e,
+        work.push_back(vector_work("backward", in, (is_max_pool(op) ? out + 2 * in : out + in) * e,
                                    dims_text(op.output.shape, b)));
       return work;
     case OpKind::embedding:

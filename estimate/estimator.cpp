@@ -223,8 +223,7 @@ Totals run_forward(const Graph& g, const Bindings& b, double e, const RateModel&
     inputs[in.name] = bytes;
     pass_bytes += bytes;
   }
-  for (const auto& op : g.ops)
-    for (const auto& st : op.state) pass_bytes += static_cast<double>(num_elements(st.shape, b)) * e;
+  for (const auto& op : g.ops) pass_bytes += sum_elems(op.state, b) * e;
   std::optional<LayoutPass> pass;
   if (layout) pass.emplace(*layout, b, e);
   for (const auto& op : g.ops) {
@@ -243,9 +242,8 @@ Totals run_forward(const Graph& g, const Bindings& b, double e, const RateModel&
     // runtime's own kernel, at its own rate where one is given.
     const auto own = blocked ? std::nullopt : own_rate(own_rates, row_kind(op));
     const auto works = forward_work(op, b, e);
-    double first_read = 0;
+    double first_read = sum_elems(op.state, b) * e;
     for (const auto& [name, bytes] : first_reads) first_read += bytes;
-    for (const auto& st : op.state) first_read += static_cast<double>(num_elements(st.shape, b)) * e;
     // A view moves nothing: its output is the input, for the op that reads it next.
     const bool moves = std::any_of(works.begin(), works.end(), [](const Work& w) { return w.bytes > 0; });
     if (!moves && first_read > 0) {

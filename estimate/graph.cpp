@@ -133,6 +133,16 @@ std::optional<OpKind> parse_op_kind(std::string_view text) {
   return std::nullopt;
 }
 
+double sum_elems(const std::vector<TensorRef>& tensors, const Bindings& bindings) {
+  double total = 0;
+  for (const auto& t : tensors) total += static_cast<double>(num_elements(t.shape, bindings));
+  return total;
+}
+
+bool is_max_pool(const Op& op) {
+  return op.kind == OpKind::pool && (op.fn == "max" || op.fn == "global_max");
+}
+
 double count_params(const Graph& graph, const Bindings& bindings) {
   std::unordered_set<std::string_view> seen;
   double total = 0;

@@ -114,5 +114,9 @@ struct Model {
 
 // Parameters counted once per distinct weight name. Throws InputError on unbound symbols.
 double count_params(const Graph& graph, const Bindings& bindings);
+// Elements of all of `tensors`.
+double sum_elems(const std::vector<TensorRef>& tensors, const Bindings& bindings);
+// A max pool, window or global: its gradient needs the input (where each maximum was).
+bool is_max_pool(const Op& op);
 
 }  // namespace truepeak::estimate

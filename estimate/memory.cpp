@@ -44,7 +44,7 @@ bool saves_input(const Op& op) {
     case OpKind::embedding:
       return true;
     case OpKind::pool:
-      return op.fn == "max" || op.fn == "global_max";
+      return is_max_pool(op);
     case OpKind::elementwise:
       return op.fn != "add" && op.fn != "scale" && op.fn != "rope" && op.fn != "dropout";
     default:

@@ -205,11 +205,7 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
   for (const auto& g : device.gemm) {
     if (g.shape.dtype != dtype) continue;
     double rate = typical(g.flops_per_s, g.timing);
-    if (g.cold_weights)
-      rate = plausible_cold(g.shape.str(), g.shape.flops(),
-                            static_cast<double>(g.shape.batch * g.shape.k * g.shape.n) *
-                                dtype_bytes(g.shape.dtype),
-                            rate);
+    if (g.cold_weights) rate = plausible_cold(g.shape.str(), g.shape.flops(), g.shape.weight_bytes(), rate);
     const auto e = efficiency(g.shape.flops(), g.shape.bytes(), rate);
     if (!e) continue;
     const double b = static_cast<double>(g.shape.batch);
@@ -227,10 +223,7 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
     // At its padded shape, with the padded work in its measured time.
     const auto [f, fb] = pad_channels(g, s.c, s.k, s.groups, depthwise);
     double rate = typical(c.flops_per_s, c.timing);
-    if (c.cold_weights)
-      rate = plausible_cold(s.str() + " " + c.layout, s.flops(),
-                            static_cast<double>(s.k * (s.c / s.groups) * s.r * s.s) * dtype_bytes(s.dtype),
-                            rate);
+    if (c.cold_weights) rate = plausible_cold(s.str() + " " + c.layout, s.flops(), s.weight_bytes(), rate);
     const auto e = efficiency(s.flops() * f, s.bytes() * fb, rate * f);
     if (!e) continue;
     const auto cls = static_cast<std::size_t>(conv_class(s.groups, depthwise));
