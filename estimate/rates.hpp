@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -36,7 +37,10 @@ class RateModel {
   // bytes / main-memory bandwidth), the same for every shape: for compute-bound shapes that is the
   // rate over the best rate, for memory-bound ones (a decode step) the effective bandwidth over
   // main memory's. The query's efficiency is interpolated in log-shape space and divides the
-  // query's reference roofline. Never faster than the best measured rate of the dtype. Where the
+  // query's reference roofline; a neighbour counts at most the efficiency the query's own work
+  // allows (its roofline over its FLOPs at the best rate): a memory-bound point served from the
+  // caches beats main memory's roof, which a compute-bound query cannot. Never faster than the
+  // best measured rate of the dtype. Where the
   // operands sit (memory_s) is the cost model's other bound. `cold_weights`: the weights were
   // evicted since their last use (a model larger than the caches); the profile's cold-weight
   // points then stand in for the warm ones of the same shape.
@@ -102,13 +106,14 @@ class RateModel {
   // the log values of the nearest points in (log2 batch, log2 m, log2 n, log2 k, stride), the
   // query first clamped into the measured box; returns the value (exp of the weighted mean).
   // The stride coordinate is a convolution's (a multiple of log2 stride; 0 for GEMMs and
-  // unstrided convolutions).
+  // unstrided convolutions). Each neighbour's log value counts at most `max_log_value`.
   using Coords = std::array<double, 5>;
   struct Point {
     Coords x;
     double log_value = 0;
   };
-  static double interpolate(const std::vector<Point>& points, Coords query);
+  static double interpolate(const std::vector<Point>& points, Coords query,
+                            double max_log_value = std::numeric_limits<double>::infinity());
 
  private:
   double roofline_s(double flops, double bytes) const;

@@ -193,6 +193,24 @@ TEST(FixtureSkinny, SkinnyShapeTakesTheMeasuredEffectiveBandwidthOfSkinnyShapes)
             1.01 * rates.gemm_time_s({1, 1, 2048, 2048}, dram.flops(), dram.bytes()));
 }
 
+TEST(FixtureSkinny, AnInCachePointLendsAComputeBoundShapeNoMoreThanTheBestRate) {
+  // Two measured products of 64 rows against 4096 columns, one octave apart in log2 K from the
+  // query's 128 on either side: K = 16 (memory-bound on the reference roofline, run from the
+  // caches at twice main memory's roof: efficiency 2) and K = 1024 (compute-bound, at half the
+  // best rate of 8e11). The query is compute-bound: the first point counts at its ceiling (1), so
+  // the query runs at sqrt(1 x 0.5) of the best rate, not at sqrt(2 x 0.5) = 1.
+  Profile p = fixture("fixture_cpu.json");
+  Device& d = p.devices.at(0);
+  const GemmShape low{DType::f32, 64, 4096, 16, 1}, high{DType::f32, 64, 4096, 1024, 1};
+  const double low_s = low.bytes() / 5e10 / 2, high_s = high.flops() / 4e11;
+  d.gemm = {{low, {low_s, low_s, 0.01, 10}, low.flops() / low_s, "fixture", "row-major"},
+            {high, {high_s, high_s, 0.01, 10}, high.flops() / high_s, "fixture", "row-major"}};
+  const RateModel rates(d, DType::f32);
+  EXPECT_NEAR(rates.gemm_flops_per_s({1, 64, 4096, 128}), 8e11 * std::sqrt(0.5), 1e6);
+  // At its own shape, which its data's level serves that fast, the first point keeps its time.
+  EXPECT_NEAR(rates.gemm_time_s({1, 64, 4096, 16}, low.flops(), low.bytes()), low_s, 1e-15);
+}
+
 TEST_F(FixtureCpu, WeightsComeFromTheLevelThatHoldsAllOfTheModelsWeights) {
   // Eight 256 x 256 f32 linears at batch 1: each weight (256 KiB) fits the 1 MiB L2, all eight
   // (2 MiB) do not, so a pass reads every weight from DRAM (5e10 B/s). The 1 KiB input stays in
