@@ -254,8 +254,15 @@ Totals run_forward(const Graph& g, const Bindings& b, double e, const RateModel&
       w.input_bytes = std::min(first_read, std::max(0.0, w.bytes - w.weight_bytes));
       first_read = 0;  // the first of the op's works reads them
       if (own && w.engine == Engine::vector && w.elements > 0) w.own_elements_per_s = *own;
-      // The same product in implicit-GEMM coordinates: rows x out x in, a dense 1x1 window.
-      if (linears_as_convolutions && op.kind == OpKind::linear && w.engine == Engine::gemm) w.engine = Engine::conv;
+      // The same product in implicit-GEMM coordinates: rows x out x in, a dense 1x1 window, over
+      // its in and out features as channels (padded to whole blocks in a blocked layout, as the
+      // 1000 classes of a classifier run as 1008).
+      if (linears_as_convolutions && op.kind == OpKind::linear && w.engine == Engine::gemm &&
+          w.products.size() == 1) {
+        w.engine = Engine::conv;
+        w.in_channels = static_cast<std::int64_t>(w.products[0].first.k);
+        w.out_channels = static_cast<std::int64_t>(w.products[0].first.n);
+      }
       add_row(t, rows, cost_row(op, w, rates, phase, weight_bytes, pass_bytes));
     }
   }

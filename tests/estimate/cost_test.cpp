@@ -543,6 +543,15 @@ TEST_F(FixtureCpu, BlockedConvolutionsRunOnChannelsPaddedToWholeBlocks) {
   const double f136 = 2.0 * 136 * 3136 * 9;
   EXPECT_NEAR(blocked.conv_time_s(q136, f136, 4 * (2 * 136 * 3136 + 136 * 9.0), 136, true, 1, false, 136, 136),
               2.0 * 144 * 3136 * 9 / 1e11, 1e-12);
+  // A linear of 116 -> 116 features over 196 rows, run as a 1x1 convolution in the blocked
+  // layout, pads its features as channels: the 128-channel point's time.
+  Options o = batch(196);
+  o.linears_as_convolutions = true;
+  o.conv_layout = "blocked";
+  const Device padded = with_blocked_points(cpu, true);
+  EXPECT_NEAR(estimate(linear_model(116, 116), padded, o).ops.at(0).compute_s, t128, 1e-12);
+  o.conv_layout.clear();
+  EXPECT_NEAR(estimate(linear_model(116, 116), padded, o).ops.at(0).compute_s, f116 / 1e11, 1e-12);
   // A grouped convolution (not depthwise) is blocked by its group's width: never padded.
   Device grouped = with_blocked_points(cpu, true);
   ConvShape gs = grouped.conv.at(0).shape;
