@@ -32,6 +32,13 @@ RateModel::Coords coords(double batch, double m, double n, double k, double stri
           std::log2(std::max(k, 1.0)), kStrideScale * std::log2(std::max(stride, 1.0))};
 }
 
+// Whether a CPU device's properties say it has AVX-512 (isa.avx512f); false where they do not say.
+bool cpu_has_avx512(const nlohmann::json& properties) {
+  if (!properties.contains("isa") || !properties["isa"].is_object()) return false;
+  const auto& isa = properties["isa"];
+  return isa.contains("avx512f") && isa["avx512f"].is_boolean() && isa["avx512f"].get<bool>();
+}
+
 int conv_class(std::int64_t groups, bool depthwise) {
   return groups == 1 ? 0 : (depthwise ? 2 : 1);
 }
@@ -97,12 +104,9 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
   if (conv_layout == "blocked" && device.kind == "cpu") {
     // The block oneDNN's ISA gives (the kernel's choice), else the CPU's own flags.
     const auto& p = device.properties;
-    bool avx512 = false;
-    if (p.contains("onednn_isa") && p["onednn_isa"].is_string())
-      avx512 = p["onednn_isa"].get<std::string>().rfind("avx512", 0) == 0;
-    else if (p.contains("isa") && p["isa"].is_object() && p["isa"].contains("avx512f") &&
-             p["isa"]["avx512f"].is_boolean())
-      avx512 = p["isa"]["avx512f"].get<bool>();
+    const bool avx512 = p.contains("onednn_isa") && p["onednn_isa"].is_string()
+                            ? p["onednn_isa"].get<std::string>().rfind("avx512", 0) == 0
+                            : cpu_has_avx512(p);
     channel_block_ = avx512 ? 16 : 8;
   }
   const auto conv_used = [&](const ConvPoint& c) {
@@ -169,8 +173,7 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
     if (p.contains("main_memory_stores") && p["main_memory_stores"].is_string())
       write_allocate_ = p["main_memory_stores"] == "streaming";
     else
-      write_allocate_ =
-          p.contains("isa") && p["isa"].is_object() && p["isa"].value("avx512f", false);
+      write_allocate_ = cpu_has_avx512(p);
   }
 
   // Each measured point as its efficiency: the time its reference roofline allows over the time
