@@ -51,6 +51,9 @@ How the runs are made:
   probe's fastest is quiet; a case with no quiet round runs extra rounds too (same bound). The output
   gives each case's host state at its fastest run, and the probes' fastest against the profile's
   points: how this host compares with the calibration's.
+- --layers (CPU) times each case's oneDNN primitives in a child process (ONEDNN_VERBOSE, a few
+  runs, each primitive at its fastest) and sets them beside the estimate's rows, layer by layer:
+  which convolutions and matmuls the estimate misses, and what runs outside them.
 """
 import argparse
 import bisect
@@ -860,25 +863,38 @@ def runtime_layout(args):
 # ---- oneDNN probe ---------------------------------------------------------------------------
 
 def probe(args):
-    """Child process: run one case a few times with ONEDNN_VERBOSE=1 set before torch loads."""
+    """Child process: run one case a few times with ONEDNN_VERBOSE=1 set before torch loads, each
+    run after a line of its own (PROBE_RUN) once the first has made the primitives."""
     import torch
     torch.set_num_threads(args.threads)
     import ctypes
     libc = ctypes.CDLL(None)
-    case = build_case(args.probe, 1, args.seq, args.context)
+    if not args.system_malloc:
+        keep_freed_memory()  # as the timed runs
+    case = build_case(args.probe, args.probe_batch, args.seq, args.context)
     with torch.no_grad():
         case.runner()  # first run: weight reorders and JIT of the primitives
         libc.fflush(None)
         os.write(1, b"truepeak-probe-start\n")
-        for _ in range(2):
+        for _ in range(args.probe_runs):
+            os.write(1, PROBE_RUN.encode() + b"\n")
             case.runner()
-        libc.fflush(None)
+            libc.fflush(None)
+
+
+PROBE_RUN = "truepeak-probe-run"
+
+
+def probe_command(name, args, batch=1, runs=2):
+    cmd = [sys.executable, os.path.abspath(__file__), "--probe", name, "--threads", str(args.threads),
+           "--seq", str(args.seq), "--context", str(args.context), "--probe-batch", str(batch),
+           "--probe-runs", str(runs)]
+    return cmd + (["--system-malloc"] if args.system_malloc else [])
 
 
 def onednn_summary(name, args):
     env = dict(os.environ, ONEDNN_VERBOSE="1", DNNL_VERBOSE="1")
-    cmd = [sys.executable, os.path.abspath(__file__), "--probe", name, "--threads", str(args.threads),
-           "--seq", str(args.seq), "--context", str(args.context)]
+    cmd = probe_command(name, args)
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
     version, counts = None, {}
     lines = out.stdout.splitlines()
@@ -966,6 +982,7 @@ def estimate(args, case, onnx_path, overhead_us=None, layout=None, own_rates=Non
     ops = find_key(doc, "ops") or []
     return {"latency_s": find_key(doc, "latency_s"), "naive_s": find_key(doc, "naive_latency_s"),
             "breakdown_ms": predicted_breakdown(doc),
+            "layer_ms": predicted_layers(ops, case.runtime == "frozen"),
             "reorders": sum(1 for op in ops if ":reorder_" in op.get("kind", "")),
             "warnings": [l for l in out.stderr.splitlines() if l.strip()], "command": cmd}
 
@@ -1076,6 +1093,155 @@ def timed_rounds(cases, args, each_round=None, probes=None):
         print(f"  extra round {extra + 1}/{args.extra_rounds}: " + ", ".join(
             f"{c.key} {min(c.times_s) * 1e3:.1f}" for c in late) + host_text(late, probes),
             file=sys.stderr, flush=True)
+
+
+# ---- layer by layer -------------------------------------------------------------------------
+
+LAYER_RUNS = 8  # verbose runs of a case for --layers
+LAYER_ROWS = 12  # layers a case lists in the report, the longest measured first
+
+
+def primitive_layer(kind, problem):
+    """The layer a oneDNN primitive computes, from ONEDNN_VERBOSE's problem field, as the key the
+    estimate's rows share (layer_of_row); None for other primitives. A convolution's
+    `g32mb8_ic128oc128_ih56oh56kh3sh1dh0ph1_iw56...` is "conv g32 mb8 128>128 56 k3 s1 p1"; a
+    matmul's `96x1x64:96x64x129:96x1x129` (source, weights, destination) is "gemm b96 1x129x64"
+    (rows x columns x depth)."""
+    if kind == "convolution":
+        m = re.match(r"(?:g(\d+))?mb(\d+)_ic(\d+)oc(\d+)_ih(\d+)oh\d+kh(\d+)sh(\d+)dh\d+ph(\d+)", problem)
+        if not m:
+            return None
+        g, mb, ic, oc, ih, kh, sh, ph = (int(v) if v else 1 for v in m.groups())
+        return f"conv g{g} mb{mb} {ic}>{oc} {ih} k{kh} s{sh} p{ph}"
+    if kind == "matmul":
+        dims = [[int(d) for d in part.split("x")] for part in problem.split(":")[:2] if part]
+        if len(dims) != 2 or len(dims[0]) != len(dims[1]) or len(dims[0]) < 2:
+            return None
+        src, wei = dims
+        batch = 1
+        for d in src[:-2]:
+            batch *= d
+        return f"gemm b{batch} {src[-2]}x{wei[-1]}x{src[-1]}"
+    return None
+
+
+def layer_of_row(kind, shape, linears_as_convs=False):
+    """The layer of one of the estimate's rows (its kind and shape), as primitive_layer keys it:
+    a conv2d's `g1mb8ic64ih56oc256kh1sh1ph0dh1`, a linear's or matmul's `b96m1n129k64`; a linear
+    run as a 1x1 convolution (frozen graphs) keys as that convolution. None for other rows."""
+    base = kind.split(":")[0]
+    if base == "conv2d":
+        m = re.match(r"g(\d+)mb(\d+)ic(\d+)ih(\d+)oc(\d+)kh(\d+)sh(\d+)ph(\d+)", shape)
+        if not m:
+            return None
+        g, mb, ic, ih, oc, kh, sh, ph = (int(v) for v in m.groups())
+        return f"conv g{g} mb{mb} {ic}>{oc} {ih} k{kh} s{sh} p{ph}"
+    if base in ("linear", "matmul"):
+        m = re.match(r"b(\d+)m(\d+)n(\d+)k(\d+)", shape)
+        if not m:
+            return None
+        b, rows, cols, depth = (int(v) for v in m.groups())
+        if base == "linear" and linears_as_convs:
+            return f"conv g1 mb{rows} {depth}>{cols} 1 k1 s1 p0"
+        return f"gemm b{b} {rows}x{cols}x{depth}"
+    return None
+
+
+def verbose_runs(lines):
+    """The primitives of each run after a PROBE_RUN line: [(kind, problem, ms), ...] a run."""
+    runs = []
+    for line in lines:
+        if line == PROBE_RUN:
+            runs.append([])
+            continue
+        fields = line.split(",")
+        if runs and len(fields) > 4 and fields[0] in ("onednn_verbose", "dnnl_verbose") and fields[1] == "exec":
+            try:
+                runs[-1].append((fields[3], fields[-2], float(fields[-1])))
+            except ValueError:
+                pass
+    return runs
+
+
+def fastest_primitives(runs):
+    """Each primitive of a run at its fastest over the runs that ran the same sequence of
+    primitives (the most common one): [(kind, problem, ms), ...]."""
+    shapes = [tuple((k, p) for k, p, _ in run) for run in runs if run]
+    if not shapes:
+        return []
+    common = max(set(shapes), key=shapes.count)
+    same = [run for run, shape in zip((r for r in runs if r), shapes) if shape == common]
+    return [(k, p, min(run[i][2] for run in same)) for i, (k, p) in enumerate(common)]
+
+
+def layer_table(primitives, predicted):
+    """Per layer: the primitives' fastest times inside the model against the estimate's kernel
+    times (predicted: key -> [rows, ms]). Returns {"layers": [...], "other_ms": {kind: ms},
+    "matched_ms": [measured, predicted]}, layers the longest measured first."""
+    measured, other = {}, {}
+    for kind, problem, ms in primitives:
+        key = primitive_layer(kind, problem)
+        if key is None:
+            other[kind] = other.get(kind, 0.0) + ms
+            continue
+        entry = measured.setdefault(key, [0, 0.0])
+        entry[0] += 1
+        entry[1] += ms
+    layers = []
+    for key in sorted(set(measured) | set(predicted), key=lambda k: -measured.get(k, [0, 0.0])[1]):
+        m, p = measured.get(key, [0, 0.0]), predicted.get(key, [0, 0.0])
+        layers.append({"layer": key, "measured": m[0], "predicted": p[0], "measured_ms": m[1],
+                       "predicted_ms": p[1]})
+    both = [l for l in layers if l["measured"] and l["predicted"]]
+    return {"layers": layers, "other_ms": dict(sorted(other.items())),
+            "matched_ms": [sum(l["measured_ms"] for l in both), sum(l["predicted_ms"] for l in both)]}
+
+
+def predicted_layers(ops, linears_as_convs=False):
+    """key -> [rows, ms] over the estimate's forward rows: each row's kernel time (its time less
+    its per-op overhead, which the primitives' times do not hold)."""
+    out = {}
+    for op in ops:
+        if op.get("phase") not in (None, "forward", "prefill", "decode"):
+            continue
+        key = layer_of_row(op.get("kind", ""), op.get("shape", ""), linears_as_convs)
+        if key is None:
+            continue
+        entry = out.setdefault(key, [0, 0.0])
+        entry[0] += 1
+        entry[1] += (op.get("time_s", 0.0) - op.get("overhead_s", 0.0)) * 1e3
+    return out
+
+
+def measured_layers(case, args):
+    """The case's primitives at their fastest over LAYER_RUNS verbose runs in a child process."""
+    env = dict(os.environ, ONEDNN_VERBOSE="1", DNNL_VERBOSE="1")
+    out = subprocess.run(probe_command(case.model, args, case.batch, LAYER_RUNS), env=env,
+                         capture_output=True, text=True, timeout=1800)
+    if out.returncode != 0:
+        return None
+    return fastest_primitives(verbose_runs(out.stdout.splitlines()))
+
+
+def layers_text(row):
+    """The report's lines for one case's layer table."""
+    table = row["layers"]
+    shown = table["layers"][:LAYER_ROWS]
+    m, p = table["matched_ms"]
+    lines = ["", f"{row['model']} b{row['batch']} {row['dtype']}, layer by layer: the primitives' fastest times "
+             f"inside the model (each over {LAYER_RUNS} verbose runs) against the estimate's kernel times "
+             f"(per-op overhead left out); {len(shown)} of {len(table['layers'])} layers, the longest first.", "",
+             "| layer | primitives / rows | measured ms | predicted ms | measured / predicted |",
+             "|---|---:|---:|---:|---:|"]
+    for l in shown:
+        ratio = l["measured_ms"] / l["predicted_ms"] if l["measured"] and l["predicted_ms"] > 0 else None
+        lines.append(f"| {l['layer']} | {l['measured']} / {l['predicted']} | {l['measured_ms']:.3f} | "
+                     f"{l['predicted_ms']:.3f} | {fmt(ratio, '.2f')} |")
+    lines.append(f"| all layers in both | | {m:.2f} | {p:.2f} | {fmt(m / p if p > 0 else None, '.2f')} |")
+    if table["other_ms"]:
+        lines.append("")
+        lines.append("Other primitives, ms: " + ", ".join(f"{k} {v:.2f}" for k, v in table["other_ms"].items()) + ".")
+    return lines
 
 
 # ---- per-kind breakdown ---------------------------------------------------------------------
@@ -1204,6 +1370,9 @@ def write_report(rows, summary, meta, out_base):
             m, p = r["measured_breakdown_ms"], r.get("predicted_breakdown_ms") or {}
             lines.append(f"| {r['model']} | {r['batch']} | " + " | ".join(
                 f"{m.get(k, 0):.1f} / {p.get(k, 0):.1f}" for k in kinds) + " |")
+    for r in rows:
+        if r.get("layers"):
+            lines += layers_text(r)
     errors = [r for r in rows if r.get("estimate_error")]
     for r in errors:
         lines.append(f"- {r['model']} b{r['batch']}: estimate failed: {r['estimate_error']}")
@@ -1343,7 +1512,12 @@ def main():
     parser.add_argument("--typical-times", action="store_true",
                         help="estimate with each profile point's typical time (the median of its quietest look) "
                              "instead of its fastest sample")
+    parser.add_argument("--layers", action="store_true",
+                        help="CPU: also time each case's oneDNN primitives (ONEDNN_VERBOSE, %d runs in a child "
+                             "process) and compare them layer by layer with the estimate's rows" % LAYER_RUNS)
     parser.add_argument("--probe", help=argparse.SUPPRESS)
+    parser.add_argument("--probe-batch", type=int, default=1, help=argparse.SUPPRESS)
+    parser.add_argument("--probe-runs", type=int, default=2, help=argparse.SUPPRESS)
     parser.add_argument("--layout-probe", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
@@ -1363,6 +1537,9 @@ def main():
     if args.breakdown and (gpu or measured_doc):
         usage_error("validate.py: --breakdown profiles CPU runs in this process; it is not available with "
                  "--device cuda:N or --measured")
+    if args.layers and (gpu or measured_doc or args.measure_only):
+        usage_error("validate.py: --layers times oneDNN's primitives on this CPU; it is not available with "
+                    "--device cuda:N, --measured or --measure-only")
     if args.threads is None:
         args.threads = profile_threads(args.profile) or os.cpu_count()
     if args.probe:
@@ -1475,6 +1652,13 @@ def main():
     if args.breakdown:
         for case in cases:
             breakdowns[case.key] = measured_breakdown(case)
+    layer_tables = {}
+    if args.layers:
+        for case in cases:
+            print(f"  {case.key}: timing its primitives layer by layer", file=sys.stderr, flush=True)
+            primitives = measured_layers(case, args)
+            if primitives is not None and "layer_ms" in estimates[case.key]:
+                layer_tables[case.key] = layer_table(primitives, estimates[case.key]["layer_ms"])
 
     rows = []
     for case in cases:
@@ -1497,6 +1681,7 @@ def main():
             "reorders": run_reorders(libraries.get(case.model)), "predicted_reorders": e.get("reorders"),
             "estimate_error": e.get("error"), "estimate_warnings": e.get("warnings", []),
             "predicted_breakdown_ms": e.get("breakdown_ms"), "measured_breakdown_ms": breakdowns.get(case.key),
+            "layers": layer_tables.get(case.key),
             **host_fields(case, (probes or {}).get(case.runtime)),
         })
     errs = [abs(r["error_pct"]) for r in rows if r["error_pct"] is not None]
