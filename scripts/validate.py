@@ -1104,17 +1104,24 @@ LAYER_ROWS = 12  # layers a case lists in the report, the longest measured first
 def primitive_layer(kind, problem):
     """The layer a oneDNN primitive computes, from ONEDNN_VERBOSE's problem field, as the key the
     estimate's rows share (layer_of_row); None for other primitives. A convolution's
-    `g32mb8_ic128oc128_ih56oh56kh3sh1dh0ph1_iw56...` is "conv g32 mb8 128>128 56 k3 s1 p1"; a
+    `g32mb8_ic128oc128_ih56oh56kh3sh1dh0ph1_iw56...` (oneDNN 2.6; other versions write
+    `mb8_g32ic128...`) is "conv g32 mb8 128>128 56 k3 s1 p1"; a
     matmul's `96x1x64:96x64x129:96x1x129` (source, weights, destination) is "gemm b96 1x129x64"
     (rows x columns x depth)."""
     if kind == "convolution":
-        m = re.match(r"(?:g(\d+))?mb(\d+)_ic(\d+)oc(\d+)_ih(\d+)oh\d+kh(\d+)sh(\d+)dh\d+ph(\d+)", problem)
+        m = re.match(r"(?:g(\d+))?mb(\d+)_(?:g(\d+))?ic(\d+)oc(\d+)_ih(\d+)oh\d+kh(\d+)sh(\d+)dh\d+ph(\d+)",
+                     problem)
         if not m:
             return None
-        g, mb, ic, oc, ih, kh, sh, ph = (int(v) if v else 1 for v in m.groups())
+        g_before, mb, g_after, ic, oc, ih, kh, sh, ph = m.groups()
+        g = int(g_before or g_after or 1)
+        mb, ic, oc, ih, kh, sh, ph = (int(v) for v in (mb, ic, oc, ih, kh, sh, ph))
         return f"conv g{g} mb{mb} {ic}>{oc} {ih} k{kh} s{sh} p{ph}"
     if kind == "matmul":
-        dims = [[int(d) for d in part.split("x")] for part in problem.split(":")[:2] if part]
+        try:
+            dims = [[int(d) for d in part.split("x")] for part in problem.split(":")[:2] if part]
+        except ValueError:  # a size known only at run time ("*")
+            return None
         if len(dims) != 2 or len(dims[0]) != len(dims[1]) or len(dims[0]) < 2:
             return None
         src, wei = dims
@@ -1169,7 +1176,7 @@ def fastest_primitives(runs):
     shapes = [tuple((k, p) for k, p, _ in run) for run in runs if run]
     if not shapes:
         return []
-    common = max(set(shapes), key=shapes.count)
+    common = max(shapes, key=shapes.count)  # ties: the first
     same = [run for run, shape in zip((r for r in runs if r), shapes) if shape == common]
     return [(k, p, min(run[i][2] for run in same)) for i, (k, p) in enumerate(common)]
 
@@ -1177,7 +1184,7 @@ def fastest_primitives(runs):
 def layer_table(primitives, predicted):
     """Per layer: the primitives' fastest times inside the model against the estimate's kernel
     times (predicted: key -> [rows, ms]). Returns {"layers": [...], "other_ms": {kind: ms},
-    "matched_ms": [measured, predicted]}, layers the longest measured first."""
+    "matched_ms": [measured, predicted]}, layers the longest (measured or predicted) first."""
     measured, other = {}, {}
     for kind, problem, ms in primitives:
         key = primitive_layer(kind, problem)
@@ -1188,7 +1195,9 @@ def layer_table(primitives, predicted):
         entry[0] += 1
         entry[1] += ms
     layers = []
-    for key in sorted(set(measured) | set(predicted), key=lambda k: -measured.get(k, [0, 0.0])[1]):
+    def longest(key):
+        return -max(measured.get(key, [0, 0.0])[1], predicted.get(key, [0, 0.0])[1]), key
+    for key in sorted(set(measured) | set(predicted), key=longest):
         m, p = measured.get(key, [0, 0.0]), predicted.get(key, [0, 0.0])
         layers.append({"layer": key, "measured": m[0], "predicted": p[0], "measured_ms": m[1],
                        "predicted_ms": p[1]})
@@ -1216,9 +1225,15 @@ def predicted_layers(ops, linears_as_convs=False):
 def measured_layers(case, args):
     """The case's primitives at their fastest over LAYER_RUNS verbose runs in a child process."""
     env = dict(os.environ, ONEDNN_VERBOSE="1", DNNL_VERBOSE="1")
-    out = subprocess.run(probe_command(case.model, args, case.batch, LAYER_RUNS), env=env,
-                         capture_output=True, text=True, timeout=1800)
+    try:
+        out = subprocess.run(probe_command(case.model, args, case.batch, LAYER_RUNS), env=env,
+                             capture_output=True, text=True, timeout=1800)
+    except subprocess.TimeoutExpired:
+        print(f"  {case.key}: the layer probe ran past 30 minutes; no layer table", file=sys.stderr)
+        return None
     if out.returncode != 0:
+        print(f"  {case.key}: the layer probe failed; no layer table: "
+              + ((out.stderr.strip().splitlines() or ["exit %d" % out.returncode])[-1]), file=sys.stderr)
         return None
     return fastest_primitives(verbose_runs(out.stdout.splitlines()))
 

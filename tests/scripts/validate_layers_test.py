@@ -24,6 +24,9 @@ class LayerKeysTest(unittest.TestCase):
                          validate.layer_of_row("conv2d", "g1mb8ic64ih56oc256kh1sh1ph0dh1"))
         self.assertEqual(validate.primitive_layer("convolution", CONV_GROUPED),
                          validate.layer_of_row("conv2d", "g32mb1ic128ih56oc128kh3sh1ph1dh1"))
+        # Other oneDNN versions write the groups after the batch.
+        self.assertEqual(validate.primitive_layer("convolution", "mb1_g32ic128oc128_ih56oh56kh3sh1dh0ph1_iw56ow56"),
+                         validate.primitive_layer("convolution", CONV_GROUPED))
         self.assertEqual(validate.primitive_layer("matmul", SCORES),
                          validate.layer_of_row("matmul", "b96m1n129k64"))
         self.assertEqual(validate.primitive_layer("matmul", "8x768:768x3072:8x3072"),
@@ -44,6 +47,7 @@ class LayerKeysTest(unittest.TestCase):
         self.assertIsNone(validate.primitive_layer("eltwise", "8x64x56x56"))
         self.assertIsNone(validate.primitive_layer("convolution", "not a problem"))
         self.assertIsNone(validate.primitive_layer("matmul", "96x1x64"))
+        self.assertIsNone(validate.primitive_layer("matmul", "*x64:64x128:*x128"))
         self.assertIsNone(validate.layer_of_row("elementwise:relu", "[8,64,56,56]"))
         self.assertIsNone(validate.layer_of_row("conv2d", "[8,64,56,56]"))
 
@@ -71,10 +75,14 @@ class LayerTableTest(unittest.TestCase):
         key_grouped = validate.primitive_layer("convolution", CONV_GROUPED)
         primitives = [("convolution", CONV_1X1, 2.0), ("convolution", CONV_1X1, 2.5),
                       ("convolution", CONV_GROUPED, 0.5), ("sum", "8x256x56x56", 0.3), ("sum", "8x256", 0.2)]
-        predicted = {key_1x1: [2, 4.0], "conv g1 mb8 3>64 224 k7 s2 p3": [1, 5.0]}
+        predicted = {key_1x1: [2, 4.0], "conv g1 mb8 3>64 224 k7 s2 p3": [1, 0.2]}
         table = validate.layer_table(primitives, predicted)
         self.assertEqual([l["layer"] for l in table["layers"]],
                          [key_1x1, key_grouped, "conv g1 mb8 3>64 224 k7 s2 p3"])
+        # A layer the estimate has and the model did not run sorts by its predicted time.
+        predicted["conv g1 mb8 3>64 224 k7 s2 p3"] = [1, 5.0]
+        self.assertEqual(validate.layer_table(primitives, predicted)["layers"][0]["layer"],
+                         "conv g1 mb8 3>64 224 k7 s2 p3")
         first = table["layers"][0]
         self.assertEqual((first["measured"], first["predicted"]), (2, 2))
         self.assertAlmostEqual(first["measured_ms"], 4.5)
