@@ -875,17 +875,27 @@ def probe(args):
     with torch.no_grad():
         case.runner()  # first run: weight reorders and JIT of the primitives
         libc.fflush(None)
-        os.write(1, b"truepeak-probe-start\n")
+        os.write(1, PROBE_START.encode() + b"\n")
         for _ in range(args.probe_runs):
             os.write(1, PROBE_RUN.encode() + b"\n")
             case.runner()
             libc.fflush(None)
 
 
-PROBE_RUN = "truepeak-probe-run"
+PROBE_START, PROBE_RUN = "truepeak-probe-start", "truepeak-probe-run"
+SUMMARY_RUNS = 2  # probe runs the primitive counts (onednn_summary) come from
 
 
-def probe_command(name, args, batch=1, runs=2):
+def exec_fields(line):
+    """The comma-separated fields of an ONEDNN_VERBOSE line of an executed primitive (kind in [3],
+    implementation in [4], problem in [-2], milliseconds in [-1]), else None."""
+    fields = line.split(",")
+    if len(fields) > 4 and fields[0] in ("onednn_verbose", "dnnl_verbose") and fields[1] == "exec":
+        return fields
+    return None
+
+
+def probe_command(name, args, batch=1, runs=SUMMARY_RUNS):
     cmd = [sys.executable, os.path.abspath(__file__), "--probe", name, "--threads", str(args.threads),
            "--seq", str(args.seq), "--context", str(args.context), "--probe-batch", str(batch),
            "--probe-runs", str(runs)]
@@ -898,15 +908,15 @@ def onednn_summary(name, args):
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
     version, counts = None, {}
     lines = out.stdout.splitlines()
-    if "truepeak-probe-start" in lines:
-        start = lines.index("truepeak-probe-start")
+    if PROBE_START in lines:
+        start = lines.index(PROBE_START)
         lines = [l for l in lines[:start] if ",info," in l] + lines[start + 1:]
     for line in lines:
         m = re.match(r"(?:onednn|dnnl)_verbose,info,oneDNN v([\d.]+)", line)
         if m:
             version = m.group(1)
-        fields = line.split(",")
-        if len(fields) > 4 and fields[0] in ("onednn_verbose", "dnnl_verbose") and fields[1] == "exec":
+        fields = exec_fields(line)
+        if fields:
             key = f"{fields[3]}:{fields[4]}"  # primitive kind : implementation
             counts[key] = counts.get(key, 0) + 1
     if out.returncode != 0:
@@ -1098,7 +1108,15 @@ def timed_rounds(cases, args, each_round=None, probes=None):
 # ---- layer by layer -------------------------------------------------------------------------
 
 LAYER_RUNS = 8  # verbose runs of a case for --layers
-LAYER_ROWS = 12  # layers a case lists in the report, the longest measured first
+LAYER_ROWS = 12  # layers a case lists in the report, the longest (measured or predicted) first
+
+
+def conv_layer(groups, batch, c, k, size, kernel, stride, pad):
+    return f"conv g{groups} mb{batch} {c}>{k} {size} k{kernel} s{stride} p{pad}"
+
+
+def gemm_layer(batch, rows, cols, depth):
+    return f"gemm b{batch} {rows}x{cols}x{depth}"
 
 
 def primitive_layer(kind, problem):
@@ -1114,9 +1132,7 @@ def primitive_layer(kind, problem):
         if not m:
             return None
         g_before, mb, g_after, ic, oc, ih, kh, sh, ph = m.groups()
-        g = int(g_before or g_after or 1)
-        mb, ic, oc, ih, kh, sh, ph = (int(v) for v in (mb, ic, oc, ih, kh, sh, ph))
-        return f"conv g{g} mb{mb} {ic}>{oc} {ih} k{kh} s{sh} p{ph}"
+        return conv_layer(int(g_before or g_after or 1), *(int(v) for v in (mb, ic, oc, ih, kh, sh, ph)))
     if kind == "matmul":
         try:
             dims = [[int(d) for d in part.split("x")] for part in problem.split(":")[:2] if part]
@@ -1128,7 +1144,7 @@ def primitive_layer(kind, problem):
         batch = 1
         for d in src[:-2]:
             batch *= d
-        return f"gemm b{batch} {src[-2]}x{wei[-1]}x{src[-1]}"
+        return gemm_layer(batch, src[-2], wei[-1], src[-1])
     return None
 
 
@@ -1142,15 +1158,15 @@ def layer_of_row(kind, shape, linears_as_convs=False):
         if not m:
             return None
         g, mb, ic, ih, oc, kh, sh, ph = (int(v) for v in m.groups())
-        return f"conv g{g} mb{mb} {ic}>{oc} {ih} k{kh} s{sh} p{ph}"
+        return conv_layer(g, mb, ic, oc, ih, kh, sh, ph)
     if base in ("linear", "matmul"):
         m = re.match(r"b(\d+)m(\d+)n(\d+)k(\d+)", shape)
         if not m:
             return None
         b, rows, cols, depth = (int(v) for v in m.groups())
         if base == "linear" and linears_as_convs:
-            return f"conv g1 mb{rows} {depth}>{cols} 1 k1 s1 p0"
-        return f"gemm b{b} {rows}x{cols}x{depth}"
+            return conv_layer(1, rows, depth, cols, 1, 1, 1, 0)
+        return gemm_layer(b, rows, cols, depth)
     return None
 
 
@@ -1161,8 +1177,8 @@ def verbose_runs(lines):
         if line == PROBE_RUN:
             runs.append([])
             continue
-        fields = line.split(",")
-        if runs and len(fields) > 4 and fields[0] in ("onednn_verbose", "dnnl_verbose") and fields[1] == "exec":
+        fields = exec_fields(line)
+        if runs and fields:
             try:
                 runs[-1].append((fields[3], fields[-2], float(fields[-1])))
             except ValueError:
@@ -1450,10 +1466,10 @@ def rates_text(rates):
 
 
 def run_reorders(info):
-    """oneDNN reorders one run of the case executed (the probe ran it twice), or None."""
+    """oneDNN reorders one run of the case executed (the probe ran it SUMMARY_RUNS times), or None."""
     if not info or "error" in info:
         return None
-    return sum(n for key, n in info["primitives"].items() if key.split(":")[0] == "reorder") // 2
+    return sum(n for key, n in info["primitives"].items() if key.split(":")[0] == "reorder") // SUMMARY_RUNS
 
 
 def library_text(info):
@@ -1467,7 +1483,7 @@ def library_text(info):
         prims[kind] = prims.get(kind, 0) + count
     if not prims:
         return "PyTorch native (no oneDNN primitive ran)"
-    parts = ", ".join(f"{k} {v // 2}" for k, v in sorted(prims.items()))  # two probe runs
+    parts = ", ".join(f"{k} {v // SUMMARY_RUNS}" for k, v in sorted(prims.items()))
     return f"oneDNN {info.get('onednn_version') or '?'}: {parts}"
 
 
