@@ -73,7 +73,7 @@ double GemmShape::flops() const { return 2.0 * double(batch) * double(m) * doubl
 double GemmShape::bytes() const {
   const double in = dtype_bytes(dtype);
   const double out = dtype == DType::int8 ? 4.0 : in;
-  return double(batch) * ((double(m) * double(k) + double(k) * double(n)) * in + double(m) * double(n) * out);
+  return double(batch) * double(m) * (double(k) * in + double(n) * out) + weight_bytes();
 }
 
 double GemmShape::weight_bytes() const {
