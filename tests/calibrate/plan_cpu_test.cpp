@@ -83,6 +83,24 @@ TEST(CpuPlan, DefaultSuiteMeasuresClassifiersAsConvolutionsOver1x1WithColdWeight
   }
 }
 
+TEST(CpuPlan, DefaultSuiteMeasuresBatchedClassifiersBlocked) {
+  const Plan full = cpu_plan(this_kind_of_vm(), Suite::full);
+  for (const DType dtype : {DType::f32, DType::bf16}) {
+    for (const std::int64_t n : {8, 32}) {
+      EXPECT_TRUE(std::any_of(full.conv.begin(), full.conv.end(), [&](const auto& point) {
+        const ConvShape& s = point.first;
+        return s.dtype == dtype && s.n == n && s.h == 1 && s.w == 1 && s.r == 1 && s.c >= 4096 &&
+               point.second == ConvLayout::blocked;
+      })) << to_string(dtype) << " n=" << n;
+    }
+  }
+  // The quick suite has no time for them.
+  const Plan quick = cpu_plan(this_kind_of_vm(), Suite::quick);
+  EXPECT_FALSE(std::any_of(quick.conv.begin(), quick.conv.end(), [](const auto& point) {
+    return point.first.h == 1 && point.first.n > 1;
+  }));
+}
+
 TEST(CpuPlan, DefaultSuiteMeasuresMainMemoryTwiceByTheTriadAlone) {
   const auto device = this_kind_of_vm();
   const Plan full = cpu_plan(device, Suite::full);
