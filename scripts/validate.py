@@ -806,8 +806,8 @@ def reorder_directions(lines):
     copy or a blocked layout, to blocked."""
     to_plain = to_blocked = 0
     for line in lines:
-        fields = line.split(",")
-        if len(fields) < 7 or fields[1] != "exec" or fields[3] != "reorder":
+        fields = exec_fields(line)
+        if not fields or len(fields) < 7 or fields[3] != "reorder":
             continue
         src = next((f for f in fields[6].split() if f.startswith("src_")), "")
         if re.search(r":blocked:a[A-Z][a-z]*\d+[a-z]", src):
@@ -886,13 +886,34 @@ PROBE_START, PROBE_RUN = "truepeak-probe-start", "truepeak-probe-run"
 SUMMARY_RUNS = 2  # probe runs the primitive counts (onednn_summary) come from
 
 
-def exec_fields(line):
-    """The comma-separated fields of an ONEDNN_VERBOSE line of an executed primitive (kind in [3],
-    implementation in [4], problem in [-2], milliseconds in [-1]), else None."""
+def verbose_body(line):
+    """The fields of an ONEDNN_VERBOSE line after its marker, without what other oneDNN versions put
+    before the operation (a timestamp with ONEDNN_VERBOSE_TIMESTAMP=1, a format version such as
+    "v1", the record type "primitive"), else None: "exec,cpu,..." and "info,..." lines alike."""
     fields = line.split(",")
-    if len(fields) > 4 and fields[0] in ("onednn_verbose", "dnnl_verbose") and fields[1] == "exec":
-        return fields
+    if fields[0] not in ("onednn_verbose", "dnnl_verbose"):
+        return None
+    rest = fields[1:]
+    while rest and (re.fullmatch(r"[\d.]+|v\d+", rest[0]) or rest[0] == "primitive"):
+        rest = rest[1:]
+    return rest
+
+
+def exec_fields(line):
+    """The comma-separated fields of an ONEDNN_VERBOSE line of an executed primitive, in oneDNN
+    2.x's order ("exec" in [1], kind in [3], implementation in [4], problem in [-2], milliseconds
+    in [-1]), else None."""
+    rest = verbose_body(line)
+    if rest and len(rest) > 3 and rest[0] == "exec":
+        return [line.split(",", 1)[0]] + rest
     return None
+
+
+def onednn_version(line):
+    """The version of oneDNN its ONEDNN_VERBOSE info line names, else None."""
+    rest = verbose_body(line)
+    m = re.match(r"info,oneDNN v([\d.]+)", ",".join(rest)) if rest else None
+    return m.group(1) if m else None
 
 
 def probe_command(name, args, batch=1, runs=SUMMARY_RUNS):
@@ -912,9 +933,7 @@ def onednn_summary(name, args):
         start = lines.index(PROBE_START)
         lines = [l for l in lines[:start] if ",info," in l] + lines[start + 1:]
     for line in lines:
-        m = re.match(r"(?:onednn|dnnl)_verbose,info,oneDNN v([\d.]+)", line)
-        if m:
-            version = m.group(1)
+        version = onednn_version(line) or version
         fields = exec_fields(line)
         if fields:
             key = f"{fields[3]}:{fields[4]}"  # primitive kind : implementation

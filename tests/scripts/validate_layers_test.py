@@ -52,6 +52,32 @@ class LayerKeysTest(unittest.TestCase):
         self.assertIsNone(validate.layer_of_row("conv2d", "[8,64,56,56]"))
 
 
+class VerboseLinesTest(unittest.TestCase):
+    def test_other_versions_lines_read_as_the_2x_ones(self):
+        line = exec_line("convolution", CONV_1X1, 2.5)
+        fields = validate.exec_fields(line)
+        self.assertEqual((fields[1], fields[3], fields[-2], fields[-1]), ("exec", "convolution", CONV_1X1, "2.5"))
+        # oneDNN 3.x: the record type; a format version; a timestamp (ONEDNN_VERBOSE_TIMESTAMP=1).
+        body = line.split(",", 1)[1]
+        for other in (f"onednn_verbose,primitive,{body}", f"onednn_verbose,v1,primitive,{body}",
+                      f"onednn_verbose,1733100000123.25,primitive,{body}", f"dnnl_verbose,{body}"):
+            self.assertEqual(validate.exec_fields(other)[1:], fields[1:], other)
+        self.assertEqual(validate.verbose_runs([validate.PROBE_RUN, f"onednn_verbose,v1,primitive,{body}"]),
+                         [[("convolution", CONV_1X1, 2.5)]])
+
+    def test_creation_info_and_foreign_lines_are_not_executions(self):
+        self.assertIsNone(validate.exec_fields(exec_line("sum", "8x64", 1).replace(",exec,", ",create:cache_miss,")))
+        self.assertIsNone(validate.exec_fields("onednn_verbose,info,cpu,runtime:OpenMP,nthr:2"))
+        self.assertIsNone(validate.exec_fields("exec,cpu,convolution,jit,forward,x,y,z,1"))
+        self.assertIsNone(validate.exec_fields("onednn_verbose,primitive,exec"))
+
+    def test_the_version_is_read_in_either_form(self):
+        self.assertEqual(validate.onednn_version("onednn_verbose,info,oneDNN v2.6.3 (commit N/A)"), "2.6.3")
+        self.assertEqual(validate.onednn_version("onednn_verbose,v1,info,oneDNN v3.5.3 (commit abc)"), "3.5.3")
+        self.assertEqual(validate.onednn_version("dnnl_verbose,info,DNNL v1.3.0"), None)
+        self.assertIsNone(validate.onednn_version("onednn_verbose,info,cpu,isa:Intel AVX-512"))
+
+
 class FastestPrimitivesTest(unittest.TestCase):
     def test_each_primitive_at_its_fastest_over_the_runs(self):
         lines = ["onednn_verbose,info,oneDNN v2.6.3", exec_line("convolution", CONV_1X1, 9.0),
