@@ -182,12 +182,15 @@ Plan cpu_plan(const DeviceDescription& device, Suite suite) {
       }
     }
     if (!quick) {
-      // Classifiers at batch 8 and 32, blocked as frameworks run them: oneDNN's 1x1 convolution
-      // over 1x1 reads its weights once per image (a 4096x4096 f32 one took 1.4 ms at batch 1,
-      // 8.3 at 8 and 31 at 32 here), unlike a matmul's M rows, so batch-1 points say nothing of it.
+      // Classifiers past batch 1, blocked as frameworks run them: oneDNN's 1x1 convolution over
+      // 1x1 takes about batch times its batch-1 time (a 4096x4096 f32 one 1.4 ms at batch 1, 8.3
+      // at 8 and 31 at 32 here), unlike a matmul's M rows. A small one at batch 8 and 32, and one
+      // of 16384 to 4096 at batch 8, with weights as large as the caches here (256 MiB in f32;
+      // 37 ms, and 70 in bf16, steady): a 4096x4096 one at batch 8 took 7.5 ms or 19 as other
+      // tenants left the cache its weights or not, too unsteady a point to lend its rate.
       for (const std::int64_t n : {8, 32})
-        for (const std::int64_t channels : {1024, 4096})
-          plan.conv.push_back({conv(dtype, n, channels, 1, channels, 1, 1, 0), ConvLayout::blocked});
+        plan.conv.push_back({conv(dtype, n, 1024, 1, 1024, 1, 1, 0), ConvLayout::blocked});
+      plan.conv.push_back({conv(dtype, 8, 16384, 1, 4096, 1, 1, 0), ConvLayout::blocked});
     }
     if (!quick) {
       auto grouped = grouped_layers(dtype);

@@ -89,10 +89,15 @@ TEST(CpuPlan, DefaultSuiteMeasuresBatchedClassifiersBlocked) {
     for (const std::int64_t n : {8, 32}) {
       EXPECT_TRUE(std::any_of(full.conv.begin(), full.conv.end(), [&](const auto& point) {
         const ConvShape& s = point.first;
-        return s.dtype == dtype && s.n == n && s.h == 1 && s.w == 1 && s.r == 1 && s.c >= 4096 &&
+        return s.dtype == dtype && s.n == n && s.h == 1 && s.w == 1 && s.r == 1 && s.c >= 1024 &&
                point.second == ConvLayout::blocked;
       })) << to_string(dtype) << " n=" << n;
     }
+    // One with weights of a large classifier's (VGG's first: 392 MiB in f32), past batch 1.
+    EXPECT_TRUE(std::any_of(full.conv.begin(), full.conv.end(), [&](const auto& point) {
+      const ConvShape& s = point.first;
+      return s.dtype == dtype && s.n > 1 && s.h == 1 && s.weight_bytes() >= 128.0 * kMiB;
+    })) << to_string(dtype);
   }
   // The quick suite has no time for them.
   const Plan quick = cpu_plan(this_kind_of_vm(), Suite::quick);
