@@ -1,5 +1,6 @@
-// STREAM kernels (copy, scale, add, triad) through the CPU backend, plus its FMA kernel and the
-// per-op overhead. Benchmarks are named stream/<op>/<bytes> (total working set of all arrays);
+// STREAM kernels (copy, scale, add, triad) through the CPU backend, plus its FMA kernel, the
+// per-op overhead and the vector ops between the GEMMs (vector_op/<op>_<dtype>_<rows>x<cols>, at
+// the calibration's sizes). Benchmarks are named stream/<op>/<bytes> (total working set of all arrays);
 // the default sizes run from inside L1 to past 4x the last-level cache. Add sizes with
 // --bytes=N (e.g. 3G; repeatable), set threads with --threads=N.
 // Tiny working sets repeat the pass inside one run and report the time per pass, so the wall
@@ -45,6 +46,15 @@ int main(int argc, char** argv) {
   bench::register_kernel(
       cache, "overhead/tiny_op", [&backend] { return backend->tiny_op(); },
       benchmark::kMicrosecond);
+  for (const DType dtype : {DType::f32, DType::bf16}) {
+    for (const auto& op : vector_op_names()) {
+      const VectorOpShape shape = op == "add_padded" ? VectorOpShape{op, dtype, 24, 10240}
+                                                     : VectorOpShape{op, dtype, 256, 1024};
+      bench::register_kernel(
+          cache, "vector_op/" + shape.str(), [&backend, shape] { return backend->vector_op(shape); },
+          benchmark::kMicrosecond);
+    }
+  }
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -129,8 +129,8 @@ std::string VectorOpShape::str() const {
 const std::vector<std::string>& vector_op_names() {
   static const std::vector<std::string> names = {"relu", "relu6",   "gelu",      "gelu_tanh",
                                                  "tanh", "sigmoid", "silu",      "exp",
-                                                 "add",  "softmax", "layernorm", "reorder_blocked",
-                                                 "reorder_plain"};
+                                                 "add",  "add_padded", "softmax", "layernorm",
+                                                 "reorder_blocked", "reorder_plain"};
   return names;
 }
 

@@ -60,9 +60,11 @@ struct VectorOpShape {
   friend bool operator==(const VectorOpShape&, const VectorOpShape&) = default;
 };
 // relu, relu6, gelu (erf form), gelu_tanh (tanh form), tanh, sigmoid, silu, exp, add (of two
-// tensors), softmax, layernorm; reorder_blocked and reorder_plain: a layout change of a tensor of
-// `rows` channels by `cols` positions, from plain (channels outermost) to channel-blocked (16
-// channels innermost, oneDNN's aBcd16b) and back. `rows` of a reorder is a multiple of 16.
+// tensors), add_padded (of two channel-blocked tensors of `rows` channels by `cols` positions,
+// `rows` not a multiple of 16: the last block part-filled), softmax, layernorm; reorder_blocked
+// and reorder_plain: a layout change of a tensor of `rows` channels by `cols` positions, from
+// plain (channels outermost) to channel-blocked (16 channels innermost, oneDNN's aBcd16b) and
+// back. `rows` of a reorder is a multiple of 16.
 const std::vector<std::string>& vector_op_names();
 
 // STREAM kernels over arrays of doubles (CPU) or the backend's element type.

@@ -254,6 +254,11 @@ Totals run_forward(const Graph& g, const Bindings& b, double e, const RateModel&
       w.input_bytes = std::min(first_read, std::max(0.0, w.bytes - w.weight_bytes));
       first_read = 0;  // the first of the op's works reads them
       if (own && w.engine == Engine::vector && w.elements > 0) w.own_elements_per_s = *own;
+      // A residual add of blocked tensors whose channels leave the last block part-filled runs in
+      // oneDNN's reference sum (MobileNets' and EfficientNets' adds of 24 and 40 channels).
+      if (blocked && w.vector_op == "add" && op.output.shape.size() == 4 && rates.blocked_channels() > 0 &&
+          eval_shape(op.output.shape, b)[1] % rates.blocked_channels() != 0)
+        w.vector_op = "add_padded";
       // The same product in implicit-GEMM coordinates: rows x out x in, a dense 1x1 window, over
       // its in and out features as channels (padded to whole blocks in a blocked layout, as the
       // 1000 classes of a classifier run as 1008).

@@ -48,8 +48,9 @@ int conv_class(std::int64_t groups, bool depthwise) {
 std::optional<double> RateModel::vector_op_elements_per_s(const std::string& op) const {
   auto it = vector_op_rates_.find(op);
   // A profile without the tanh form (before 1.5, the quick suite, a skipped point) lends it the
-  // erf form's rate.
+  // erf form's rate; one without the padded add (before 1.9, the quick suite), the add's.
   if (it == vector_op_rates_.end() && op == "gelu_tanh") it = vector_op_rates_.find("gelu");
+  if (it == vector_op_rates_.end() && op == "add_padded") it = vector_op_rates_.find("add");
   if (it == vector_op_rates_.end()) return std::nullopt;
   return it->second;
 }
@@ -101,13 +102,14 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
                                                                : fastest_rate;
   };
   const std::string dt(to_string(dtype));
-  if (conv_layout == "blocked" && device.kind == "cpu") {
+  if (device.kind == "cpu") {
     // The block oneDNN's ISA gives (the kernel's choice), else the CPU's own flags.
     const auto& p = device.properties;
     const bool avx512 = p.contains("onednn_isa") && p["onednn_isa"].is_string()
                             ? p["onednn_isa"].get<std::string>().rfind("avx512", 0) == 0
                             : cpu_has_avx512(p);
-    channel_block_ = avx512 ? 16 : 8;
+    blocked_channels_ = avx512 ? 16 : 8;
+    if (conv_layout == "blocked") channel_block_ = blocked_channels_;
   }
   const auto conv_used = [&](const ConvPoint& c) {
     return c.shape.dtype == dtype && c.flops_per_s > 0 &&

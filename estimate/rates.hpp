@@ -76,8 +76,8 @@ class RateModel {
   // Elementwise work (norms, activations): the vector FMA peak of the dtype.
   double vector_flops_per_s() const { return vector_flops_per_s_; }
   // Elements per second of the profile's measured vector op `op` in this dtype (the fastest point
-  // of that op; gelu_tanh falls back to gelu where the profile has no gelu_tanh point), or nullopt
-  // when the profile has none.
+  // of that op; gelu_tanh falls back to gelu, add_padded to add, where the profile has no point
+  // of its own), or nullopt when the profile has none.
   std::optional<double> vector_op_elements_per_s(const std::string& op) const;
   // Bandwidth of the smallest memory level that holds `working_set_bytes`.
   double Bps(double working_set_bytes) const;
@@ -92,6 +92,10 @@ class RateModel {
   // at least kCacheAdvantage times faster than main memory (0 when there is none).
   double largest_cache_bytes() const { return largest_cache_bytes_; }
   static constexpr double kCacheAdvantage = 2.0;
+
+  // Channels a block of oneDNN's channel-blocked layout on this device (16 with AVX-512, else 8;
+  // 0 on a GPU).
+  std::int64_t blocked_channels() const { return blocked_channels_; }
 
   // The roofs for "% of peak": best measured GEMM rate and best bandwidth (DRAM/HBM).
   double best_flops_per_s() const { return best_flops_per_s_; }
@@ -128,6 +132,7 @@ class RateModel {
 
   DType dtype_;
   std::int64_t channel_block_ = 0;  // channels a block of the blocked conv layout (0: not padded)
+  std::int64_t blocked_channels_ = 0;  // channels a block of oneDNN's blocked layout (CPU; else 0)
   std::vector<Point> gemm_points_;       // log efficiency, warm caches
   std::vector<Point> gemm_cold_points_;  // the same with cold-weight measurements where made
   double largest_cache_bytes_ = 0;

@@ -2,7 +2,9 @@
 // convolutions of a model. The transcendental ones (gelu, tanh, sigmoid, silu, exp, softmax) are
 // bound by arithmetic rather than memory on a CPU; their element rate is what the estimator needs.
 // `add` is oneDNN's sum of two tensors, the residual add of frameworks that keep activations in
-// oneDNN's formats (its implementation here runs far below the bandwidth of the caches). The two
+// oneDNN's formats (its implementation here runs far below the bandwidth of the caches);
+// `add_padded` the same sum of two channel-blocked tensors whose channels leave the last block
+// part-filled (24 channels in blocks of 16), which oneDNN runs in its reference implementation. The two
 // reorders are the layout changes such a framework makes where an op it runs outside oneDNN meets
 // one inside: a plain tensor of `rows` channels by `cols` positions into oneDNN's channel-blocked
 // format (aBcd16b), and back.
@@ -25,6 +27,7 @@ constexpr float kLayerNormEpsilon = 1e-5f;
 constexpr std::int64_t kChannelBlock = 16;  // aBcd16b
 
 bool is_reorder(const std::string& op) { return op == "reorder_blocked" || op == "reorder_plain"; }
+bool is_add(const std::string& op) { return op == "add" || op == "add_padded"; }
 
 struct EltwiseAlgorithm {
   dnnl::algorithm algorithm;
@@ -83,7 +86,15 @@ class VectorOpKernel final : public Kernel {
           dnnl::reorder::primitive_desc(context_.engine, desc, context_.engine, dst_desc));
       impl_ = pd.impl_info_str();
       primitive_ = TRUEPEAK_DNNL(dnnl::reorder(pd));
-    } else if (shape.op == "add") {
+    } else if (is_add(shape.op)) {
+      if (shape.op == "add_padded") {
+        if (shape.rows % kChannelBlock == 0)
+          throw InputError(fmt::format(
+              "vector op {}: add_padded's rows (channels) must leave the last block of {} part-filled",
+              shape.str(), kChannelBlock));
+        desc = plain_desc({1, shape.rows, 1, shape.cols}, type, dnnl::memory::format_tag::aBcd16b);
+        dst_desc = desc;
+      }
       const std::vector<float> scales = {1.0f, 1.0f};
       const auto pd = TRUEPEAK_DNNL(
           dnnl::sum::primitive_desc(desc, scales, {desc, desc}, context_.engine));
@@ -91,6 +102,7 @@ class VectorOpKernel final : public Kernel {
       primitive_ = TRUEPEAK_DNNL(dnnl::sum(pd));
       addend_ = TRUEPEAK_DNNL(dnnl::memory(desc, context_.engine));
       fill_memory(addend_, 0x60);
+      zero_padding(addend_);
       args_[DNNL_ARG_MULTIPLE_SRC + 1] = addend_;
     } else if (shape.op == "softmax") {
       const auto op = TRUEPEAK_DNNL(dnnl::softmax_forward::desc(prop, desc, 1));
@@ -120,22 +132,24 @@ class VectorOpKernel final : public Kernel {
     src_ = TRUEPEAK_DNNL(dnnl::memory(desc, context_.engine));
     dst_ = TRUEPEAK_DNNL(dnnl::memory(dst_desc, context_.engine));
     fill_memory(src_, 0x5e);
+    zero_padding(src_);
     spread_inputs();
     fill_memory(dst_, 0x5f);
-    args_[shape.op == "add" ? DNNL_ARG_MULTIPLE_SRC : DNNL_ARG_SRC] = src_;
+    args_[is_add(shape.op) ? DNNL_ARG_MULTIPLE_SRC : DNNL_ARG_SRC] = src_;
     args_[DNNL_ARG_DST] = dst_;
   }
 
   std::string name() const override { return "vector_op " + shape_.str(); }
   double flops() const override { return 0; }
   double bytes() const override {
-    const double tensors = shape_.op == "add" ? 3.0 : 2.0;
+    const double tensors = is_add(shape_.op) ? 3.0 : 2.0;
     return tensors * shape_.elements() * static_cast<double>(dtype_bytes(shape_.dtype));
   }
   std::string impl() const override { return impl_; }
   std::string layout() const override {
     if (shape_.op == "reorder_blocked") return "abcd->aBcd16b";
     if (shape_.op == "reorder_plain") return "aBcd16b->abcd";
+    if (shape_.op == "add_padded") return "aBcd16b";
     return "row-major";
   }
 
@@ -150,15 +164,16 @@ class VectorOpKernel final : public Kernel {
     const bool bf16 = shape_.dtype == DType::bf16;
     const double rel = bf16 ? 1.6e-2 : 1e-4, abs = bf16 ? 1e-4 : 1e-6;
     const std::int64_t step = std::max<std::int64_t>(1, shape_.rows / 32);
+    const bool blocked = shape_.op == "add_padded";
     std::vector<double> x(static_cast<std::size_t>(shape_.cols)), y(x.size()), ref(x.size());
     for (std::int64_t row = 0; row < shape_.rows; row += step) {
       for (std::int64_t c = 0; c < shape_.cols; ++c) {
-        x[c] = value(src_, row * shape_.cols + c);
-        if (addend_) y[c] = value(addend_, row * shape_.cols + c);
+        x[c] = value(src_, offset(blocked, row, c));
+        if (addend_) y[c] = value(addend_, offset(blocked, row, c));
       }
       reference_row(x, y, ref);
       for (std::int64_t c = 0; c < shape_.cols; ++c) {
-        const double got = value(dst_, row * shape_.cols + c);
+        const double got = value(dst_, offset(blocked, row, c));
         if (!(std::abs(got - ref[c]) <= rel * std::abs(ref[c]) + abs)) {
           throw CheckFailed(fmt::format("{}: element ({}, {}) is {}, expected {} (input {})", name(),
                                         row, c, got, ref[c], x[c]));
@@ -183,6 +198,22 @@ class VectorOpKernel final : public Kernel {
       auto* p = static_cast<float*>(data);
       for (std::size_t i = 0; i < n; ++i) p[i] *= 8.0f;
     }
+  }
+
+  // The channels past `rows` in the last block of a blocked operand are zero, as in the tensors of
+  // a framework that keeps them blocked.
+  void zero_padding(const dnnl::memory& memory) const {
+    if (shape_.op != "add_padded") return;
+    void* data = memory.get_data_handle();
+    const std::int64_t padded = (shape_.rows + kChannelBlock - 1) / kChannelBlock * kChannelBlock;
+    for (std::int64_t c = shape_.rows; c < padded; ++c)
+      for (std::int64_t p = 0; p < shape_.cols; ++p) {
+        const auto i = offset(true, c, p);
+        if (shape_.dtype == DType::bf16)
+          static_cast<std::uint16_t*>(data)[i] = 0;
+        else
+          static_cast<float*>(data)[i] = 0.0f;
+      }
   }
 
   // Offset of channel `c` at position `p` in a tensor of this op's shape, plain or blocked.
@@ -215,7 +246,7 @@ class VectorOpKernel final : public Kernel {
   void reference_row(const std::vector<double>& x, const std::vector<double>& y,
                      std::vector<double>& out) const {
     const auto n = static_cast<double>(x.size());
-    if (shape_.op == "add") {
+    if (is_add(shape_.op)) {
       for (std::size_t i = 0; i < x.size(); ++i) out[i] = x[i] + y[i];
     } else if (shape_.op == "softmax") {
       const double top = *std::max_element(x.begin(), x.end());

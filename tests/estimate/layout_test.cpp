@@ -151,6 +151,41 @@ TEST_F(Layout, AReorderCostsItsCopiesAtTheMeasuredRateOrItsBytes) {
   EXPECT_GT(slow.latency_s, one.latency_s);
 }
 
+// x -> conv a (`channels` out) -> relu -> add(a, relu): a residual add of two blocked tensors.
+Model residual(std::int64_t channels) {
+  GraphBuilder b;
+  const auto& x = b.input("x", {Dim::symbol("N"), 32, 8, 8});
+  const auto& a = b.add(make_conv2d("a", x, channels, {3, 3, 1, 1, 1, 1}, false));
+  const auto& r = b.add(make_elementwise("relu", "relu", {a}));
+  b.add(make_elementwise("add", "add", {a, r}));
+  Model m;
+  m.name = "residual";
+  m.forward = b.take();
+  return m;
+}
+
+TEST_F(Layout, ABlockedAddOfPartFilledChannelBlocksTakesThePaddedAddsRate) {
+  Device measured = cpu;
+  measured.vector_ops.push_back(testing::vector_op_point("add", DType::f32, 1e10));
+  measured.vector_ops.push_back(testing::vector_op_point("add_padded", DType::f32, 1e7));
+  const auto blocked = layout({"elementwise:relu", "elementwise:add"});
+  // No ISA flags in the fixture: blocks of 8 channels. 20 leave the last half full; 32 fill 4.
+  EXPECT_NEAR(row(estimate(residual(20), measured, blocked), "add").compute_s, 2.0 * 20 * 64 / 1e7, 1e-15);
+  EXPECT_NEAR(row(estimate(residual(32), measured, blocked), "add").compute_s, 2.0 * 32 * 64 / 1e10, 1e-15);
+  // With AVX-512, blocks of 16: 24 channels leave the last one part-filled.
+  Device avx512 = measured;
+  avx512.properties["isa"] = {{"avx512f", true}};
+  EXPECT_NEAR(row(estimate(residual(24), avx512, blocked), "add").compute_s, 2.0 * 24 * 64 / 1e7, 1e-15);
+  EXPECT_NEAR(row(estimate(residual(24), measured, blocked), "add").compute_s, 2.0 * 24 * 64 / 1e10, 1e-15);
+  // An add that runs plain is not oneDNN's sum of blocked tensors.
+  EXPECT_NEAR(row(estimate(residual(20), measured, layout({"elementwise:relu"})), "add").compute_s,
+              2.0 * 20 * 64 / 1e10, 1e-15);
+  // A profile without the padded add's point lends it the add's rate.
+  Device plain_add = cpu;
+  plain_add.vector_ops.push_back(testing::vector_op_point("add", DType::f32, 1e10));
+  EXPECT_NEAR(row(estimate(residual(20), plain_add, blocked), "add").compute_s, 2.0 * 20 * 64 / 1e10, 1e-15);
+}
+
 TEST_F(Layout, AnOpThatRunsPlainTakesTheRuntimesOwnRate) {
   Options o = layout({"elementwise:relu", "elementwise:add"});
   o.own_rates = {{"elementwise", 1e7}, {"elementwise:silu", 1e6}};
