@@ -1,0 +1,66 @@
+"""validate.py against a real PyTorch: a frozen CNN's oneDNN primitives, read from a verbose child
+process, key to the same layers as the estimate of its ONNX export. Skipped (exit 77) where this
+interpreter has no PyTorch and torchvision, or no truepeak executable is given (TRUEPEAK)."""
+import os
+import sys
+import tempfile
+import types
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "scripts"))
+import validate  # noqa: E402
+
+SKIP = 77
+MODEL, CONVOLUTIONS = "squeezenet1_1", 26
+
+
+def have_torch():
+    try:
+        import torch  # noqa: F401
+        import torchvision  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class FrozenCnnLayersTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.args = types.SimpleNamespace(threads=2, seq=128, context=128, system_malloc=False,
+                                         truepeak=os.environ["TRUEPEAK"], profile=os.environ["TRUEPEAK_PROFILE"],
+                                         device="cpu", typical_times=False)
+        cls.case = validate.build_case(MODEL, 1, 128, 128, runnable=False)
+        cls.primitives = validate.measured_layers(cls.case, cls.args)
+
+    def test_every_convolution_is_read_with_its_time(self):
+        self.assertIsNotNone(self.primitives)
+        convolutions = [p for p in self.primitives if p[0] == "convolution"]
+        self.assertEqual(len(convolutions), CONVOLUTIONS)
+        for kind, problem, ms in convolutions:
+            self.assertIsNotNone(validate.primitive_layer(kind, problem), problem)
+            self.assertGreater(ms, 0)
+
+    def test_the_estimate_of_the_export_has_the_same_layers(self):
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, MODEL + ".onnx")
+            validate.export_onnx(self.case, path)
+            case = types.SimpleNamespace(model=MODEL, batch=1, dtype="f32", seq=None, conv_layout="blocked",
+                                         runtime="frozen")
+            estimate = validate.estimate(self.args, case, path)
+        self.assertNotIn("error", estimate)
+        table = validate.layer_table(self.primitives, estimate["layer_ms"])
+        for layer in table["layers"]:
+            self.assertEqual(layer["measured"], layer["predicted"], layer["layer"])
+        self.assertEqual(sum(l["measured"] for l in table["layers"]), CONVOLUTIONS)
+
+
+if __name__ == "__main__":
+    if not have_torch():
+        print("skipped: no PyTorch and torchvision for", sys.executable)
+        sys.exit(SKIP)
+    if not os.environ.get("TRUEPEAK") or not os.path.exists(os.environ["TRUEPEAK"]):
+        print("skipped: no truepeak executable (TRUEPEAK)")
+        sys.exit(SKIP)
+    os.environ.setdefault("TRUEPEAK_PROFILE", os.path.join(os.path.dirname(__file__), "..", "..",
+                                                           "results", "dev-cpu.json"))
+    unittest.main()
