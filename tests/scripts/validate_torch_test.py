@@ -54,6 +54,23 @@ class FrozenCnnLayersTest(unittest.TestCase):
         self.assertEqual(sum(l["measured"] for l in table["layers"]), CONVOLUTIONS)
 
 
+class OwnKernelRatesTest(unittest.TestCase):
+    def test_every_kernel_has_a_rate_that_truepeak_takes(self):
+        for kernels in (validate.frozen_kernels(), validate.eager_kernels()):
+            rates = validate.OwnKernelRates(kernels, repeats=1).rates()
+            self.assertEqual(set(rates), set(kernels))
+            for kind, rate in rates.items():
+                self.assertGreater(rate, 0, kind)
+                self.assertLess(rate, 1e13, kind)
+            # The kinds are the estimate's row kinds: truepeak accepts every one of them.
+            args = types.SimpleNamespace(truepeak=os.environ["TRUEPEAK"], profile=os.environ["TRUEPEAK_PROFILE"],
+                                         device="cpu", typical_times=False)
+            case = types.SimpleNamespace(model="resnet18", batch=1, dtype="f32", seq=None, conv_layout=None,
+                                         runtime="eager")
+            estimate = validate.estimate(args, case, "resnet18", own_rates=rates)
+            self.assertNotIn("error", estimate, estimate.get("error"))
+
+
 if __name__ == "__main__":
     if not have_torch():
         print("skipped: no PyTorch and torchvision for", sys.executable)
