@@ -48,8 +48,7 @@ int main(int argc, char** argv) {
       benchmark::kMicrosecond);
   for (const DType dtype : {DType::f32, DType::bf16}) {
     for (const auto& op : vector_op_names()) {
-      const VectorOpShape shape = op == "add_padded" ? VectorOpShape{op, dtype, 24, 10240}
-                                                     : VectorOpShape{op, dtype, 256, 1024};
+      const VectorOpShape shape = calibration_shape(op, dtype);
       bench::register_kernel(
           cache, "vector_op/" + shape.str(), [&backend, shape] { return backend->vector_op(shape); },
           benchmark::kMicrosecond);

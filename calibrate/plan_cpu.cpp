@@ -183,8 +183,8 @@ Plan cpu_plan(const DeviceDescription& device, Suite suite) {
     }
     if (!quick) {
       // Classifiers past batch 1, blocked as frameworks run them: oneDNN's 1x1 convolution over
-      // 1x1 takes about batch times its batch-1 time (a 4096x4096 f32 one 1.4 ms at batch 1, 8.3
-      // at 8 and 31 at 32 here), unlike a matmul's M rows. A small one at batch 8 and 32, and one
+      // 1x1 takes several times its batch-1 time (a 4096x4096 f32 one 1.4 ms at batch 1, 8.3 at 8
+      // and 31 at 32 here), unlike a matmul's M rows. A small one at batch 8 and 32, and one
       // of 16384 to 4096 at batch 8, with weights as large as the caches here (256 MiB in f32;
       // 37 ms, and 70 in bf16, steady): a 4096x4096 one at batch 8 took 7.5 ms or 19 as other
       // tenants left the cache its weights or not, too unsteady a point to lend its rate.
@@ -237,17 +237,16 @@ Plan cpu_plan(const DeviceDescription& device, Suite suite) {
   if (!quick) plan.triad_only_bytes = {2 * dram};
 
   plan.fma_dtypes = {DType::f32};
-  // The ops between the GEMMs: 256K elements (1 MiB a tensor in f32, in the private caches; add
-  // reads two), rows of 1024 for softmax and layernorm. add_padded: 24 channels (two blocks of 16,
-  // the last half full, as MobileNets' and EfficientNets' residual adds at 56x56) by 10240
-  // positions. The quick suite keeps the ones transformers and CNNs spend most on.
+  // The ops between the GEMMs (calibration_shape): 256K elements (1 MiB a tensor in f32, in the
+  // private caches; an add reads two), rows of 1024 for softmax and layernorm; add_padded's 24
+  // channels as MobileNets' and EfficientNets' residual adds at 56x56. The quick suite keeps the
+  // ones transformers and CNNs spend most on.
   for (const DType dtype : {DType::f32, DType::bf16}) {
     for (const auto& op : vector_op_names()) {
-      if (quick && op != "gelu" && op != "add" && op != "softmax" && op != "layernorm") continue;
-      if (op == "add_padded")
-        plan.vector_ops.push_back({op, dtype, 24, 10240});
-      else
-        plan.vector_ops.push_back({op, dtype, 256, 1024});
+      if (quick && op != "gelu" && op != "add" && op != "add_padded" && op != "softmax" &&
+          op != "layernorm")
+        continue;
+      plan.vector_ops.push_back(calibration_shape(op, dtype));
     }
   }
 

@@ -134,6 +134,11 @@ const std::vector<std::string>& vector_op_names() {
   return names;
 }
 
+VectorOpShape calibration_shape(const std::string& op, DType dtype) {
+  if (op == "add_padded") return {op, dtype, 24, 10240};
+  return {op, dtype, 256, 1024};
+}
+
 ConvShape ConvShape::parse(const std::string& text) {
   auto parsed = parse_name(text, "conv");
   ConvShape s;

@@ -66,6 +66,9 @@ struct VectorOpShape {
 // plain (channels outermost) to channel-blocked (16 channels innermost, oneDNN's aBcd16b) and
 // back. `rows` of a reorder is a multiple of 16.
 const std::vector<std::string>& vector_op_names();
+// The size a calibration measures `op` at: 256 x 1024 (256K elements, 1 MiB a tensor in f32);
+// add_padded 24 channels (two blocks of 16, the last half full) by 10240 positions.
+VectorOpShape calibration_shape(const std::string& op, DType dtype);
 
 // STREAM kernels over arrays of doubles (CPU) or the backend's element type.
 enum class StreamOp { copy, scale, add, triad };

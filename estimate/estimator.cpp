@@ -255,7 +255,8 @@ Totals run_forward(const Graph& g, const Bindings& b, double e, const RateModel&
       first_read = 0;  // the first of the op's works reads them
       if (own && w.engine == Engine::vector && w.elements > 0) w.own_elements_per_s = *own;
       // A residual add of blocked tensors whose channels leave the last block part-filled runs in
-      // oneDNN's reference sum (MobileNets' and EfficientNets' adds of 24 and 40 channels).
+      // oneDNN's reference sum (MobileNets' and EfficientNets' adds of 24 and 40 channels in
+      // blocks of 16).
       if (blocked && w.vector_op == "add" && op.output.shape.size() == 4 && rates.blocked_channels() > 0 &&
           eval_shape(op.output.shape, b)[1] % rates.blocked_channels() != 0)
         w.vector_op = "add_padded";

@@ -809,7 +809,8 @@ def reorder_directions(lines):
         fields = exec_fields(line)
         if not fields or len(fields) < 7 or fields[3] != "reorder":
             continue
-        src = next((f for f in fields[6].split() if f.startswith("src_")), "")
+        # The source: src_f32::blocked:aBcd16b:f0 (oneDNN 2.x), src:f32::blocked:aBcd16b::f0 (3.x).
+        src = next((f for f in fields[6].split() if f.startswith(("src_", "src:"))), "")
         if re.search(r":blocked:a[A-Z][a-z]*\d+[a-z]", src):
             to_plain += 1
         else:

@@ -180,6 +180,15 @@ class VectorOpKernel final : public Kernel {
         }
       }
     }
+    // The sum of zero padding is zero padding (the output's was random before the first run).
+    if (blocked) {
+      const std::int64_t padded = (shape_.rows + kChannelBlock - 1) / kChannelBlock * kChannelBlock;
+      for (std::int64_t c = shape_.rows; c < padded; ++c)
+        for (std::int64_t p = 0; p < shape_.cols; ++p)
+          if (value(dst_, offset(true, c, p)) != 0.0)
+            throw CheckFailed(fmt::format("{}: padding channel {} position {} is {}, expected 0", name(), c,
+                                          p, value(dst_, offset(true, c, p))));
+    }
   }
 
   double run_s() override { return timed_execute_s(context_, primitive_, args_); }
@@ -190,7 +199,7 @@ class VectorOpKernel final : public Kernel {
   // power of two is exact in bf16 too.
   void spread_inputs() {
     void* data = src_.get_data_handle();
-    const auto n = static_cast<std::size_t>(shape_.elements());
+    const std::size_t n = src_.get_desc().get_size() / (shape_.dtype == DType::bf16 ? 2 : 4);
     if (shape_.dtype == DType::bf16) {
       auto* p = static_cast<std::uint16_t*>(data);
       for (std::size_t i = 0; i < n; ++i) p[i] = f32_to_bf16(8.0f * bf16_to_f32(p[i]));

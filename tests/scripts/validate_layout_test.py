@@ -27,6 +27,14 @@ class ReorderDirectionsTest(unittest.TestCase):
         lines = [reorder("abcd", "abcd", "simple:any"), reorder("abcd", "aBcd16b"), CONV]
         self.assertEqual(validate.reorder_directions(lines), (0, 2))
 
+    def test_oneDNN_3x_lines_read_alike(self):
+        line = ("onednn_verbose,v1,primitive,exec,cpu,reorder,jit:uni,undef,src:f32::blocked:aBcd16b::f0 "
+                "dst:f32::blocked:abcd::f0,,,1x16x16x16,0.003")
+        self.assertEqual(validate.reorder_directions([line]), (1, 0))
+        self.assertEqual(validate.reorder_directions([line.replace("aBcd16b", "abcd").replace("dst:f32::blocked:abcd",
+                                                                                           "dst:f32::blocked:aBcd16b")]),
+                         (0, 1))
+
     def test_other_primitives_and_lines_do_not_count(self):
         self.assertEqual(validate.reorder_directions([CONV, "truepeak-layout-end", ""]), (0, 0))
 
