@@ -217,6 +217,19 @@ class DeviceRun {
                     int(plan.gemm.size() + plan.gemm_cold.size()) + int(plan.conv.size() + plan.conv_cold.size()) +
                     int(sweep_points(plan).size()) + int(plan.device_copy_bytes.size()) +
                     int(plan.transfer_bytes.size()) * 4 + (plan.bidirectional_bytes > 0 ? 1 : 0);
+    const auto expect = [this](const char* group, std::size_t points, const StopRule& rule) {
+      pending_[group] = {int(points), 0, 0.0, rule.budget_s / 2};
+    };
+    expect("vector_op", plan.vector_ops.size(), plan.vector_op_rule);
+    expect("gemm", plan.gemm.size() + plan.gemm_cold.size(), plan.gemm_rule);
+    // The sweep in two groups, measured apart: main memory (long points), the caches (short ones).
+    std::size_t in_memory = 0;
+    const auto memory_from = device_memory_from(backend.describe().levels);
+    for (const auto& [op, bytes] : sweep_points(plan)) in_memory += memory_from && bytes >= *memory_from;
+    expect("memory", in_memory, plan.stream_rule);
+    expect("caches", sweep_points(plan).size() - in_memory + plan.device_copy_bytes.size(), plan.stream_rule);
+    expect("conv", plan.conv.size() + plan.conv_cold.size(), plan.conv_rule);
+    expect("transfer", plan.transfer_bytes.size() * 4 + (plan.bidirectional_bytes > 0 ? 1 : 0), plan.transfer_rule);
     if (plan.revisit_max_s > 0)
       total_points_ += int(plan.gemm.size() + plan.gemm_cold.size() + plan.conv.size() + plan.conv_cold.size() +
                            plan.vector_ops.size());
@@ -254,6 +267,7 @@ class DeviceRun {
     measure_memory(false);
     measure_conv();
     measure_transfers();
+    group_.clear();  // second looks and confirmations from here on
     revisit();
     confirm_peaks();
     finish();
@@ -277,10 +291,13 @@ class DeviceRun {
     return category.rfind("conv", 0) == 0 ? plan_.conv_rule : plan_.gemm_rule;
   }
 
-  // Seconds the optional work may still take and leave the confirmation time to end by the
-  // plan's deadline (Plan::deadline_s; without one, no limit).
+  // Seconds the optional work may still take and leave the first measurements still to come and
+  // the confirmation time to end by the plan's deadline (Plan::deadline_s; without one, no limit).
+  // On a busy host re-measures early in a run would otherwise take the time of the points after
+  // them: a run with re-measures all through its GEMMs ended 15 s past its goal in its convolutions.
   double time_left_s() const {
     if (plan_.deadline_s <= 0) return std::numeric_limits<double>::infinity();
+    const double to_come = time_to_come_s();
     double confirmation = 0;
     if (plan_.confirm_peaks) {
       confirmation = watch_.confirm_time_s([this](const std::string& category) { return confirm_rule(category); });
@@ -289,7 +306,33 @@ class DeviceRun {
           if (confirms_after_watch(p, *from))
             confirmation += expected_time_s(plan_.stream_rule, p.bytes / p.median_Bps);
     }
-    return plan_.deadline_s - elapsed_s() - confirmation;
+    return plan_.deadline_s - elapsed_s() - to_come - confirmation;
+  }
+
+  // About how long the first measurements still to come take, with the peak watch's bursts
+  // between them (Plan::watch_share of the time).
+  double time_to_come_s() const {
+    double s = 0;
+    for (const auto& [group, p] : pending_) s += p.expected_s();
+    return s / (1 - std::clamp(plan_.watch_share, 0.0, 0.5));
+  }
+
+  // `rule` for a first measurement, its time budget cut (to a quarter at most) where the points
+  // still to come would otherwise end past the deadline: on a busy host every point runs to its
+  // budget, and a run whose GEMMs took 78 s instead of about 50 ended 12 s past its goal. The
+  // minimum count of samples stays.
+  StopRule within_goal(StopRule rule) {
+    if (plan_.deadline_s <= 0) return rule;
+    const double to_come = time_to_come_s();
+    const double room = time_left_s() + to_come;  // for this point and the rest
+    const double need = to_come + rule.budget_s / 2;
+    if (need > 0 && room < need) {
+      const double cut = std::clamp(room / need, 0.25, 1.0);
+      rule.budget_s *= cut;
+      rule.warmup_s *= cut;
+      ++budgets_cut_;
+    }
+    return rule;
   }
 
   // Optional work left out to end by the deadline.
@@ -329,10 +372,17 @@ class DeviceRun {
     if (stopped()) return std::nullopt;
     // Bursts first, while no kernel of this point is alive: the last point's is in the watch or gone.
     watch_.tick(elapsed_s(), options_.stop);
+    const auto first = pending_.find(group_);
+    if (first != pending_.end()) first->second.left = std::max(0, first->second.left - 1);
+    const double began_s = elapsed_s();
     try {
       std::unique_ptr<Kernel> kernel = make();
       kernel->check();
-      auto result = measure(*kernel, rule, options_.stop);
+      auto result = measure(*kernel, first != pending_.end() ? within_goal(rule) : rule, options_.stop);
+      if (first != pending_.end()) {
+        ++first->second.done;
+        first->second.spent_s += elapsed_s() - began_s;
+      }
       // Points measured while the machine was busy are measured again; the faster run counts,
       // since interference only ever adds time.
       for (int again = 0; remeasure && again < plan_.max_remeasure && sentinel_ && !stopped() &&
@@ -412,6 +462,7 @@ class DeviceRun {
   }
 
   void measure_vector_ops() {
+    group_ = "vector_op";
     for (const auto& shape : plan_.vector_ops) {
       const auto what = "vector_op " + shape.str();
       const auto klass = "vector_op " + shape.op;
@@ -430,6 +481,7 @@ class DeviceRun {
   }
 
   void measure_gemm() {
+    group_ = "gemm";
     for (const auto& shape : plan_.gemm) {
       const auto what = "gemm " + shape.str();
       const auto klass = fmt::format("gemm {}", to_string(shape.dtype));
@@ -471,6 +523,7 @@ class DeviceRun {
   }
 
   void measure_conv() {
+    group_ = "conv";
     for (const auto& [shape, layout] : plan_.conv) {
       const auto what = "conv " + shape.str();
       const auto klass = fmt::format("conv {}", to_string(shape.dtype));
@@ -511,6 +564,7 @@ class DeviceRun {
 
   // The sweep's points in main memory (`main_memory`), or the others and the device copies.
   void measure_memory(bool main_memory) {
+    group_ = main_memory ? "memory" : "caches";
     const auto from = device_memory_from(backend_.describe().levels);
     for (const auto& point_at : sweep_points(plan_)) {
       const StreamOp op = point_at.first;
@@ -556,6 +610,7 @@ class DeviceRun {
   }
 
   void measure_transfers() {
+    group_ = "transfer";
     for (const auto dir : {TransferDir::h2d, TransferDir::d2h}) {
       for (const bool pinned : {true, false}) {
         const auto key = fmt::format("{}_{}", to_string(dir), pinned ? "pinned" : "pageable");
@@ -868,7 +923,8 @@ class DeviceRun {
       device_.conditions["left_out_for_deadline"] = {{"remeasures", left_out_.remeasures},
                                                      {"second_looks", left_out_.second_looks},
                                                      {"last_looks", left_out_.last_looks},
-                                                     {"quiet_wait_s", left_out_.quiet_wait_s}};
+                                                     {"quiet_wait_s", left_out_.quiet_wait_s},
+                                                     {"budgets_cut", budgets_cut_}};
     }
     if (sentinel_) device_.conditions["sentinel"] = sentinel_->report(remeasured_);
     if (plan_.watch_share > 0) device_.conditions["peak_watch"] = watch_.report();
@@ -885,6 +941,19 @@ class DeviceRun {
   Clock::time_point start_;
   int total_points_ = 0;
   int done_points_ = 0;
+  // First measurements still to come, by group of points (vector_op, gemm, memory, caches, conv,
+  // transfer): the time optional work leaves them. Until three of a group are measured a point
+  // counts half its rule's budget, then the group's mean so far.
+  struct Pending {
+    int left = 0;
+    int done = 0;
+    double spent_s = 0;
+    double prior_s = 0;
+    double expected_s() const { return left * (done >= 3 ? spent_s / done : prior_s); }
+  };
+  std::map<std::string, Pending> pending_;
+  std::string group_;  // the group point() is measuring for the first time ("": none)
+  int budgets_cut_ = 0;  // first measurements whose time budget gave way to the deadline
   int remeasured_ = 0;
   LeftOut left_out_;
   std::vector<Revisit> revisits_;

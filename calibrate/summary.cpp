@@ -128,6 +128,8 @@ std::string device_summary(const Device& d) {
       }
       if (const double wait = left.value("quiet_wait_s", 0.0); wait > 0)
         parts.push_back(fmt::format("{:.1f} s of the wait for a quiet machine", wait));
+      if (const int cut = left.value("budgets_cut", 0); cut > 0)
+        parts.push_back(fmt::format("part of the time budget of {} point{}", cut, cut == 1 ? "" : "s"));
       if (!parts.empty()) line += ", left out for the goal: " + fmt::format("{}", fmt::join(parts, ", "));
     }
     out += line + "\n";

@@ -741,6 +741,45 @@ TEST(Driver, OptionalWorkGivesWayToTheDeadline) {
   EXPECT_EQ(roomy.device.conditions["last_looks"], 1);
 }
 
+TEST(Driver, ReMeasuresLeaveTheirTimeToThePointsStillToCome) {
+  // Ten GEMMs, then ten convolutions whose rule's budget (100 s) says, until three of them are
+  // measured, that each may take 50 s: with a 300 s goal the GEMMs, measured while 500 s of
+  // convolutions are still to come, get no re-measure on a host busy from the start; the
+  // convolutions, once their own times (microseconds) stand in, do.
+  Plan plan = small_plan();
+  plan.gemm.clear();
+  for (int i = 1; i <= 10; ++i) plan.gemm.push_back({DType::f32, 64 * i, 64, 64, 1});
+  plan.conv.clear();
+  for (int i = 1; i <= 10; ++i)
+    plan.conv.push_back({ConvShape::parse("f32_mb" + std::to_string(i) + "ic16ih8oc16kh3ph1"), ConvLayout::nhwc});
+  plan.conv_rule.budget_s = 100;
+  plan.transfer_bytes.clear();
+  const auto run = [&](double deadline_s, int& gemm_runs) {
+    FakeBackend backend;
+    int sentinel_runs = 0;
+    backend.sentinel_time = [&] { return ++sentinel_runs < 20 ? 1e-4 : 2e-4; };
+    backend.on_run = [&] { ++gemm_runs; };  // GEMM kernels only
+    Plan p = plan;
+    p.deadline_s = deadline_s;
+    Device device;
+    EXPECT_TRUE(calibrate_device(backend, p, {}, device));
+    return device;
+  };
+  int free_runs = 0, bare_runs = 0, goal_runs = 0;
+  const Device free = run(0, free_runs);    // no goal: every re-measure
+  const Device bare = run(1e-6, bare_runs);  // a goal already past: none
+  const Device goal = run(300, goal_runs);
+  EXPECT_GT(free_runs, bare_runs);
+  EXPECT_EQ(goal_runs, bare_runs) << "no GEMM re-measured";
+  EXPECT_GT(goal.conditions["sentinel"]["points_remeasured"].get<int>(), 0) << "convolutions re-measured";
+  EXPECT_GT(goal.conditions["left_out_for_deadline"]["remeasures"].get<int>(), 0);
+  // Behind its goal, a first measurement's time budget gives way too (the GEMMs').
+  EXPECT_GE(goal.conditions["left_out_for_deadline"]["budgets_cut"].get<int>(), 10);
+  EXPECT_FALSE(free.conditions.contains("left_out_for_deadline"));
+  EXPECT_EQ(goal.gemm.size(), free.gemm.size());
+  EXPECT_EQ(goal.conv.size(), free.conv.size());
+}
+
 TEST(Driver, StopFlagEndsEarlyAndKeepsWhatWasMeasured) {
   FakeBackend backend;
   std::atomic<bool> stop{false};
