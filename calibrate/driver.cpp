@@ -213,23 +213,23 @@ class DeviceRun {
       : backend_(backend), plan_(plan), options_(options), device_(device),
         tag_(device_count > 1 ? fmt::format("{} {}/{}", device.id, position, device_count) : device.id),
         watch_(watch_options(plan)) {
-    total_points_ = int(plan.fma_dtypes.size()) + 2 + int(plan.vector_ops.size()) +
-                    int(plan.gemm.size() + plan.gemm_cold.size()) + int(plan.conv.size() + plan.conv_cold.size()) +
-                    int(sweep_points(plan).size()) + int(plan.device_copy_bytes.size()) +
-                    int(plan.transfer_bytes.size()) * 4 + (plan.bidirectional_bytes > 0 ? 1 : 0);
+    // Every first measurement by group (the FMA and the two overheads aside).
     const auto expect = [this](const char* group, std::size_t points, const StopRule& rule) {
       pending_[group] = {int(points), 0, 0.0, rule.budget_s / 2};
     };
     expect("vector_op", plan.vector_ops.size(), plan.vector_op_rule);
     expect("gemm", plan.gemm.size() + plan.gemm_cold.size(), plan.gemm_rule);
     // The sweep in two groups, measured apart: main memory (long points), the caches (short ones).
+    const auto sweep = sweep_points(plan);
     std::size_t in_memory = 0;
     const auto memory_from = device_memory_from(backend.describe().levels);
-    for (const auto& [op, bytes] : sweep_points(plan)) in_memory += memory_from && bytes >= *memory_from;
+    for (const auto& [op, bytes] : sweep) in_memory += memory_from && bytes >= *memory_from;
     expect("memory", in_memory, plan.stream_rule);
-    expect("caches", sweep_points(plan).size() - in_memory + plan.device_copy_bytes.size(), plan.stream_rule);
+    expect("caches", sweep.size() - in_memory + plan.device_copy_bytes.size(), plan.stream_rule);
     expect("conv", plan.conv.size() + plan.conv_cold.size(), plan.conv_rule);
     expect("transfer", plan.transfer_bytes.size() * 4 + (plan.bidirectional_bytes > 0 ? 1 : 0), plan.transfer_rule);
+    total_points_ = int(plan.fma_dtypes.size()) + 2;
+    for (const auto& [group, p] : pending_) total_points_ += p.left;
     if (plan.revisit_max_s > 0)
       total_points_ += int(plan.gemm.size() + plan.gemm_cold.size() + plan.conv.size() + plan.conv_cold.size() +
                            plan.vector_ops.size());
@@ -245,9 +245,9 @@ class DeviceRun {
         confirmed += std::min(count, std::max(plan.confirm_gemms, 1));
       // The main-memory triads are confirmed by the watch or after it; the other ops when the
       // plan says so.
-      if (const auto from = device_memory_from(backend.describe().levels)) {
-        for (const auto& [op, bytes] : sweep_points(plan))
-          confirmed += bytes >= *from && (op == StreamOp::triad || plan.confirm_other_streams);
+      if (memory_from) {
+        for (const auto& [op, bytes] : sweep)
+          confirmed += bytes >= *memory_from && (op == StreamOp::triad || plan.confirm_other_streams);
       }
       total_points_ += int(plan.fma_dtypes.size()) + confirmed;
     }
@@ -297,16 +297,17 @@ class DeviceRun {
   // them: a run with re-measures all through its GEMMs ended 15 s past its goal in its convolutions.
   double time_left_s() const {
     if (plan_.deadline_s <= 0) return std::numeric_limits<double>::infinity();
-    const double to_come = time_to_come_s();
-    double confirmation = 0;
-    if (plan_.confirm_peaks) {
-      confirmation = watch_.confirm_time_s([this](const std::string& category) { return confirm_rule(category); });
-      if (const auto from = device_memory_from(backend_.describe().levels))
-        for (const auto& p : device_.memory_sweep)
-          if (confirms_after_watch(p, *from))
-            confirmation += expected_time_s(plan_.stream_rule, p.bytes / p.median_Bps);
-    }
-    return plan_.deadline_s - elapsed_s() - to_come - confirmation;
+    return plan_.deadline_s - elapsed_s() - time_to_come_s() - confirmation_s();
+  }
+
+  // About how long the confirmation at the end takes.
+  double confirmation_s() const {
+    if (!plan_.confirm_peaks) return 0;
+    double s = watch_.confirm_time_s([this](const std::string& category) { return confirm_rule(category); });
+    if (const auto from = device_memory_from(backend_.describe().levels))
+      for (const auto& p : device_.memory_sweep)
+        if (confirms_after_watch(p, *from)) s += expected_time_s(plan_.stream_rule, p.bytes / p.median_Bps);
+    return s;
   }
 
   // About how long the first measurements still to come take, with the peak watch's bursts
@@ -323,9 +324,8 @@ class DeviceRun {
   // minimum count of samples stays.
   StopRule within_goal(StopRule rule) {
     if (plan_.deadline_s <= 0) return rule;
-    const double to_come = time_to_come_s();
-    const double room = time_left_s() + to_come;  // for this point and the rest
-    const double need = to_come + rule.budget_s / 2;
+    const double room = plan_.deadline_s - elapsed_s() - confirmation_s();  // for this point and the rest
+    const double need = time_to_come_s() + rule.budget_s / 2;
     if (need > 0 && room < need) {
       const double cut = std::clamp(room / need, 0.25, 1.0);
       rule.budget_s *= cut;

@@ -191,8 +191,7 @@ Plan cpu_plan(const DeviceDescription& device, Suite suite) {
       for (const std::int64_t n : {8, 32})
         plan.conv.push_back({conv(dtype, n, 1024, 1, 1024, 1, 1, 0), ConvLayout::blocked});
       plan.conv.push_back({conv(dtype, 8, 16384, 1, 4096, 1, 1, 0), ConvLayout::blocked});
-    }
-    if (!quick) {
+      // Grouped 3x3s, in the layout oneDNN picks (grouped_layers).
       auto grouped = grouped_layers(dtype);
       for (const std::size_t i : {0, 2}) {  // the narrowest and a 16-wide group, batched
         grouped.push_back(grouped[i]);

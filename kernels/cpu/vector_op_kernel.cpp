@@ -182,8 +182,7 @@ class VectorOpKernel final : public Kernel {
     }
     // The sum of zero padding is zero padding (the output's was random before the first run).
     if (blocked) {
-      const std::int64_t padded = (shape_.rows + kChannelBlock - 1) / kChannelBlock * kChannelBlock;
-      for (std::int64_t c = shape_.rows; c < padded; ++c)
+      for (std::int64_t c = shape_.rows; c < padded_rows(); ++c)
         for (std::int64_t p = 0; p < shape_.cols; ++p)
           if (value(dst_, offset(true, c, p)) != 0.0)
             throw CheckFailed(fmt::format("{}: padding channel {} position {} is {}, expected 0", name(), c,
@@ -214,8 +213,7 @@ class VectorOpKernel final : public Kernel {
   void zero_padding(const dnnl::memory& memory) const {
     if (shape_.op != "add_padded") return;
     void* data = memory.get_data_handle();
-    const std::int64_t padded = (shape_.rows + kChannelBlock - 1) / kChannelBlock * kChannelBlock;
-    for (std::int64_t c = shape_.rows; c < padded; ++c)
+    for (std::int64_t c = shape_.rows; c < padded_rows(); ++c)
       for (std::int64_t p = 0; p < shape_.cols; ++p) {
         const auto i = offset(true, c, p);
         if (shape_.dtype == DType::bf16)
@@ -224,6 +222,9 @@ class VectorOpKernel final : public Kernel {
           static_cast<float*>(data)[i] = 0.0f;
       }
   }
+
+  // The channels of a blocked tensor of `rows` channels, its last block filled up.
+  std::int64_t padded_rows() const { return (shape_.rows + kChannelBlock - 1) / kChannelBlock * kChannelBlock; }
 
   // Offset of channel `c` at position `p` in a tensor of this op's shape, plain or blocked.
   std::int64_t offset(bool blocked, std::int64_t c, std::int64_t p) const {

@@ -14,6 +14,12 @@ SKIP = 77
 MODEL, CONVOLUTIONS = "squeezenet1_1", 26
 
 
+def truepeak_args(**more):
+    """validate.py's arguments for `truepeak estimate` (and, with `more`, its probes)."""
+    return types.SimpleNamespace(truepeak=os.environ["TRUEPEAK"], profile=os.environ["TRUEPEAK_PROFILE"],
+                                 device="cpu", typical_times=False, **more)
+
+
 def have_torch():
     try:
         import torch  # noqa: F401
@@ -26,9 +32,7 @@ def have_torch():
 class FrozenCnnLayersTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.args = types.SimpleNamespace(threads=2, seq=128, context=128, system_malloc=False,
-                                         truepeak=os.environ["TRUEPEAK"], profile=os.environ["TRUEPEAK_PROFILE"],
-                                         device="cpu", typical_times=False)
+        cls.args = truepeak_args(threads=2, seq=128, context=128, system_malloc=False)
         cls.case = validate.build_case(MODEL, 1, 128, 128, runnable=False)
         cls.primitives = validate.measured_layers(cls.case, cls.args)
 
@@ -63,11 +67,9 @@ class OwnKernelRatesTest(unittest.TestCase):
                 self.assertGreater(rate, 0, kind)
                 self.assertLess(rate, 1e13, kind)
             # The kinds are the estimate's row kinds: truepeak accepts every one of them.
-            args = types.SimpleNamespace(truepeak=os.environ["TRUEPEAK"], profile=os.environ["TRUEPEAK_PROFILE"],
-                                         device="cpu", typical_times=False)
             case = types.SimpleNamespace(model="resnet18", batch=1, dtype="f32", seq=None, conv_layout=None,
                                          runtime="eager")
-            estimate = validate.estimate(args, case, "resnet18", own_rates=rates)
+            estimate = validate.estimate(truepeak_args(), case, "resnet18", own_rates=rates)
             self.assertNotIn("error", estimate, estimate.get("error"))
 
 
