@@ -48,7 +48,8 @@ int main(int argc, char** argv) {
       benchmark::kMicrosecond);
   for (const DType dtype : {DType::f32, DType::bf16}) {
     for (const auto& op : vector_op_names()) {
-      const VectorOpShape shape = calibration_shape(op, dtype);
+      const VectorOpShape shape =
+          calibration_shape(op, dtype, cpu_channel_block(backend->describe().properties));
       bench::register_kernel(
           cache, "vector_op/" + shape.str(), [&backend, shape] { return backend->vector_op(shape); },
           benchmark::kMicrosecond);

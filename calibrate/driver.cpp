@@ -349,8 +349,13 @@ class DeviceRun {
                     figure));
   }
 
-  void skip(const std::string& klass, const std::string& what, const std::string& reason) {
-    // Problems of one class that fail for the same reason are one entry with a count.
+  void skip(const std::string& klass, const std::string& what, const std::string& given) {
+    // Problems of one class that fail for the same reason are one entry with a count. A reason
+    // that begins with the problem's name (a kernel's message: "gemm bf16_b1m64n64k64: ...") drops
+    // it: the entry names the problem, and the rest is what the problems of a class share.
+    const auto colon = given.find(": ");
+    const bool named = colon != std::string::npos && what.rfind(given.substr(0, colon), 0) == 0;
+    const std::string reason = named ? given.substr(colon + 2) : given;
     const auto key = klass + "\n" + reason;
     auto it = skipped_index_.find(key);
     if (it == skipped_index_.end()) {

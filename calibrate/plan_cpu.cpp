@@ -237,15 +237,15 @@ Plan cpu_plan(const DeviceDescription& device, Suite suite) {
 
   plan.fma_dtypes = {DType::f32};
   // The ops between the GEMMs (calibration_shape): 256K elements (1 MiB a tensor in f32, in the
-  // private caches; an add reads two), rows of 1024 for softmax and layernorm; add_padded's 24
-  // channels as MobileNets' and EfficientNets' residual adds at 56x56. The quick suite keeps the
-  // ones transformers and CNNs spend most on.
+  // private caches; an add reads two), rows of 1024 for softmax and layernorm; add_padded's
+  // channels leave the last block half full (24 in blocks of 16, as MobileNets' and EfficientNets'
+  // residual adds at 56x56). The quick suite keeps the ones transformers and CNNs spend most on.
   for (const DType dtype : {DType::f32, DType::bf16}) {
     for (const auto& op : vector_op_names()) {
       if (quick && op != "gelu" && op != "add" && op != "add_padded" && op != "softmax" &&
           op != "layernorm")
         continue;
-      plan.vector_ops.push_back(calibration_shape(op, dtype));
+      plan.vector_ops.push_back(calibration_shape(op, dtype, cpu_channel_block(device.properties)));
     }
   }
 

@@ -134,8 +134,12 @@ const std::vector<std::string>& vector_op_names() {
   return names;
 }
 
-VectorOpShape calibration_shape(const std::string& op, DType dtype) {
-  if (op == "add_padded") return {op, dtype, 24, 10240};
+std::int64_t onednn_channel_block(std::string_view onednn_isa) {
+  return onednn_isa.rfind("avx512", 0) == 0 ? 16 : 8;
+}
+
+VectorOpShape calibration_shape(const std::string& op, DType dtype, std::int64_t channel_block) {
+  if (op == "add_padded") return {op, dtype, channel_block + channel_block / 2, 10240};
   return {op, dtype, 256, 1024};
 }
 

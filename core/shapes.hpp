@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/dtype.hpp"
@@ -61,14 +62,19 @@ struct VectorOpShape {
 };
 // relu, relu6, gelu (erf form), gelu_tanh (tanh form), tanh, sigmoid, silu, exp, add (of two
 // tensors), add_padded (of two channel-blocked tensors of `rows` channels by `cols` positions,
-// `rows` not a multiple of 16: the last block part-filled), softmax, layernorm; reorder_blocked
-// and reorder_plain: a layout change of a tensor of `rows` channels by `cols` positions, from
-// plain (channels outermost) to channel-blocked (16 channels innermost, oneDNN's aBcd16b) and
-// back. `rows` of a reorder is a multiple of 16.
+// `rows` not a multiple of the channel block: the last block part-filled), softmax, layernorm;
+// reorder_blocked and reorder_plain: a layout change of a tensor of `rows` channels by `cols`
+// positions, from plain (channels outermost) to channel-blocked (a block of channels innermost,
+// oneDNN's aBcd16b or aBcd8b) and back. `rows` of a reorder is a multiple of the block.
 const std::vector<std::string>& vector_op_names();
+// Channels in a block of oneDNN's channel-blocked activation layout (nChw16c, nChw8c) on a CPU
+// where oneDNN's effective ISA is `onednn_isa` (as a profile's `onednn_isa` names it): 16 with
+// AVX-512, else 8.
+std::int64_t onednn_channel_block(std::string_view onednn_isa);
 // The size a calibration measures `op` at: 256 x 1024 (256K elements, 1 MiB a tensor in f32);
-// add_padded 24 channels (two blocks of 16, the last half full) by 10240 positions.
-VectorOpShape calibration_shape(const std::string& op, DType dtype);
+// add_padded one and a half blocks of channels (24 in blocks of 16, 12 in blocks of 8, the last
+// half full) by 10240 positions.
+VectorOpShape calibration_shape(const std::string& op, DType dtype, std::int64_t channel_block = 16);
 
 // STREAM kernels over arrays of doubles (CPU) or the backend's element type.
 enum class StreamOp { copy, scale, add, triad };

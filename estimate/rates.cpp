@@ -103,12 +103,7 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
   };
   const std::string dt(to_string(dtype));
   if (device.kind == "cpu") {
-    // The block oneDNN's ISA gives (the kernel's choice), else the CPU's own flags.
-    const auto& p = device.properties;
-    const bool avx512 = p.contains("onednn_isa") && p["onednn_isa"].is_string()
-                            ? p["onednn_isa"].get<std::string>().rfind("avx512", 0) == 0
-                            : cpu_has_avx512(p);
-    blocked_channels_ = avx512 ? 16 : 8;
+    blocked_channels_ = cpu_channel_block(device.properties);
     if (conv_layout == "blocked") channel_block_ = blocked_channels_;
   }
   const auto conv_used = [&](const ConvPoint& c) {

@@ -1,12 +1,14 @@
 // Checks oneDNN calls. The C++ API reports failures as dnnl::error exceptions; this turns them into
-// truepeak errors that name file:line, the expression and oneDNN's status. "unimplemented" means
-// oneDNN has no implementation of the problem on this ISA, so it becomes Unsupported.
+// truepeak errors that name the source file and line, the expression and oneDNN's status.
+// "unimplemented" means oneDNN has no implementation of the problem on this ISA, so it becomes
+// Unsupported.
 #pragma once
 
 #include <fmt/format.h>
 
 #include <oneapi/dnnl/dnnl.hpp>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "core/error.hpp"
@@ -38,7 +40,9 @@ decltype(auto) dnnl_call(Call&& call, const char* file, int line, const char* ex
   try {
     return std::forward<Call>(call)();
   } catch (const dnnl::error& e) {
-    const std::string message = fmt::format("{}:{}: {} failed: {} ({})", file, line, expression,
+    const std::string_view path(file);
+    const std::string_view name = path.substr(path.find_last_of('/') + 1);  // npos + 1: the whole path
+    const std::string message = fmt::format("{}:{}: {} failed: {} ({})", name, line, expression,
                                             e.what(), dnnl_status_name(e.status));
     if (e.status == dnnl_unimplemented) {
       throw Unsupported(message);

@@ -7,7 +7,8 @@
 // part-filled (24 channels in blocks of 16), which oneDNN runs in its reference implementation. The two
 // reorders are the layout changes such a framework makes where an op it runs outside oneDNN meets
 // one inside: a plain tensor of `rows` channels by `cols` positions into oneDNN's channel-blocked
-// format (aBcd16b), and back.
+// format, and back. The blocked tensors have the channel block of oneDNN's ISA here (aBcd16b with
+// AVX-512, aBcd8b below it), as a framework's tensors on this CPU have.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -24,7 +25,6 @@ namespace truepeak::cpu {
 namespace {
 
 constexpr float kLayerNormEpsilon = 1e-5f;
-constexpr std::int64_t kChannelBlock = 16;  // aBcd16b
 
 bool is_reorder(const std::string& op) { return op == "reorder_blocked" || op == "reorder_plain"; }
 bool is_add(const std::string& op) { return op == "add" || op == "add_padded"; }
@@ -64,7 +64,7 @@ double reference_eltwise(const std::string& op, double x) {
 class VectorOpKernel final : public Kernel {
  public:
   VectorOpKernel(const OnednnContext& context, const VectorOpShape& shape)
-      : context_(context), shape_(shape) {
+      : context_(context), shape_(shape), block_(onednn_channel_block(onednn_effective_isa())) {
     if (shape.rows <= 0 || shape.cols <= 0)
       throw InputError(fmt::format("vector op {}: rows and cols must be positive", shape.str()));
     const auto type = onednn_float_type(shape.dtype);
@@ -72,13 +72,13 @@ class VectorOpKernel final : public Kernel {
     auto dst_desc = desc;
     const auto prop = dnnl::prop_kind::forward_inference;
     if (is_reorder(shape.op)) {
-      if (shape.rows % kChannelBlock != 0)
+      if (shape.rows % block_ != 0)
         throw InputError(fmt::format("vector op {}: a reorder's rows (channels) must be a multiple of {}",
-                                     shape.str(), kChannelBlock));
+                                     shape.str(), block_));
       // One image of `rows` channels, one row of `cols` positions.
       const dnnl::memory::dims dims = {1, shape.rows, 1, shape.cols};
       const auto plain = plain_desc(dims, type, dnnl::memory::format_tag::abcd);
-      const auto blocked = plain_desc(dims, type, dnnl::memory::format_tag::aBcd16b);
+      const auto blocked = plain_desc(dims, type, blocked_tag());
       const bool to_blocked = shape.op == "reorder_blocked";
       desc = to_blocked ? plain : blocked;
       dst_desc = to_blocked ? blocked : plain;
@@ -88,11 +88,11 @@ class VectorOpKernel final : public Kernel {
       primitive_ = TRUEPEAK_DNNL(dnnl::reorder(pd));
     } else if (is_add(shape.op)) {
       if (shape.op == "add_padded") {
-        if (shape.rows % kChannelBlock == 0)
+        if (shape.rows % block_ == 0)
           throw InputError(fmt::format(
               "vector op {}: add_padded's rows (channels) must leave the last block of {} part-filled",
-              shape.str(), kChannelBlock));
-        desc = plain_desc({1, shape.rows, 1, shape.cols}, type, dnnl::memory::format_tag::aBcd16b);
+              shape.str(), block_));
+        desc = plain_desc({1, shape.rows, 1, shape.cols}, type, blocked_tag());
         dst_desc = desc;
       }
       const std::vector<float> scales = {1.0f, 1.0f};
@@ -147,9 +147,10 @@ class VectorOpKernel final : public Kernel {
   }
   std::string impl() const override { return impl_; }
   std::string layout() const override {
-    if (shape_.op == "reorder_blocked") return "abcd->aBcd16b";
-    if (shape_.op == "reorder_plain") return "aBcd16b->abcd";
-    if (shape_.op == "add_padded") return "aBcd16b";
+    const std::string blocked = fmt::format("aBcd{}b", block_);
+    if (shape_.op == "reorder_blocked") return "abcd->" + blocked;
+    if (shape_.op == "reorder_plain") return blocked + "->abcd";
+    if (shape_.op == "add_padded") return blocked;
     return "row-major";
   }
 
@@ -224,12 +225,16 @@ class VectorOpKernel final : public Kernel {
   }
 
   // The channels of a blocked tensor of `rows` channels, its last block filled up.
-  std::int64_t padded_rows() const { return (shape_.rows + kChannelBlock - 1) / kChannelBlock * kChannelBlock; }
+  std::int64_t padded_rows() const { return (shape_.rows + block_ - 1) / block_ * block_; }
+
+  dnnl::memory::format_tag blocked_tag() const {
+    return block_ == 16 ? dnnl::memory::format_tag::aBcd16b : dnnl::memory::format_tag::aBcd8b;
+  }
 
   // Offset of channel `c` at position `p` in a tensor of this op's shape, plain or blocked.
   std::int64_t offset(bool blocked, std::int64_t c, std::int64_t p) const {
     if (!blocked) return c * shape_.cols + p;
-    return (c / kChannelBlock) * shape_.cols * kChannelBlock + p * kChannelBlock + c % kChannelBlock;
+    return (c / block_) * shape_.cols * block_ + p * block_ + c % block_;
   }
 
   // A layout change moves every element unchanged: each one is compared exactly.
@@ -277,6 +282,7 @@ class VectorOpKernel final : public Kernel {
 
   OnednnContext context_;
   VectorOpShape shape_;
+  std::int64_t block_;  // channels a block of the blocked tensors
   std::string impl_;
   dnnl::primitive primitive_;
   dnnl::memory src_, dst_;
@@ -288,7 +294,16 @@ class VectorOpKernel final : public Kernel {
 
 std::unique_ptr<Kernel> make_vector_op_kernel(const OnednnContext& context,
                                               const VectorOpShape& shape) {
-  return std::make_unique<VectorOpKernel>(context, shape);
+  const auto& names = vector_op_names();
+  if (std::find(names.begin(), names.end(), shape.op) == names.end())
+    throw Unsupported(fmt::format("vector op '{}' is not an op of the CPU backend", shape.op));
+  try {
+    return std::make_unique<VectorOpKernel>(context, shape);
+  } catch (const Unsupported& e) {
+    throw Unsupported(
+        fmt::format("vector_op {}: oneDNN {} has no implementation for it on this CPU (ISA {}): {}",
+                    shape.str(), onednn_version(), onednn_effective_isa(), e.what()));
+  }
 }
 
 }  // namespace truepeak::cpu

@@ -52,7 +52,7 @@ class FakeBackend : public Backend {
   }
   const DeviceDescription& describe() const override { return desc_; }
   std::unique_ptr<Kernel> gemm(const GemmShape& s) override {
-    if (s.dtype == DType::int8) throw Unsupported("no int8 here");
+    if (s.dtype == DType::int8) throw Unsupported("gemm " + s.str() + ": no int8 here");
     const int made = gemms_made[s.str()]++;
     ++gemm_calls;
     // 1 TFLOP/s for f32 unless gemm_rate says otherwise, wrong output for bf16.

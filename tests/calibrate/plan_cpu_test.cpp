@@ -14,6 +14,7 @@ DeviceDescription this_kind_of_vm() {
   d.id = "cpu";
   d.kind = "cpu";
   d.levels = {{"L1", 96 * kKiB}, {"L2", 4 * kMiB}, {"L3", 260 * kMiB}, {"DRAM", 24 * kGiB}};
+  d.properties["onednn_isa"] = "avx512_core_bf16";
   return d;
 }
 
@@ -281,6 +282,25 @@ TEST(CpuPlan, VectorOpsCoverBothFloatTypes) {
     EXPECT_LE(plan.vector_op_rule.budget_s, 0.5);
   }
   EXPECT_LT(quick.vector_ops.size(), full.vector_ops.size());
+}
+
+TEST(CpuPlan, ThePaddedAddLeavesHalfOfTheLastChannelBlockOfThisIsaEmpty) {
+  const auto padded_rows = [](const DeviceDescription& device) {
+    const auto plan = cpu_plan(device, Suite::full);
+    const auto it = std::find_if(plan.vector_ops.begin(), plan.vector_ops.end(),
+                                 [](const VectorOpShape& s) { return s.op == "add_padded"; });
+    return it == plan.vector_ops.end() ? std::int64_t{0} : it->rows;
+  };
+  DeviceDescription device = this_kind_of_vm();
+  EXPECT_EQ(padded_rows(device), 24);  // blocks of 16 with AVX-512
+  device.properties["onednn_isa"] = "avx2_vnni";
+  EXPECT_EQ(padded_rows(device), 12);  // blocks of 8
+  // Without oneDNN's ISA, the CPU's own flags.
+  device.properties.erase("onednn_isa");
+  device.properties["isa"] = {{"avx512f", true}};
+  EXPECT_EQ(padded_rows(device), 24);
+  device.properties["isa"] = {{"avx512f", false}, {"avx2", true}};
+  EXPECT_EQ(padded_rows(device), 12);
 }
 
 TEST(CpuPlan, DefaultSuiteLooksAgainAtShortPoints) {
