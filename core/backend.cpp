@@ -4,13 +4,16 @@
 
 namespace truepeak {
 
+bool cpu_has_avx512(const nlohmann::json& properties) {
+  if (!properties.contains("isa") || !properties["isa"].is_object()) return false;
+  const auto& isa = properties["isa"];
+  return isa.contains("avx512f") && isa["avx512f"].is_boolean() && isa["avx512f"].get<bool>();
+}
+
 std::int64_t cpu_channel_block(const nlohmann::json& properties) {
   if (properties.contains("onednn_isa") && properties["onednn_isa"].is_string())
     return onednn_channel_block(properties["onednn_isa"].get<std::string>());
-  const auto isa = properties.find("isa");
-  const bool avx512 = isa != properties.end() && isa->is_object() && isa->contains("avx512f") &&
-                      (*isa)["avx512f"].is_boolean() && (*isa)["avx512f"].get<bool>();
-  return onednn_channel_block(avx512 ? "avx512" : "");
+  return onednn_channel_block(cpu_has_avx512(properties) ? "avx512" : "");
 }
 
 std::unique_ptr<Kernel> Backend::gemm_cold_weights(const GemmShape& shape) {

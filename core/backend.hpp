@@ -71,9 +71,11 @@ struct DeviceDescription {
   std::optional<std::int64_t> memory_bytes;
 };
 
+// Whether a CPU device's properties say it has AVX-512 (isa.avx512f); false where they do not say.
+bool cpu_has_avx512(const nlohmann::json& properties);
 // Channels in a block of oneDNN's channel-blocked activation layout on a CPU device with these
 // properties: from the ISA oneDNN runs there (`onednn_isa`), else from the CPU's own flags
-// (`isa.avx512f`); 16 with AVX-512, else 8.
+// (cpu_has_avx512); 16 with AVX-512, else 8.
 std::int64_t cpu_channel_block(const nlohmann::json& properties);
 
 // nchw / nhwc: plain activations. blocked: channels in blocks of the vector width (oneDNN's

@@ -32,13 +32,6 @@ RateModel::Coords coords(double batch, double m, double n, double k, double stri
           std::log2(std::max(k, 1.0)), kStrideScale * std::log2(std::max(stride, 1.0))};
 }
 
-// Whether a CPU device's properties say it has AVX-512 (isa.avx512f); false where they do not say.
-bool cpu_has_avx512(const nlohmann::json& properties) {
-  if (!properties.contains("isa") || !properties["isa"].is_object()) return false;
-  const auto& isa = properties["isa"];
-  return isa.contains("avx512f") && isa["avx512f"].is_boolean() && isa["avx512f"].get<bool>();
-}
-
 int conv_class(std::int64_t groups, bool depthwise) {
   return groups == 1 ? 0 : (depthwise ? 2 : 1);
 }
