@@ -5,12 +5,18 @@
 //   bf16: AMX 1024 MAC/cycle/core, else AVX512_BF16 dot products at 2x the f32 rate, else none
 //   int8: AMX 2048 MAC/cycle/core, else VNNI (4 MACs per 32-bit lane: 4x the f32 rate), else none
 //
-// FMA units per core are not visible in /proc/cpuinfo: AVX-512 server parts (Xeon) are taken to
-// have 2, others 1; AVX2 cores 2. The clock is cpufreq's maximum where readable, else the "cpu
-// MHz" of /proc/cpuinfo (on a VM the nominal clock, so turbo can put measured figures above it).
+// FMA units per core are not visible in /proc/cpuinfo, so they follow the vendor and family:
+// Intel's AVX-512 server parts (Xeon) have 2 512-bit units, its client parts 1; AMD's Zen 4
+// (family 0x19) runs 512-bit FMAs on two 256-bit pipes, one 512-bit FMA a cycle; Zen 5 (family
+// 0x1A) has two 512-bit pipes, except its mobile "Ryzen AI" parts; AVX2 cores 2. The clock is
+// cpufreq's maximum where readable; else (a VM) the larger of the measured clock and the "cpu
+// MHz" of /proc/cpuinfo, which a VM shows as the nominal clock while the cores boost above it.
 #include <fmt/format.h>
 
+#include <optional>
 #include <string>
+#include <tuple>
+#include <utility>
 
 #include "calibrate/datasheet.hpp"
 
@@ -34,6 +40,39 @@ std::optional<double> number(const nlohmann::json& properties, const char* name)
   return value->get<double>();
 }
 
+std::optional<std::string> text(const nlohmann::json& properties, const char* name) {
+  const auto value = properties.find(name);
+  if (value == properties.end() || !value->is_string()) {
+    return std::nullopt;
+  }
+  return value->get<std::string>();
+}
+
+bool contains(const std::string& haystack, const char* needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+// 512-bit FMA units per core of an AVX-512 CPU, and why ("per core (...)").
+std::pair<int, std::string> avx512_fma_units(const DeviceDescription& device) {
+  const auto& p = device.properties;
+  const auto vendor = text(p, "vendor").value_or("");
+  const auto family = number(p, "family");
+  const bool amd = vendor == "AuthenticAMD" || contains(device.name, "AMD");
+  if (amd && family && *family == 0x19) {
+    return {1, "per core (Zen 4, family 0x19: two 256-bit pipes)"};
+  }
+  if (amd && family && *family >= 0x1A) {
+    if (contains(device.name, "Ryzen AI")) {
+      return {1, "per core (assumed: Zen 5 mobile parts run 512-bit FMAs on 256-bit pipes)"};
+    }
+    return {2, "per core (Zen 5, family 0x1A: two 512-bit pipes)"};
+  }
+  if (contains(device.name, "Xeon")) {
+    return {2, "per core (assumed: 2 on server Xeons)"};
+  }
+  return {1, "per core (assumed: 1 on client AVX-512 parts)"};
+}
+
 }  // namespace
 
 Datasheet cpu_datasheet(const DeviceDescription& device) {
@@ -42,26 +81,38 @@ Datasheet cpu_datasheet(const DeviceDescription& device) {
   const auto cores = number(p, "cores");
   const auto max_mhz = number(p, "max_frequency_mhz");
   const auto base_mhz = number(p, "frequency_mhz");
-  const auto mhz = max_mhz ? max_mhz : base_mhz;
+  const auto measured_mhz = number(p, "measured_frequency_mhz");
+  std::optional<double> mhz;
+  std::string clock_source;
+  if (max_mhz) {
+    mhz = max_mhz;
+    clock_source = "cpufreq cpuinfo_max_freq";
+  } else if (measured_mhz && (!base_mhz || *measured_mhz > *base_mhz)) {
+    mhz = measured_mhz;
+    clock_source = base_mhz ? fmt::format("measured with a dependent add chain; 'cpu MHz' in "
+                                          "/proc/cpuinfo says {:.0f}",
+                                          *base_mhz)
+                            : std::string("measured with a dependent add chain");
+  } else if (base_mhz) {
+    mhz = base_mhz;
+    clock_source = "'cpu MHz' in /proc/cpuinfo (on a VM: nominal clock)";
+  }
   if (!cores || !mhz || *cores <= 0 || *mhz <= 0) {
     sheet.source = "no peak derived: the core count or clock of this CPU is unknown";
     return sheet;
   }
-  const char* clock_source =
-      max_mhz ? "cpufreq cpuinfo_max_freq" : "'cpu MHz' in /proc/cpuinfo (on a VM: nominal clock)";
   const double cycles_per_s = *cores * *mhz * 1e6;
 
   const bool avx512 = flag(p, "avx512f");
   const bool avx2_fma = flag(p, "avx2") && flag(p, "fma");
-  const bool server = device.name.find("Xeon") != std::string::npos;
   int lanes = 1, fma_units = 1;
   std::string vector_note;
   if (avx512) {
     lanes = 16;
-    fma_units = server ? 2 : 1;
-    vector_note = fmt::format("AVX-512 FMA, 16 f32 lanes, {} FMA unit{} per core (assumed: {})",
-                              fma_units, fma_units > 1 ? "s" : "",
-                              server ? "2 on server Xeons" : "1 on non-Xeon AVX-512 parts");
+    std::string why;
+    std::tie(fma_units, why) = avx512_fma_units(device);
+    vector_note = fmt::format("AVX-512 FMA, 16 f32 lanes, {} FMA unit{} {}", fma_units,
+                              fma_units > 1 ? "s" : "", why);
   } else if (avx2_fma) {
     lanes = 8;
     fma_units = 2;

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "kernels/cpu/clock.hpp"
 #include "kernels/cpu/cpu_info.hpp"
 #include "kernels/cpu/own_kernels.hpp"
 #include "kernels/cpu/stream_loops.hpp"
@@ -39,14 +40,21 @@ DeviceDescription describe_cpu(const cpu::CpuInfo& info, int threads) {
   p["cores"] = info.physical_cores;
   p["logical_cpus"] = info.logical_cpus;
   p["threads"] = threads;
+  p["vendor"] = info.vendor;
+  p["family"] = info.family ? nlohmann::json(*info.family) : nlohmann::json();
+  p["model"] = info.model ? nlohmann::json(*info.model) : nlohmann::json();
   p["frequency_mhz"] = info.cpuinfo_mhz ? nlohmann::json(*info.cpuinfo_mhz) : nlohmann::json();
   p["max_frequency_mhz"] = info.max_mhz ? nlohmann::json(*info.max_mhz) : nlohmann::json();
+  p["measured_frequency_mhz"] =
+      info.measured_mhz ? nlohmann::json(*info.measured_mhz) : nlohmann::json();
   p["frequency_source"] =
       std::string(
           "frequency_mhz: 'cpu MHz' in /proc/cpuinfo (current clock; a VM shows its "
           "nominal clock); max_frequency_mhz: ") +
       (info.max_mhz ? "/sys/devices/system/cpu/cpu*/cpufreq/cpuinfo_max_freq"
-                    : "not readable here (no cpufreq)");
+                    : "not readable here (no cpufreq)") +
+      "; measured_frequency_mhz: a dependent integer add chain timed on every thread at once, "
+      "the fastest thread's best trial";
   nlohmann::json caches = nlohmann::json::array();
   for (const auto& cache : info.caches) {
     caches.push_back({{"level", cache.level},
@@ -76,7 +84,8 @@ class CpuBackend final : public Backend {
     const auto probe = cpu::read_cpu_info(0);
     const int all_cores = std::max(1, probe.physical_cores);
     threads_ = options.threads > 0 ? options.threads : all_cores;
-    const auto info = options.threads > 0 ? cpu::read_cpu_info(threads_) : probe;
+    auto info = options.threads > 0 ? cpu::read_cpu_info(threads_) : probe;
+    info.measured_mhz = cpu::measure_clock_mhz(threads_);
     description_ = describe_cpu(info, threads_);
     // The only place the oneDNN thread count can be set with its OpenMP runtime is the
     // process-wide OpenMP default; our own kernels name their thread count explicitly.

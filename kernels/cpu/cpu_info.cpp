@@ -84,6 +84,14 @@ CpuinfoText parse_cpuinfo(std::string_view text) {
       seen_processor = true;
     } else if (key == "model name") {
       result.model_name = std::string(value);
+    } else if (key == "vendor_id") {
+      result.vendor = std::string(value);
+    } else if (key == "cpu family" || key == "model") {
+      int number = 0;
+      const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), number);
+      if (ec == std::errc() && end == value.data() + value.size()) {
+        (key == "model" ? result.model : result.family) = number;
+      }
     } else if (key == "cpu MHz") {
       try {
         result.mhz = std::stod(std::string(value));
@@ -168,6 +176,9 @@ CpuInfo read_cpu_info(int threads) {
   if (auto text = read_text("/proc/cpuinfo")) {
     auto parsed = parse_cpuinfo(*text);
     info.model_name = std::move(parsed.model_name);
+    info.vendor = std::move(parsed.vendor);
+    info.family = parsed.family;
+    info.model = parsed.model;
     info.flags = std::move(parsed.flags);
     info.cpuinfo_mhz = parsed.mhz;
   }

@@ -22,19 +22,25 @@ struct CacheInfo {
 
 struct CpuInfo {
   std::string model_name;
+  std::string vendor;                 // "vendor_id": GenuineIntel, AuthenticAMD, ...
+  std::optional<int> family, model;   // "cpu family" and "model"
   std::set<std::string> flags;
   int logical_cpus = 0;               // CPUs this process may run on
   int physical_cores = 0;             // of those, distinct cores
   std::vector<int> one_cpu_per_core;  // the first CPU of each core, in order
   std::optional<double> cpuinfo_mhz;  // "cpu MHz" of the first CPU: current clock (base on a VM)
   std::optional<double> max_mhz;      // cpufreq cpuinfo_max_freq, where readable
+  std::optional<double> measured_mhz;  // the clock measure_clock_mhz() saw (not read_cpu_info's)
   std::vector<CacheInfo> caches;      // of the first CPU, innermost first, instruction caches too
   std::optional<std::int64_t> memory_bytes;  // MemTotal
 };
 
-// "cpu MHz", "model name" and "flags" of the first processor block.
+// "cpu MHz", "model name", "vendor_id", "cpu family", "model" and "flags" of the first processor
+// block.
 struct CpuinfoText {
   std::string model_name;
+  std::string vendor;
+  std::optional<int> family, model;
   std::set<std::string> flags;
   std::optional<double> mhz;
 };

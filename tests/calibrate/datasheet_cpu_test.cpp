@@ -64,6 +64,45 @@ TEST(CpuDatasheet, PrefersMaxClockAndSaysSo) {
   EXPECT_NE(sheet.source.find("cpuinfo_max_freq"), std::string::npos);
 }
 
+DeviceDescription amd(const std::string& name, int family, double measured_mhz) {
+  auto d = cpu(name, 2, 2596, {"avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni"});
+  d.properties["vendor"] = "AuthenticAMD";
+  d.properties["family"] = family;
+  d.properties["measured_frequency_mhz"] = measured_mhz;
+  return d;
+}
+
+TEST(CpuDatasheet, Zen5ServerHasTwo512BitUnitsAndZen4One) {
+  const auto zen5 = cpu_datasheet(amd("AMD EPYC", 0x1A, 4100));
+  EXPECT_DOUBLE_EQ(zen5.flops_per_s.at("f32"), 2 * 4.1e9 * 2 * 16 * 2);
+  EXPECT_DOUBLE_EQ(zen5.flops_per_s.at("bf16"), 2 * zen5.flops_per_s.at("f32"));
+  EXPECT_DOUBLE_EQ(zen5.flops_per_s.at("int8"), 4 * zen5.flops_per_s.at("f32"));
+  EXPECT_NE(zen5.source.find("Zen 5"), std::string::npos) << zen5.source;
+
+  const auto zen4 = cpu_datasheet(amd("AMD EPYC 9654 96-Core Processor", 0x19, 3700));
+  EXPECT_DOUBLE_EQ(zen4.flops_per_s.at("f32"), 2 * 3.7e9 * 1 * 16 * 2);
+  EXPECT_NE(zen4.source.find("Zen 4"), std::string::npos) << zen4.source;
+
+  const auto mobile = cpu_datasheet(amd("AMD Ryzen AI 9 HX 370", 0x1A, 5100));
+  EXPECT_DOUBLE_EQ(mobile.flops_per_s.at("f32"), 2 * 5.1e9 * 1 * 16 * 2);
+}
+
+TEST(CpuDatasheet, OnAVmTheMeasuredClockBeatsTheNominalOneButNotCpufreq) {
+  // A VM: no cpufreq, "cpu MHz" is the nominal 2596, the cores run at 4100.
+  const auto vm = cpu_datasheet(amd("AMD EPYC", 0x1A, 4100));
+  EXPECT_NE(vm.source.find("4100 MHz (measured"), std::string::npos) << vm.source;
+  EXPECT_NE(vm.source.find("says 2596"), std::string::npos) << vm.source;
+
+  // A measured clock below the nominal one (a slow trial) does not lower the peak.
+  const auto slow = cpu_datasheet(amd("AMD EPYC", 0x1A, 1800));
+  EXPECT_DOUBLE_EQ(slow.flops_per_s.at("f32"), 2 * 2.596e9 * 64);
+
+  // cpufreq's maximum, where readable, is the rated turbo clock and wins.
+  auto metal = amd("AMD EPYC", 0x1A, 4100);
+  metal.properties["max_frequency_mhz"] = 4500.0;
+  EXPECT_DOUBLE_EQ(cpu_datasheet(metal).flops_per_s.at("f32"), 2 * 4.5e9 * 64);
+}
+
 TEST(CpuDatasheet, UnknownClockGivesNoPeak) {
   auto d = cpu("x", 2, 0, {"avx2", "fma"});
   d.properties.erase("frequency_mhz");

@@ -1,5 +1,7 @@
 #include "kernels/cpu/cpu_info.hpp"
 
+#include "kernels/cpu/clock.hpp"
+
 #include <gtest/gtest.h>
 
 #include "core/error.hpp"
@@ -9,16 +11,26 @@ namespace {
 
 TEST(CpuInfo, ParsesFirstProcessorBlock) {
   const char* text =
-      "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Test\n"
+      "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 143\n"
+      "model name\t: Intel(R) Xeon(R) Test\n"
       "cpu MHz\t\t: 2300.000\nflags\t\t: fpu avx2 fma avx512f avx512_bf16\n\n"
       "processor\t: 1\nmodel name\t: Other\ncpu MHz\t\t: 999.0\nflags\t\t: fpu\n";
   const auto parsed = parse_cpuinfo(text);
   EXPECT_EQ(parsed.model_name, "Intel(R) Xeon(R) Test");
+  EXPECT_EQ(parsed.vendor, "GenuineIntel");
+  EXPECT_EQ(parsed.family, 6);
+  EXPECT_EQ(parsed.model, 143);
   ASSERT_TRUE(parsed.mhz.has_value());
   EXPECT_DOUBLE_EQ(*parsed.mhz, 2300.0);
   EXPECT_TRUE(parsed.flags.count("avx512_bf16"));
   EXPECT_TRUE(parsed.flags.count("fma"));
   EXPECT_FALSE(parsed.flags.count("amx_tile"));
+}
+
+TEST(CpuInfo, LeavesAnUnreadableFamilyUnset) {
+  const auto parsed = parse_cpuinfo("processor\t: 0\ncpu family\t: x86\nmodel\t\t:\n");
+  EXPECT_FALSE(parsed.family.has_value());
+  EXPECT_FALSE(parsed.model.has_value());
 }
 
 TEST(CpuInfo, ParsesMeminfo) {
@@ -50,6 +62,23 @@ TEST(CpuInfo, ReadsThisMachine) {
   EXPECT_LE(info.physical_cores, info.logical_cpus);
   ASSERT_TRUE(info.memory_bytes.has_value());
   EXPECT_GT(*info.memory_bytes, 0);
+}
+
+TEST(CpuClock, ConvertsAChainToMegahertz) {
+  EXPECT_DOUBLE_EQ(clock_mhz_from_chain(4e9, 1.0), 4000.0);
+  EXPECT_DOUBLE_EQ(clock_mhz_from_chain(1e6, 0.5e-3), 2000.0);
+}
+
+TEST(CpuClock, MeasuresAPlausibleClockOnThisMachine) {
+#if defined(__x86_64__) || defined(__aarch64__)
+  const auto mhz = measure_clock_mhz(2);
+  ASSERT_TRUE(mhz.has_value());
+  // No core of these ISAs runs a dependent add chain below 200 MHz or above 7 GHz.
+  EXPECT_GT(*mhz, 200.0);
+  EXPECT_LT(*mhz, 7000.0);
+#else
+  EXPECT_FALSE(measure_clock_mhz(2).has_value());
+#endif
 }
 
 }  // namespace

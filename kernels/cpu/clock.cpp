@@ -1,0 +1,82 @@
+// A dependent add chain: each add needs the previous result, so the chain runs at one add per
+// cycle whatever the core's width; the loop's own counter and branch run beside it. The step is
+// a register, not an immediate, so that no renamer can fold the adds together.
+#include "kernels/cpu/clock.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+namespace truepeak::cpu {
+namespace {
+
+constexpr int kAddsPerIteration = 64;
+
+#if defined(__x86_64__)
+#define TRUEPEAK_ADD_1 "add %1, %0\n\t"
+#elif defined(__aarch64__)
+#define TRUEPEAK_ADD_1 "add %0, %0, %1\n\t"
+#endif
+
+#ifdef TRUEPEAK_ADD_1
+#define TRUEPEAK_ADD_8                                                                      \
+  TRUEPEAK_ADD_1 TRUEPEAK_ADD_1 TRUEPEAK_ADD_1 TRUEPEAK_ADD_1 TRUEPEAK_ADD_1 TRUEPEAK_ADD_1 \
+      TRUEPEAK_ADD_1 TRUEPEAK_ADD_1
+
+std::uint64_t add_chain(std::uint64_t value, std::uint64_t step, std::int64_t iterations) {
+  for (std::int64_t i = 0; i < iterations; ++i) {
+    asm volatile(TRUEPEAK_ADD_8 TRUEPEAK_ADD_8 TRUEPEAK_ADD_8 TRUEPEAK_ADD_8 TRUEPEAK_ADD_8
+                     TRUEPEAK_ADD_8 TRUEPEAK_ADD_8 TRUEPEAK_ADD_8
+                 : "+r"(value)
+                 : "r"(step));
+  }
+  return value;
+}
+#endif
+
+}  // namespace
+
+double clock_mhz_from_chain(double adds, double seconds) { return adds / seconds / 1e6; }
+
+std::optional<double> measure_clock_mhz(int threads) {
+#ifndef TRUEPEAK_ADD_1
+  (void)threads;
+  return std::nullopt;
+#else
+  static_assert(kAddsPerIteration == 64, "eight groups of eight adds");
+  constexpr std::int64_t kIterations = 200'000;  // 12.8 M adds: about 3 ms at 4 GHz
+  constexpr int kTrials = 8;
+  threads = std::max(1, threads);
+  std::vector<double> best(threads, 0.0);
+  bool all_checked = true;
+#pragma omp parallel num_threads(threads) reduction(&& : all_checked)
+  {
+    const int t = omp_get_thread_num();
+    for (int trial = 0; trial <= kTrials; ++trial) {  // trial 0 warms the core up
+      const std::uint64_t start_value = static_cast<std::uint64_t>(trial) * 7 + t;
+      const std::uint64_t step = static_cast<std::uint64_t>(t) + 3;
+      const auto start = std::chrono::steady_clock::now();
+      const std::uint64_t value = add_chain(start_value, step, kIterations);
+      const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+      all_checked = all_checked &&
+                    value == start_value + step * static_cast<std::uint64_t>(kIterations) *
+                                                      kAddsPerIteration;
+      if (trial > 0 && elapsed.count() > 0) {
+        best[t] = std::max(best[t],
+                           clock_mhz_from_chain(double(kIterations) * kAddsPerIteration,
+                                                elapsed.count()));
+      }
+    }
+  }
+  const double fastest = *std::max_element(best.begin(), best.end());
+  if (!all_checked || fastest <= 0) {
+    return std::nullopt;
+  }
+  return fastest;
+#endif
+}
+
+}  // namespace truepeak::cpu
