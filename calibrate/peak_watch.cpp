@@ -104,11 +104,12 @@ bool PeakWatch::time(Candidate& c, const StopRule& rule, bool look, const std::a
   return true;
 }
 
-std::pair<PeakWatch::Category*, PeakWatch::Candidate*> PeakWatch::next_for_burst() {
+std::pair<PeakWatch::Category*, PeakWatch::Candidate*> PeakWatch::next_for_burst(double min_claim) {
   Category* next_cat = nullptr;
   Candidate* next = nullptr;
   double least_cat = 0;
   for (auto& cat : categories_) {
+    if (claim(cat) < min_claim) continue;
     double best_rate = 0;
     for (const auto& c : cat.candidates) best_rate = std::max(best_rate, c.rate());
     Candidate* pick = nullptr;
@@ -144,30 +145,43 @@ double PeakWatch::claim(const Category& cat) {
   return std::clamp(1.0 / near_share, 1.0, kMaxClaim);
 }
 
+bool PeakWatch::burst(double min_claim, const std::atomic<bool>* stop) {
+  const auto [cat, c] = next_for_burst(min_claim);
+  if (!c) return false;
+  const double best_rate = c->rate();
+  const std::size_t before = c->samples.size();
+  const auto start = Clock::now();
+  time(*c, options_.burst_rule, false, stop);
+  const double spent = seconds_since(start);
+  // Only a burst that timed something tells how settled the category is.
+  if (c->samples.size() > before) {
+    const double fastest = *std::min_element(c->samples.begin() + static_cast<std::ptrdiff_t>(before),
+                                             c->samples.end());
+    if (c->work / fastest >= kNearBest * best_rate) ++cat->near_best;
+    ++cat->bursts;
+  }
+  burst_time_s_ += spent;
+  cat->burst_time_s += spent;
+  c->burst_time_s += spent;
+  ++c->bursts;
+  ++bursts_;
+  return true;
+}
+
 void PeakWatch::tick(double elapsed_s, const std::atomic<bool>* stop) {
   if (options_.share <= 0 || closed_) return;
   const std::size_t most = kMaxBurstsPerCandidate * candidates();
-  for (std::size_t i = 0; i < most && burst_time_s_ < options_.share * elapsed_s && !raised(stop); ++i) {
-    const auto [cat, c] = next_for_burst();
-    if (!c) return;
-    const double best_rate = c->rate();
-    const std::size_t before = c->samples.size();
-    const auto start = Clock::now();
-    time(*c, options_.burst_rule, false, stop);
-    const double spent = seconds_since(start);
-    // Only a burst that timed something tells how settled the category is.
-    if (c->samples.size() > before) {
-      const double fastest = *std::min_element(c->samples.begin() + static_cast<std::ptrdiff_t>(before),
-                                               c->samples.end());
-      if (c->work / fastest >= kNearBest * best_rate) ++cat->near_best;
-      ++cat->bursts;
-    }
-    burst_time_s_ += spent;
-    cat->burst_time_s += spent;
-    c->burst_time_s += spent;
-    ++c->bursts;
-    ++bursts_;
-  }
+  for (std::size_t i = 0; i < most && burst_time_s_ < options_.share * elapsed_s && !raised(stop); ++i)
+    if (!burst(0, stop)) return;
+}
+
+double PeakWatch::extend(double seconds, double min_claim, const std::atomic<bool>* stop) {
+  if (closed_ || seconds <= 0) return 0;
+  const auto start = Clock::now();
+  while (seconds_since(start) < seconds && !raised(stop))
+    if (!burst(min_claim, stop)) break;
+  extended_s_ += seconds_since(start);
+  return seconds_since(start);
 }
 
 void PeakWatch::confirm(const std::function<StopRule(const std::string& category)>& rule_for,
@@ -237,6 +251,7 @@ bool PeakWatch::holds(const std::string& what) const {
 
 nlohmann::json PeakWatch::report() const {
   nlohmann::json j = {{"share", options_.share}, {"bursts", bursts_}, {"burst_time_s", burst_time_s_},
+                      {"extended_s", extended_s_},
                       {"categories", nlohmann::json::array()}, {"candidates", nlohmann::json::array()}};
   for (const auto& cat : categories_) {
     j["categories"].push_back({{"category", cat.name}, {"bursts", cat.bursts}, {"near_best", cat.near_best},

@@ -73,6 +73,11 @@ class PeakWatch {
   // Runs bursts while bursts have taken less than the share of `elapsed_s`.
   void tick(double elapsed_s, const std::atomic<bool>* stop);
 
+  // Runs bursts of the unsettled categories only (claim at least `min_claim`: their bursts seldom
+  // come near their best) for `seconds`, shared among them as in tick(). Returns the seconds
+  // spent: less when no category is unsettled, or none is left to time.
+  double extend(double seconds, double min_claim, const std::atomic<bool>* stop);
+
   // Measures the `confirmed` fastest candidates of each category once more with the rule of their
   // category (category order as first offered, fastest first) and reports each: `done(what,
   // rate)`, rate being the work per second of the candidate's fastest sample so far. The others
@@ -145,7 +150,12 @@ class PeakWatch {
   // (the confirmation), whose median may lower the candidate's typical time. False when its
   // kernel could not be made again.
   bool time(Candidate& c, const StopRule& rule, bool look, const std::atomic<bool>* stop);
-  std::pair<Category*, Candidate*> next_for_burst();
+  // The category and candidate whose claim on burst time is the least met; categories whose claim
+  // is below `min_claim` are passed over.
+  std::pair<Category*, Candidate*> next_for_burst(double min_claim = 0);
+  // One burst of the next candidate: its time counted to it, its category and the watch.
+  // False when no candidate is left to time.
+  bool burst(double min_claim, const std::atomic<bool>* stop);
   // The candidates of `cat` that confirm() would measure: the `confirmed` fastest that have not
   // failed, fastest first.
   std::vector<const Candidate*> to_be_confirmed(const Category& cat) const;
@@ -153,6 +163,7 @@ class PeakWatch {
   Options options_;
   std::vector<Category> categories_;
   double burst_time_s_ = 0;
+  double extended_s_ = 0;  // of it, in extend()
   int bursts_ = 0;
   bool closed_ = false;  // confirmed: no more bursts
 };

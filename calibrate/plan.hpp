@@ -75,6 +75,12 @@ struct Plan {
   int watch_most = 0;
   bool watch_keeps_kernels = false;
   StopRule burst_rule;
+  // When the points are done before the deadline, the time it leaves after the confirmation goes
+  // to more bursts (`closing_watch`), shared as the watch shares its time, among the categories
+  // whose claim (PeakWatch) is at least `closing_watch_min_claim` (0: all of them). Without it a
+  // fast machine ends its run at half its goal, its figures drawn from a few seconds of bursts.
+  bool closing_watch = false;
+  double closing_watch_min_claim = 0;
   // A second look: after the other points (before the confirmation), every vector op, GEMM and
   // convolution point that is not a peak-watch candidate and whose fastest sample took at most
   // `revisit_max_s` is made and measured again with `revisit_rule`; a faster second look joins

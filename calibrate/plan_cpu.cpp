@@ -305,6 +305,14 @@ Plan cpu_plan(const DeviceDescription& device, Suite suite) {
     // Seen here: a batch-1 blocked 3x3 at 1.05 ms in one run, its nhwc twin at 0.73 and both at
     // 0.65-0.66 in the run before; the blocked points are the ones frozen CNNs are costed from.
     plan.twin_look_gap = 0.15;
+    // Seen here (a 2-core EPYC VM whose points take 60-90 s): main memory's bursts came within 3%
+    // of their best in 8-17 of 91-150, and two runs' figures 13.5% apart (110.4 and 97.3 GB/s); a
+    // triad timed every few seconds over three minutes found 60 GB/s for most of them and 132 for
+    // a few. With the slack for the unsettled categories alone, the FMA, settled in one run on
+    // 485 GFLOP/s in 274 bursts, found 526 in the next in 5325 (the cores' boost clock comes and
+    // goes): every category gets its share, so that each run draws its figures from about as many
+    // samples.
+    plan.closing_watch = true;
   }
   return plan;
 }

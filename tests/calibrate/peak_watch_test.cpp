@@ -211,6 +211,37 @@ TEST(PeakWatch, ACategoryWhoseBurstsMissItsBestGetsMoreOfTheTime) {
   EXPECT_EQ(report["categories"][1]["near_best"], 0);
 }
 
+TEST(PeakWatch, ExtendTimesOnlyTheUnsettledCategoriesForItsTime) {
+  // After a few ticks "steady" is settled (claim 1) and "noisy" is not (its bursts never come near
+  // its best: claim 4). Extending by 0.1 s runs bursts of "noisy" alone, for about that long.
+  PeakWatch watch({3, 3, 1.0, true, burst_rule()});
+  Applied steady, noisy;
+  offer_scripted(watch, "fma f32", "steady", 1e9, 1e-3, 1e-3, 0.001, steady);
+  offer_scripted(watch, "memory", "noisy", 1e9, 1e-3, 1.5e-3, 0.001, noisy);
+  for (int i = 0; i < 2; ++i) watch.tick(1000.0, nullptr);
+  const int steady_before = steady.calls, noisy_before = noisy.calls;
+  const double spent = watch.extend(0.1, 2.0, nullptr);
+  EXPECT_GE(spent, 0.1);
+  EXPECT_LT(spent, 0.5);
+  EXPECT_EQ(steady.calls, steady_before);
+  // Each burst: three runs of 1 ms of wall time.
+  EXPECT_GE(noisy.calls - noisy_before, 10);
+  EXPECT_GE(watch.report()["extended_s"].get<double>(), 0.1);
+}
+
+TEST(PeakWatch, ExtendEndsAtOnceWhenEveryCategoryIsSettledOrTheWatchIsClosed) {
+  PeakWatch watch({3, 3, 1.0, true, burst_rule()});
+  Applied steady;
+  offer_scripted(watch, "fma f32", "steady", 1e9, 1e-3, 1e-3, 0.001, steady);
+  for (int i = 0; i < 2; ++i) watch.tick(1000.0, nullptr);
+  const int before = steady.calls;
+  EXPECT_LT(watch.extend(5.0, 2.0, nullptr), 0.1);
+  EXPECT_EQ(steady.calls, before);
+
+  watch.confirm([](const std::string&) { return confirm_rule(); }, nullptr, {});
+  EXPECT_EQ(watch.extend(5.0, 0.0, nullptr), 0.0);
+}
+
 TEST(PeakWatch, CandidatesOfDifferentRatesAreSettledWhenEachRepeatsItsOwnBest) {
   // "gemm f32" holds two shapes, one at 90% of the other's rate, each as fast in every burst as
   // it ever was: as settled as the single FMA candidate, so the two categories share evenly.

@@ -249,6 +249,10 @@ TEST_P(CpuPlanTest, RulesAreSane) {
   // Each suite aims to end inside its goal (30 s, 3 min) with room to write the profile.
   EXPECT_GT(plan.deadline_s, 0.0);
   EXPECT_LT(plan.deadline_s, GetParam() == Suite::quick ? 30.0 : 180.0);
+  // Only the default suite spends what its goal leaves on more bursts, for every category; the
+  // quick one ends when its points are done.
+  EXPECT_EQ(plan.closing_watch, GetParam() == Suite::full);
+  EXPECT_EQ(plan.closing_watch_min_claim, 0.0);
   // The peak watch: bursts of a few samples with no warm-up, for a small share of the run.
   EXPECT_GT(plan.watch_share, 0.0);
   EXPECT_LE(plan.watch_share, 0.1);
