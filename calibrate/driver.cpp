@@ -194,6 +194,7 @@ PeakWatch::Options watch_options(const Plan& plan) {
 
 // The peak watch's category of the main-memory triad points.
 constexpr const char* kMemoryCategory = "stream triad main memory";
+constexpr const char* kClockCategory = "clock";
 
 // The working-set sweep in the order measured: every op at every size of `stream_bytes`, then the
 // triad alone at the sizes of `triad_only_bytes` (when the plan has the triad).
@@ -228,7 +229,7 @@ class DeviceRun {
     expect("caches", sweep.size() - in_memory + plan.device_copy_bytes.size(), plan.stream_rule);
     expect("conv", plan.conv.size() + plan.conv_cold.size(), plan.conv_rule);
     expect("transfer", plan.transfer_bytes.size() * 4 + (plan.bidirectional_bytes > 0 ? 1 : 0), plan.transfer_rule);
-    total_points_ = int(plan.fma_dtypes.size()) + 2;
+    total_points_ = int(plan.fma_dtypes.size()) + 2 + (plan.measure_clock ? 1 : 0);
     for (const auto& [group, p] : pending_) total_points_ += p.left;
     if (plan.revisit_max_s > 0)
       total_points_ += int(plan.gemm.size() + plan.gemm_cold.size() + plan.conv.size() + plan.conv_cold.size() +
@@ -249,7 +250,7 @@ class DeviceRun {
         for (const auto& [op, bytes] : sweep)
           confirmed += bytes >= *memory_from && (op == StreamOp::triad || plan.confirm_other_streams);
       }
-      total_points_ += int(plan.fma_dtypes.size()) + confirmed;
+      total_points_ += int(plan.fma_dtypes.size()) + (plan.measure_clock ? 1 : 0) + confirmed;
     }
   }
 
@@ -257,6 +258,7 @@ class DeviceRun {
     start_ = Clock::now();
     start_sentinel();
     measure_fma();
+    measure_clock();
     measure_overhead();
     measure_vector_ops();
     // Main memory early: its triads, the headline that other tenants move the most, then stay
@@ -287,7 +289,7 @@ class DeviceRun {
   // The rule a peak-watch category is confirmed with.
   StopRule confirm_rule(const std::string& category) const {
     if (category == kMemoryCategory) return plan_.stream_rule;
-    if (category.rfind("fma", 0) == 0) return plan_.fma_rule;
+    if (category.rfind("fma", 0) == 0 || category == kClockCategory) return plan_.fma_rule;
     return category.rfind("conv", 0) == 0 ? plan_.conv_rule : plan_.gemm_rule;
   }
 
@@ -453,6 +455,26 @@ class DeviceRun {
       }
     }
   }
+
+  // The clock, in MHz, into the device's properties (the fastest seen so far).
+  void note_clock(double hz) {
+    auto& mhz = device_.properties["measured_frequency_mhz"];
+    if (!mhz.is_number() || mhz.get<double>() < hz / 1e6) mhz = hz / 1e6;
+  }
+
+  void measure_clock() {
+    if (!plan_.measure_clock) return;
+    const auto make = [this] { return backend_.clock(); };
+    if (auto m = point("clock", "clock", plan_.fma_rule, make)) {
+      note_clock(m->best_flops_per_s());
+      progress("clock", format_clock(m->best_flops_per_s()));
+      const double adds = m->flops;
+      watch_.offer(kClockCategory, "clock", adds, make, std::move(m->kernel), m->samples,
+                   [this, adds](const Summary& s, const std::string&, const std::string&) { note_clock(adds / s.min_s); });
+    }
+  }
+
+  static std::string format_clock(double hz) { return fmt::format("{:.0f} MHz", hz / 1e6); }
 
   void measure_overhead() {
     if (auto m = point("overhead", "per-op overhead", plan_.overhead_rule, [&] { return backend_.tiny_op(); })) {
@@ -889,7 +911,9 @@ class DeviceRun {
     // a noisy verdict, and the best layer is a headline figure too) and the main-memory triads.
     watch_.confirm([this](const std::string& category) { return confirm_rule(category); }, options_.stop,
         [this](const std::string& what, double rate) {
-          progress("confirm " + what, what.rfind("stream", 0) == 0 ? format_Bps(rate) : format_flops_per_s(rate));
+          progress("confirm " + what, what == "clock"                   ? format_clock(rate)
+                                      : what.rfind("stream", 0) == 0 ? format_Bps(rate)
+                                                                     : format_flops_per_s(rate));
         },
         [this](const std::string& category, const std::string& what, const std::string& reason) {
           skip(category, "confirm " + what, reason);
@@ -1029,6 +1053,12 @@ Profile run_calibration(const CalibrateOptions& options) {
     if (options.progress) options.progress(fmt::format("[{}] calibrating {} ({})", desc.id, desc.name, desc.kind));
     interrupted = !calibrate_device(*backend, plan, options, device, position, int(options.device_ids.size())) ||
                   interrupted;
+    // The CPU's peak from the fastest clock the run saw, where it measured one.
+    if (desc.kind != "gpu" && device.properties != desc.properties) {
+      DeviceDescription seen = desc;
+      seen.properties = device.properties;
+      device.datasheet = cpu_datasheet(seen);
+    }
     profile.devices.push_back(std::move(device));
   }
   profile.complete = !interrupted;

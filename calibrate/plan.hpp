@@ -30,6 +30,9 @@ struct Plan {
   // headline bandwidth, where the other ops would only measure the first size again.
   std::vector<std::int64_t> triad_only_bytes;
   std::vector<DType> fma_dtypes;
+  // The core clock (Backend::clock), a peak-watch candidate like the FMA: the datasheet's peak is
+  // derived from the fastest clock seen where no rated clock is readable (a VM).
+  bool measure_clock = false;
   // Elementwise, softmax and layer-norm ops through the device's library (Backend::vector_op).
   std::vector<VectorOpShape> vector_ops;
   // Host<->device transfers (GPU only): sizes for h2d/d2h, pinned and pageable.

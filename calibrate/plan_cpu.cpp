@@ -236,6 +236,7 @@ Plan cpu_plan(const DeviceDescription& device, Suite suite) {
   if (!quick) plan.triad_only_bytes = {2 * dram};
 
   plan.fma_dtypes = {DType::f32};
+  plan.measure_clock = true;
   // The ops between the GEMMs (calibration_shape): 256K elements (1 MiB a tensor in f32, in the
   // private caches; an add reads two), rows of 1024 for softmax and layernorm; add_padded's
   // channels leave the last block half full (24 in blocks of 16, as MobileNets' and EfficientNets'

@@ -30,6 +30,10 @@ std::unique_ptr<Kernel> Backend::vector_op(const VectorOpShape& shape) {
   throw Unsupported("vector_op " + shape.str() + " is not measured on " + describe().id);
 }
 
+std::unique_ptr<Kernel> Backend::clock() {
+  throw Unsupported("the core clock is not measured on " + describe().id);
+}
+
 std::unique_ptr<Kernel> Backend::graph_tiny_op() {
   throw Unsupported("graph replay is not available on " + describe().id);
 }

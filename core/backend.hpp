@@ -130,6 +130,9 @@ class Backend {
   virtual std::unique_ptr<Kernel> device_copy(std::int64_t bytes);
   // A short, fixed kernel timed between points to detect interference from other work.
   virtual std::unique_ptr<Kernel> sentinel() = 0;
+  // A dependent add chain on every thread at once, one add a cycle: flops() counts the adds of
+  // one thread, so its rate is the core clock in Hz. Unsupported by default.
+  virtual std::unique_ptr<Kernel> clock();
 };
 
 }  // namespace truepeak

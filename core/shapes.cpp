@@ -106,6 +106,21 @@ double ConvShape::flops() const {
   return 2.0 * double(n) * double(k) * double(out_h()) * double(out_w()) * double(c / groups) * double(r) * double(s);
 }
 
+double ConvShape::inside_tap_share() const {
+  // Per spatial dimension: taps on the input over all taps, summed over the output positions.
+  const auto share = [this](std::int64_t in, std::int64_t out, std::int64_t taps) {
+    if (out <= 0 || taps <= 0) return 1.0;
+    std::int64_t inside = 0;
+    for (std::int64_t o = 0; o < out; ++o)
+      for (std::int64_t t = 0; t < taps; ++t) {
+        const std::int64_t x = o * stride - pad + t * dilation;
+        inside += x >= 0 && x < in;
+      }
+    return double(inside) / double(out * taps);
+  };
+  return share(h, out_h(), r) * share(w, out_w(), s);
+}
+
 double ConvShape::bytes() const {
   const double e = dtype_bytes(dtype);
   const double input = double(n) * double(c) * double(h) * double(w);

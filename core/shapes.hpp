@@ -41,6 +41,10 @@ struct ConvShape {
   std::int64_t out_h() const;
   std::int64_t out_w() const;
   double flops() const;  // 2 * n * k * out_h * out_w * (c / groups) * r * s
+  // Of the filter taps that flops() counts, the share that falls on the input rather than on the
+  // padding (1 without padding). oneDNN skips the others, so a small padded layer can run above
+  // the FMA peak in counted FLOP/s.
+  double inside_tap_share() const;
   double bytes() const;  // input, weights read once, output written once
   double weight_bytes() const;
   std::string str() const;

@@ -166,6 +166,8 @@ class CpuBackend final : public Backend {
     return cpu::make_fma_kernel(dtype, threads_);
   }
 
+  std::unique_ptr<Kernel> clock() override { return cpu::make_clock_kernel(threads_); }
+
   std::unique_ptr<Kernel> tiny_op() override {
 #ifdef TRUEPEAK_HAVE_ONEDNN
     return cpu::make_tiny_op_kernel(onednn_);

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "core/error.hpp"
 
 namespace truepeak::cpu {
@@ -78,6 +80,19 @@ TEST(CpuClock, MeasuresAPlausibleClockOnThisMachine) {
   EXPECT_LT(*mhz, 7000.0);
 #else
   EXPECT_FALSE(measure_clock_mhz(2).has_value());
+#endif
+}
+
+TEST(CpuClock, TheKernelChecksItsSumsAndTimesAPlausibleClock) {
+#if defined(__x86_64__) || defined(__aarch64__)
+  auto kernel = make_clock_kernel(2);
+  kernel->check();
+  double best = 0;
+  for (int i = 0; i < 5; ++i) best = std::max(best, kernel->flops() / kernel->run_s());
+  EXPECT_GT(best, 200e6);
+  EXPECT_LT(best, 7e9);
+#else
+  EXPECT_THROW(make_clock_kernel(2), Unsupported);
 #endif
 }
 
