@@ -1048,16 +1048,19 @@ Profile run_calibration(const CalibrateOptions& options) {
     device.libraries = desc.libraries;
     device.properties = desc.properties;
     device.memory_bytes = desc.memory_bytes;
-    device.datasheet = desc.kind == "gpu" ? gpu_datasheet(desc) : cpu_datasheet(desc);
+    const auto datasheet_of = [](const DeviceDescription& d) {
+      return d.kind == "gpu" ? gpu_datasheet(d) : cpu_datasheet(d);
+    };
+    device.datasheet = datasheet_of(desc);
     const Plan plan = desc.kind == "gpu" ? gpu_plan(desc, options.suite) : cpu_plan(desc, options.suite);
     if (options.progress) options.progress(fmt::format("[{}] calibrating {} ({})", desc.id, desc.name, desc.kind));
     interrupted = !calibrate_device(*backend, plan, options, device, position, int(options.device_ids.size())) ||
                   interrupted;
-    // The CPU's peak from the fastest clock the run saw, where it measured one.
-    if (desc.kind != "gpu" && device.properties != desc.properties) {
+    // Properties the run measured (the fastest clock it saw) enter the derived peaks.
+    if (device.properties != desc.properties) {
       DeviceDescription seen = desc;
       seen.properties = device.properties;
-      device.datasheet = cpu_datasheet(seen);
+      device.datasheet = datasheet_of(seen);
     }
     profile.devices.push_back(std::move(device));
   }

@@ -45,16 +45,14 @@ DeviceDescription describe_cpu(const cpu::CpuInfo& info, int threads) {
   p["model"] = info.model ? nlohmann::json(*info.model) : nlohmann::json();
   p["frequency_mhz"] = info.cpuinfo_mhz ? nlohmann::json(*info.cpuinfo_mhz) : nlohmann::json();
   p["max_frequency_mhz"] = info.max_mhz ? nlohmann::json(*info.max_mhz) : nlohmann::json();
-  p["measured_frequency_mhz"] =
-      info.measured_mhz ? nlohmann::json(*info.measured_mhz) : nlohmann::json();
   p["frequency_source"] =
       std::string(
           "frequency_mhz: 'cpu MHz' in /proc/cpuinfo (current clock; a VM shows its "
           "nominal clock); max_frequency_mhz: ") +
       (info.max_mhz ? "/sys/devices/system/cpu/cpu*/cpufreq/cpuinfo_max_freq"
                     : "not readable here (no cpufreq)") +
-      "; measured_frequency_mhz: a dependent integer add chain timed on every thread at once, "
-      "the fastest thread's best trial";
+      "; measured_frequency_mhz (written by a calibration): its clock point, a dependent integer "
+      "add chain timed on every thread at once, the fastest sample";
   nlohmann::json caches = nlohmann::json::array();
   for (const auto& cache : info.caches) {
     caches.push_back({{"level", cache.level},
@@ -84,8 +82,7 @@ class CpuBackend final : public Backend {
     const auto probe = cpu::read_cpu_info(0);
     const int all_cores = std::max(1, probe.physical_cores);
     threads_ = options.threads > 0 ? options.threads : all_cores;
-    auto info = options.threads > 0 ? cpu::read_cpu_info(threads_) : probe;
-    info.measured_mhz = cpu::measure_clock_mhz(threads_);
+    const auto info = options.threads > 0 ? cpu::read_cpu_info(threads_) : probe;
     description_ = describe_cpu(info, threads_);
     // The only place the oneDNN thread count can be set with its OpenMP runtime is the
     // process-wide OpenMP default; our own kernels name their thread count explicitly.

@@ -30,7 +30,6 @@ struct CpuInfo {
   std::vector<int> one_cpu_per_core;  // the first CPU of each core, in order
   std::optional<double> cpuinfo_mhz;  // "cpu MHz" of the first CPU: current clock (base on a VM)
   std::optional<double> max_mhz;      // cpufreq cpuinfo_max_freq, where readable
-  std::optional<double> measured_mhz;  // the clock measure_clock_mhz() saw (not read_cpu_info's)
   std::vector<CacheInfo> caches;      // of the first CPU, innermost first, instruction caches too
   std::optional<std::int64_t> memory_bytes;  // MemTotal
 };
