@@ -48,10 +48,20 @@ std::string device_summary(const Device& d) {
       conv_best_shape[dtype] = p.shape;
     }
   }
+  // A best layer above the datasheet: its counted FLOPs include the taps on the padding.
+  std::string padding_notes;
   for (const auto& [dtype, rate] : conv_best) {
     const auto ds = lookup(d.datasheet.flops_per_s, dtype);
     t.add_row({"conv " + dtype + " (best layer)", format_flops_per_s(rate), ds ? format_flops_per_s(*ds) : kNone,
                ratio(rate, ds)});
+    const auto& shape = conv_best_shape[dtype];
+    const double inside = shape.inside_tap_share();
+    if (ds && rate > *ds && inside < 1)
+      padding_notes += fmt::format(
+          "conv {} (best layer) {}: FLOPs counted over the whole padded window, as frameworks "
+          "count them; {:.0f}% of its taps fall on the input ({} on it), and oneDNN skips the "
+          "rest\n",
+          dtype, shape.str(), 100 * inside, format_flops_per_s(rate * inside));
   }
   for (const auto& [dtype, rate] : d.peaks.vector_flops_per_s) {
     const auto ds = lookup(d.datasheet.vector_flops_per_s, dtype);
@@ -85,18 +95,7 @@ std::string device_summary(const Device& d) {
                ratio(*d.bidirectional_Bps, link ? std::optional<double>(2 * *link) : std::nullopt)});
   }
   out += t.str();
-  // A best layer above the datasheet: its counted FLOPs include the taps on the padding.
-  for (const auto& [dtype, rate] : conv_best) {
-    const auto ds = lookup(d.datasheet.flops_per_s, dtype);
-    const auto& shape = conv_best_shape[dtype];
-    const double inside = shape.inside_tap_share();
-    if (ds && rate > *ds && inside < 1)
-      out += fmt::format(
-          "conv {} (best layer) {}: FLOPs counted over the whole padded window, as frameworks "
-          "count them; {:.0f}% of its taps fall on the input ({} on it), and oneDNN skips the "
-          "rest\n",
-          dtype, shape.str(), 100 * inside, format_flops_per_s(rate * inside));
-  }
+  out += padding_notes;
   out += fmt::format("{} GEMM points, {} conv points, {} memory points\n", d.gemm.size(), d.conv.size(),
                      d.memory_sweep.size());
   if (!d.vector_ops.empty()) {

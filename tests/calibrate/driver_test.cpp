@@ -352,6 +352,29 @@ TEST(Summary, VectorOpsLineListsEachOpPerDtype) {
       << text;
 }
 
+TEST(Summary, ABestLayerAboveTheDatasheetSaysWhichShareOfItsTapsIsReal) {
+  Profile profile;
+  Device d;
+  d.id = d.kind = "cpu";
+  d.datasheet.flops_per_s["f32"] = 500e9;
+  ConvPoint padded;
+  padded.shape = ConvShape::parse("f32_mb1ic512ih7oc512kh3ph1");
+  padded.flops_per_s = 550e9;
+  d.conv.push_back(padded);
+  profile.devices.push_back(d);
+  const auto text = profile_summary(profile);
+  EXPECT_NE(text.find("conv f32 (best layer) " + padded.shape.str() + ": FLOPs counted over the whole padded window"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("82% of its taps fall on the input"), std::string::npos) << text;
+  // Below the datasheet, or without padding, no note.
+  profile.devices[0].conv[0].flops_per_s = 450e9;
+  EXPECT_EQ(profile_summary(profile).find("padded window"), std::string::npos);
+  profile.devices[0].conv[0].flops_per_s = 550e9;
+  profile.devices[0].conv[0].shape = ConvShape::parse("f32_mb1ic512ih7oc512kh1");
+  EXPECT_EQ(profile_summary(profile).find("padded window"), std::string::npos);
+}
+
 TEST(Summary, RunLineSaysWhatGaveWayToTheTimeGoal) {
   Profile profile;
   Device d;

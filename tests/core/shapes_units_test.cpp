@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "core/shapes.hpp"
@@ -57,6 +59,16 @@ TEST(ConvShapeTest, FlopsCountGroupsAndDilation) {
   EXPECT_DOUBLE_EQ(dw.flops(), 2.0 * 32 * 112 * 112 * 1 * 9);
   const auto dil = ConvShape::parse("f32_mb1ic8ih32oc8kh3ph2dh2");
   EXPECT_EQ(dil.out_h(), 32);
+}
+
+TEST(ConvShapeTest, InsideTapShareLeavesOutThePadding) {
+  // 7x7, 3x3, pad 1: per dimension 19 of the 21 taps fall on the input.
+  EXPECT_DOUBLE_EQ(ConvShape::parse("f32_mb1ic512ih7oc512kh3ph1").inside_tap_share(), (19.0 / 21) * (19.0 / 21));
+  EXPECT_DOUBLE_EQ(ConvShape::parse("f32_mb1ic64ih56oc64kh1").inside_tap_share(), 1.0);
+  // Stride 2, pad 3, 7x7 over 224: of 112 x 7 taps per dimension, 3 + 1 at the top edge (outputs
+  // 0 and 1) and 2 at the bottom (output 111) fall on the padding.
+  EXPECT_DOUBLE_EQ(ConvShape::parse("f32_mb1ic3ih224oc64kh7sh2ph3").inside_tap_share(),
+                   std::pow((112.0 * 7 - 6) / (112 * 7), 2));
 }
 
 TEST(ConvShapeTest, BadShapesAreInputErrors) {
