@@ -216,16 +216,23 @@ TEST_P(CpuPlanTest, ConvGridHasEveryClass) {
   }
 }
 
-TEST_P(CpuPlanTest, DecodeLikeGemmsAgainWithColdWeights) {
-  // With a 260 MiB cache every decode-like shape (M <= 8) of the grid is measured a second time
-  // with cold weights, and nothing else is.
+TEST_P(CpuPlanTest, DecodeAndPrefillGemmsAgainWithColdWeights) {
+  // With a 260 MiB cache every decode- or prefill-like shape (M <= 128, one product) of the grid
+  // whose weights take 256 KiB or more is measured a second time with cold weights, and nothing
+  // else is.
   const Plan plan = cpu_plan(this_kind_of_vm(), GetParam());
   for (const auto& shape : plan.gemm) {
-    const bool decode_like = shape.m <= 8 && shape.batch == 1;
-    EXPECT_EQ(std::count(plan.gemm_cold.begin(), plan.gemm_cold.end(), shape), decode_like ? 1 : 0)
+    const bool decode_or_prefill =
+        shape.m <= 128 && shape.batch == 1 && shape.weight_bytes() >= 256.0 * kKiB;
+    EXPECT_EQ(std::count(plan.gemm_cold.begin(), plan.gemm_cold.end(), shape),
+              decode_or_prefill ? 1 : 0)
         << shape.str();
   }
   EXPECT_FALSE(plan.gemm_cold.empty());
+  // A prefill's rows against a BERT-sized layer have a cold twin in the default suite.
+  const GemmShape prefill{DType::bf16, 128, 4096, 1024, 1};
+  EXPECT_EQ(std::count(plan.gemm_cold.begin(), plan.gemm_cold.end(), prefill),
+            GetParam() == Suite::full ? 1 : 0);
   // With a 32 MiB cache, weights of 64 MiB and more are cold without copies: no second point.
   DeviceDescription small = this_kind_of_vm();
   small.levels[2].bytes = 32 * kMiB;
