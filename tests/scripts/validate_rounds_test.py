@@ -112,6 +112,33 @@ class RoundsTest(ClockedTest):
         self.assertEqual(len(case.times_s), 4)
 
 
+class SampleFastestTest(ClockedTest):
+    def test_what_runs_before_a_sample_is_not_timed(self):
+        # Each run takes 1 s, what runs before it 5 s: the fastest sample is the run's own second,
+        # and the layer ran once before each of the 3 runs of both kernels.
+        befores = []
+
+        def before():
+            befores.append(self.clock.now)
+            self.clock.now += 5.0
+
+        def run():
+            self.clock.now += 1.0
+        best = {"a": float("inf"), "b": float("inf")}
+        validate.sample_fastest({"a": run, "b": run}, best, 3, before)
+        self.assertEqual(best, {"a": 1.0, "b": 1.0})
+        self.assertEqual(len(befores), 6)
+
+    def test_without_a_before_the_runs_are_timed_back_to_back(self):
+        best = {"a": float("inf")}
+        script = [3.0, 2.0, 4.0]
+
+        def run():
+            self.clock.now += script.pop(0)
+        validate.sample_fastest({"a": run}, best, 3)
+        self.assertEqual(best["a"], 2.0)
+
+
 class FakeProbe:
     """A host probe whose samples are scripted (the last one from then on)."""
 
