@@ -108,7 +108,8 @@ class LayoutFlagsTest(unittest.TestCase):
     def test_the_rates_text_names_each_runtime(self):
         text = validate.rates_text({"frozen": {"pool:max": 6.1e8}, "eager": {"softmax": 1.66e9}})
         self.assertIn("frozen graphs, f32, for the ops that run plain: pool:max 0.61", text)
-        self.assertIn("eager mode, bf16, for the ops outside oneDNN: softmax 1.66", text)
+        self.assertIn("eager mode, bf16, for the ops outside oneDNN, each timed after a 768 -> 3072 linear "
+                      "over 128 tokens: softmax 1.66", text)
 
     def test_group_widths_go_with_the_layout(self):
         layout = {"blocked_ops": ["pool"], "copies": [1, 2], "group_reorders": [2, 4, 8]}
