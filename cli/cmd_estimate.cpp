@@ -168,11 +168,12 @@ estimate::OwnRates own_rates(const std::vector<std::string>& items) {
     using estimate::OpKind;
     const auto base = *estimate::parse_op_kind(kind.substr(0, kind.find(':')));
     if (base != OpKind::elementwise && base != OpKind::norm && base != OpKind::softmax &&
-        base != OpKind::pool && base != OpKind::concat && base != OpKind::transpose)
+        base != OpKind::pool && base != OpKind::concat && base != OpKind::transpose &&
+        kind != estimate::kBiasFillKind)
       throw InputError(fmt::format(
-          "--own-rates {}: only elementwise, norm, softmax, pool, concat and transpose kinds "
-          "take a rate of their own",
-          item));
+          "--own-rates {}: only elementwise, norm, softmax, pool, concat and transpose kinds, "
+          "and {} (a linear's bias copied into its output), take a rate of their own",
+          item, estimate::kBiasFillKind));
     if (std::any_of(rates.begin(), rates.end(), [&](const auto& r) { return r.first == kind; }))
       throw InputError(fmt::format("--own-rates {}: {} is given twice", item, kind));
     rates.emplace_back(kind, rate);
@@ -405,7 +406,9 @@ void add_estimate_command(CLI::App& app, const Context&) {
                   "pool:max=4e8,elementwise:gelu_tanh=2.6e8), for the ops of those kinds that run "
                   "outside the profile's library: all of them, or with --blocked-ops those that "
                   "run plain; an op's elements are its outputs, a pool's its window elements "
-                  "(inference; default: the profile's figures)")
+                  "(inference; default: the profile's figures); linear:bias=RATE: the runtime "
+                  "copies each linear's bias into its output before the product, at RATE output "
+                  "elements per second")
       ->delimiter(',');
   cmd->add_flag("--expand-broadcast", args->expand_broadcast,
                 "With --blocked-ops: a blocked elementwise op expands a broadcast 4-D operand to "

@@ -64,6 +64,9 @@ struct BlockedLayout {
 // "elementwise:gelu_tanh", or a whole kind: "pool"). Elements: an op's outputs, a pool's window
 // elements (outputs x window).
 using OwnRates = std::vector<std::pair<std::string, double>>;
+// The own-rate kind of a runtime's bias copy into a linear's output before the product
+// accumulates into it (output elements per second).
+inline constexpr const char* kBiasFillKind = "linear:bias";
 // The rate for `kind`: the row kind's, else the whole kind's.
 std::optional<double> own_rate(const OwnRates& rates, const std::string& kind);
 

@@ -714,7 +714,8 @@ def eager_kernels():
     (OwnKernelRates' form): activations, adds, the attention's scale and softmax over rows of 128
     keys, the mixed-precision layer norm (its two conversions included), a transpose copy of
     [batch, 128 tokens, 12 heads, 64] (PyTorch copies the heads apart and back together), and the
-    decode step's KV-cache concatenation."""
+    decode step's KV-cache concatenation, and the copy of a linear's bias into its output that
+    PyTorch's addmm makes before the product."""
     import torch
     from torch import nn
     f = nn.functional
@@ -735,6 +736,9 @@ def eager_kernels():
         "softmax": (lambda x: torch.softmax(x, dim=-1), scores, more_scores, 1, bf16),
         "norm:layernorm": (layer_norm_class()(768), rows, norm, 1, bf16),
         "transpose": (lambda x: x.transpose(1, 2).contiguous(), heads, more_heads, 1, bf16),
+        # A linear's bias, copied into its output before the product adds to it (aten::addmm).
+        "linear:bias": (lambda bias, out: out.copy_(bias.expand_as(out)), [(768,), (128, 768)],
+                        [(768,), (512, 768)], 1, bf16),
         # A decode step's KV cache: the past keys (or values) and the new token's, [batch, 12
         # heads, 128 tokens, 64], joined along the tokens.
         "concat": (lambda past, new: torch.cat([past, new], dim=2), [(1, 12, 128, 64), (1, 12, 1, 64)],
@@ -1338,6 +1342,8 @@ def torch_kind(name):
 
 
 def estimate_kind(kind):
+    if kind == "linear:bias":
+        return "copy"  # aten::copy_ of the expanded bias
     base = kind.split(":")[0]
     return {"conv2d": "gemm", "linear": "gemm", "matmul": "gemm", "attention": "gemm", "transpose": "copy",
             "concat": "copy", "reshape": "free"}.get(base, base)

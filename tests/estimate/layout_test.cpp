@@ -321,5 +321,35 @@ TEST_F(Layout, TrainingIsNotAffected) {
   EXPECT_DOUBLE_EQ(estimate(model(), cpu, o).latency_s, estimate(model(), cpu, plain).latency_s);
 }
 
+TEST_F(Layout, ARuntimeThatCopiesALinearsBiasFirstPaysForTheCopy) {
+  // x [N, 64] -> linear with a bias to 128 -> linear without one to 32.
+  GraphBuilder b;
+  const auto& x = b.input("x", {Dim::symbol("N"), 64});
+  const auto& h = b.add(make_linear("up", x, 128, true));
+  b.add(make_linear("down", h, 32, false));
+  Model m;
+  m.name = "linears";
+  m.forward = b.take();
+  const auto fused = estimate(m, cpu, batch(2));
+  Options o = batch(2);
+  o.own_rates = {{kBiasFillKind, 1e6}};
+  const auto copied = estimate(m, cpu, o);
+  // One more row, the copy of the bias into the 2 x 128 outputs at the given rate; only the
+  // linear with a bias has one.
+  ASSERT_EQ(copied.ops.size(), fused.ops.size() + 1);
+  std::vector<const OpRow*> fills;
+  for (const auto& op : copied.ops)
+    if (op.kind == kBiasFillKind) fills.push_back(&op);
+  ASSERT_EQ(fills.size(), 1u);
+  EXPECT_EQ(fills[0]->name, "up");
+  EXPECT_NEAR(fills[0]->compute_s, 2.0 * 128 / 1e6, 1e-15);
+  EXPECT_GT(copied.latency_s, fused.latency_s + 2.0 * 128 / 1e6 * 0.99);
+  // A runtime that runs its linears as convolutions folds the bias into the kernel.
+  o.linears_as_convolutions = true;
+  Options convs = batch(2);
+  convs.linears_as_convolutions = true;
+  EXPECT_EQ(estimate(m, cpu, o).ops.size(), estimate(m, cpu, convs).ops.size());
+}
+
 }  // namespace
 }  // namespace truepeak::estimate
