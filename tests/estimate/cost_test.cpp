@@ -16,6 +16,7 @@ using testing::batch;
 using testing::fixture;
 using testing::linear_model;
 using testing::relu_model;
+using testing::two_linears;
 
 constexpr double kOverhead = 1e-6;  // fixture overhead.op_s
 
@@ -610,13 +611,7 @@ TEST(FixtureGpu, IssueTimeOverlapsTheKernels) {
 
 TEST_F(FixtureCpu, TrainingStepHasRealBackwardShapes) {
   // Two linears: x[N,512] -> 1024 -> 256. The first layer's input needs no gradient.
-  GraphBuilder b;
-  const auto& x = b.input("x", {Dim::symbol("N"), 512});
-  const auto& h = b.add(make_linear("fc1", x, 1024, false));
-  b.add(make_linear("fc2", h, 256, false));
-  Model m;
-  m.name = "mlp";
-  m.forward = b.take();
+  const Model m = two_linears("fc1", "fc2", 512, 1024, 256, false);
   Options o = batch(64);
   o.mode = Mode::training;
   o.optimizer = Optimizer::sgd;

@@ -49,6 +49,19 @@ inline Model one_conv_model(std::int64_t c, std::int64_t hw, std::int64_t k,
   return m;
 }
 
+// x [N, in] -> linear a to `hidden` (with a bias if `bias_first`) -> linear b to `out`, no bias.
+inline Model two_linears(const std::string& a, const std::string& b_name, std::int64_t in,
+                         std::int64_t hidden, std::int64_t out, bool bias_first) {
+  GraphBuilder b;
+  const auto& x = b.input("x", {Dim::symbol("N"), in});
+  const auto& h = b.add(make_linear(a, x, hidden, bias_first));
+  b.add(make_linear(b_name, h, out, false));
+  Model m;
+  m.name = "linears";
+  m.forward = b.take();
+  return m;
+}
+
 inline Model relu_model(std::int64_t width) {
   GraphBuilder b;
   const auto& x = b.input("x", {Dim::symbol("N"), width});

@@ -14,6 +14,7 @@ namespace {
 
 using testing::batch;
 using testing::fixture;
+using testing::two_linears;
 
 class Layout : public ::testing::Test {
  protected:
@@ -323,13 +324,7 @@ TEST_F(Layout, TrainingIsNotAffected) {
 
 TEST_F(Layout, ARuntimeThatCopiesALinearsBiasFirstPaysForTheCopy) {
   // x [N, 64] -> linear with a bias to 128 -> linear without one to 32.
-  GraphBuilder b;
-  const auto& x = b.input("x", {Dim::symbol("N"), 64});
-  const auto& h = b.add(make_linear("up", x, 128, true));
-  b.add(make_linear("down", h, 32, false));
-  Model m;
-  m.name = "linears";
-  m.forward = b.take();
+  const Model m = two_linears("up", "down", 64, 128, 32, true);
   const auto fused = estimate(m, cpu, batch(2));
   Options o = batch(2);
   o.own_rates = {{kBiasFillKind, 1e6}};
