@@ -34,16 +34,6 @@ Work gemm_work(const std::string& phase, const GemmCoords& g, double bytes) {
   return w;
 }
 
-Work vector_work(const std::string& phase, double flops, double bytes, std::string shape) {
-  Work w;
-  w.phase = phase;
-  w.engine = Engine::vector;
-  w.flops = flops;
-  w.bytes = bytes;
-  w.shape = std::move(shape);
-  return w;
-}
-
 // Linear: x [M, K] (leading dims folded into M), W [K, N].
 struct LinearDims {
   double m, k, n, bias;
@@ -117,6 +107,16 @@ AttentionDims attention_dims(const Op& op, const Bindings& b) {
 }
 
 }  // namespace
+
+Work vector_work(const std::string& phase, double flops, double bytes, std::string shape) {
+  Work w;
+  w.phase = phase;
+  w.engine = Engine::vector;
+  w.flops = flops;
+  w.bytes = bytes;
+  w.shape = std::move(shape);
+  return w;
+}
 
 double flops_per_element(const Op& op) {
   switch (op.kind) {

@@ -53,6 +53,9 @@ struct Work {
 // output's shape, softmax and layernorm.
 std::string measured_vector_op(const Op& op);
 
+// Work of the vector engine: `flops` and `bytes` in `phase`, `shape` its printable problem.
+Work vector_work(const std::string& phase, double flops, double bytes, std::string shape);
+
 // `element_bytes`: bytes of one element of the estimate's dtype.
 std::vector<Work> forward_work(const Op& op, const Bindings& bindings, double element_bytes);
 // `needs_grad[i]`: whether input i of the op needs a gradient (it depends on a parameter).

@@ -274,23 +274,19 @@ Totals run_forward(const Graph& g, const Bindings& b, double e, const RateModel&
     // A runtime that first copies a linear's bias into its output and then lets the product add
     // to it (PyTorch's eager addmm) runs that copy as a kernel of its own, at the rate given as
     // linear:bias; a bias fused into the product's epilogue costs nothing apart.
-    const bool has_bias = std::any_of(op.weights.begin(), op.weights.end(),
-                                      [](const TensorRef& w) { return w.shape.size() == 1; });
-    if (op.kind == OpKind::linear && has_bias && !linears_as_convolutions) {
-      if (const auto fill = own_rate(own_rates, kBiasFillKind)) {
-        const double out = static_cast<double>(num_elements(op.output.shape, b));
-        Work w;
-        w.phase = "forward";
-        w.engine = Engine::vector;
-        w.bytes = out * e;
-        w.elements = out;
-        w.own_elements_per_s = *fill;
-        w.within_op = true;
-        w.shape = fmt::format("bias into {:.0f} outputs", out);
-        OpRow row = cost_row(op, w, rates, phase, weight_bytes, pass_bytes);
-        row.kind = kBiasFillKind;
-        add_row(t, rows, row);
-      }
+    const auto bias = [](const TensorRef& w) { return w.shape.size() == 1; };
+    const auto fill = op.kind == OpKind::linear && !linears_as_convolutions
+                          ? own_rate(own_rates, kBiasFillKind)
+                          : std::nullopt;
+    if (fill && std::any_of(op.weights.begin(), op.weights.end(), bias)) {
+      const double out = static_cast<double>(num_elements(op.output.shape, b));
+      Work w = vector_work("forward", 0, out * e, fmt::format("bias into {:.0f} outputs", out));
+      w.elements = out;
+      w.own_elements_per_s = *fill;
+      w.within_op = true;
+      OpRow row = cost_row(op, w, rates, phase, weight_bytes, pass_bytes);
+      row.kind = kBiasFillKind;
+      add_row(t, rows, row);
     }
   }
   return t;
