@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
   sizes.insert(sizes.end(), extra.begin(), extra.end());
 
   bench::KernelCache cache;
-  for (const StreamOp op : {StreamOp::copy, StreamOp::scale, StreamOp::add, StreamOp::triad}) {
+  for (const StreamOp op : {StreamOp::copy, StreamOp::scale, StreamOp::add, StreamOp::triad, StreamOp::update}) {
     for (const std::int64_t bytes : sizes) {
       const std::string name = "stream/" + std::string(to_string(op)) + "/" + std::to_string(bytes);
       bench::register_kernel(

@@ -630,6 +630,9 @@ class DeviceRun {
 
   void set_memory_levels() {
     device_.memory_levels = level_bandwidths(backend_.describe().levels, device_.memory_sweep, "triad");
+    // What in-place ops (an activation over the tensor it reads) get, level by level.
+    device_.memory_in_place_levels =
+        level_bandwidths(backend_.describe().levels, device_.memory_sweep, std::string(to_string(StreamOp::update)));
     const auto& levels = backend_.describe().levels;
     if (!device_.memory_levels.empty() && !levels.empty() && device_.memory_levels.back().name == levels.back().name) {
       device_.peaks.memory_Bps = device_.memory_levels.back().Bps;
@@ -956,7 +959,7 @@ class DeviceRun {
   }
 
   static std::optional<StreamOp> stream_op_named(const std::string& name) {
-    for (const auto op : {StreamOp::copy, StreamOp::scale, StreamOp::add, StreamOp::triad}) {
+    for (const auto op : {StreamOp::copy, StreamOp::scale, StreamOp::add, StreamOp::triad, StreamOp::update}) {
       if (to_string(op) == name) return op;
     }
     return std::nullopt;

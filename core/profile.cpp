@@ -70,10 +70,13 @@ json to_json(const Device& d) {
   for (const auto& p : d.memory_sweep) {
     sweep.push_back({{"kernel", p.kernel}, {"bytes", p.bytes}, {"Bps", p.Bps}, {"median_Bps", p.median_Bps}});
   }
-  json levels = json::array();
-  for (const auto& l : d.memory_levels) {
-    levels.push_back({{"name", l.name}, {"bytes", optional_integer(l.bytes)}, {"Bps", l.Bps}});
-  }
+  const auto levels_json = [](const std::vector<LevelBandwidth>& in) {
+    json out = json::array();
+    for (const auto& l : in) out.push_back({{"name", l.name}, {"bytes", optional_integer(l.bytes)}, {"Bps", l.Bps}});
+    return out;
+  };
+  json memory = {{"sweep", sweep}, {"levels", levels_json(d.memory_levels)}};
+  if (!d.memory_in_place_levels.empty()) memory["in_place_levels"] = levels_json(d.memory_in_place_levels);
   json transfers = json::object();
   for (const auto& [name, fit] : d.transfers) transfers[name] = to_json(fit);
   transfers["bidirectional_Bps"] = optional_number(d.bidirectional_Bps);
@@ -99,7 +102,7 @@ json to_json(const Device& d) {
       {"gemm", gemm},
       {"conv", conv},
       {"vector_ops", vector_ops},
-      {"memory", {{"sweep", sweep}, {"levels", levels}}},
+      {"memory", memory},
       {"overhead", {{"op_s", optional_number(d.overhead_op_s)}, {"graph_op_s", optional_number(d.overhead_graph_op_s)}}},
       {"transfers", transfers},
       {"conditions", d.conditions},
@@ -331,14 +334,19 @@ Device device_from_json(const Reader& r, const json& obj, const std::string& pat
         d.memory_sweep.push_back(std::move(pt));
       }
     }
-    if (const auto* levels = r.optional_field(*mem, p, "levels")) {
-      if (!levels->is_array()) r.fail(p + "/levels", "expected an array");
+    const auto read_levels = [&](const char* key, std::vector<LevelBandwidth>& out) {
+      const auto* levels = r.optional_field(*mem, p, key);
+      if (!levels) return;
+      const auto kp = fmt::format("{}/{}", p, key);
+      if (!levels->is_array()) r.fail(kp, "expected an array");
       for (std::size_t i = 0; i < levels->size(); ++i) {
         const auto& l = (*levels)[i];
-        const auto lp = fmt::format("{}/levels/{}", p, i);
-        d.memory_levels.push_back({r.string(l, lp, "name"), r.optional_integer(l, lp, "bytes"), r.number(l, lp, "Bps")});
+        const auto lp = fmt::format("{}/{}", kp, i);
+        out.push_back({r.string(l, lp, "name"), r.optional_integer(l, lp, "bytes"), r.number(l, lp, "Bps")});
       }
-    }
+    };
+    read_levels("levels", d.memory_levels);
+    read_levels("in_place_levels", d.memory_in_place_levels);
   }
   if (const auto* oh = r.optional_field(obj, path, "overhead")) {
     d.overhead_op_s = r.optional_number(*oh, path + "/overhead", "op_s");

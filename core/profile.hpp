@@ -15,12 +15,13 @@
 namespace truepeak {
 
 inline constexpr int kSchemaMajor = 1;
-inline constexpr int kSchemaMinor = 9;  // 1.1: gemm points record their layout; 1.2: cold weights;
+inline constexpr int kSchemaMinor = 10;  // 1.1: gemm points record their layout; 1.2: cold weights;
                                         // 1.3: cold weights on conv points; 1.4: vector_ops;
                                         // 1.5: the gelu_tanh vector op; 1.6: the add vector op;
                                         // 1.7: the reorder_blocked and reorder_plain vector ops;
                                         // 1.8: typical_s on gemm, conv and vector-op points;
-                                        // 1.9: the add_padded vector op
+                                        // 1.9: the add_padded vector op;
+                                        // 1.10: memory.in_place_levels (the update kernel)
 std::string schema_version_string();  // "1.0"
 
 // Timing statistics of one measured point. time_s is the fastest sample (the capability figure);
@@ -121,6 +122,9 @@ struct Device {
   std::vector<VectorOpPoint> vector_ops;  // since 1.4
   std::vector<MemoryPoint> memory_sweep;
   std::vector<LevelBandwidth> memory_levels;
+  // Since 1.10 (empty: not measured): the in-place kernel's bandwidth per level, from the sweep's
+  // `update` points; the levels' names and sizes are those of memory_levels.
+  std::vector<LevelBandwidth> memory_in_place_levels;
   std::optional<double> overhead_op_s;
   std::optional<double> overhead_graph_op_s;
   // Keys: "h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable".

@@ -191,11 +191,17 @@ std::string_view to_string(StreamOp op) {
     case StreamOp::scale: return "scale";
     case StreamOp::add: return "add";
     case StreamOp::triad: return "triad";
+    case StreamOp::update: return "update";
   }
   return "?";
 }
 
-int stream_arrays(StreamOp op) { return (op == StreamOp::copy || op == StreamOp::scale) ? 2 : 3; }
+int stream_arrays(StreamOp op) {
+  if (op == StreamOp::update) return 1;
+  return (op == StreamOp::copy || op == StreamOp::scale) ? 2 : 3;
+}
+
+int stream_passes(StreamOp op) { return op == StreamOp::update ? 2 : 1; }
 
 std::string_view to_string(TransferDir dir) { return dir == TransferDir::h2d ? "h2d" : "d2h"; }
 

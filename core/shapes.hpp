@@ -80,11 +80,15 @@ std::int64_t onednn_channel_block(std::string_view onednn_isa);
 // half full) by 10240 positions.
 VectorOpShape calibration_shape(const std::string& op, DType dtype, std::int64_t channel_block = 16);
 
-// STREAM kernels over arrays of doubles (CPU) or the backend's element type.
-enum class StreamOp { copy, scale, add, triad };
+// STREAM kernels over arrays of doubles (CPU) or the backend's element type. `update` is the
+// in-place form: a[i] = -a[i], each line read and written back, as a runtime's in-place
+// activation (ReLU over a convolution's output) moves it.
+enum class StreamOp { copy, scale, add, triad, update };
 std::string_view to_string(StreamOp op);
-// Number of arrays read and written per element: copy/scale 2, add/triad 3.
+// Number of arrays per element, the working set: copy/scale 2, add/triad 3, update 1.
 int stream_arrays(StreamOp op);
+// Bytes moved per byte of working set: 2 for update (read, then written back), else 1.
+int stream_passes(StreamOp op);
 
 // Host<->device copies.
 enum class TransferDir { h2d, d2h };

@@ -27,7 +27,9 @@ std::unique_ptr<Kernel> make_stream_kernel(StreamOp op, std::int64_t bytes,
 inline constexpr double kStreamScalar = 3.0;
 
 // Checks the output of one op over arrays of n elements (arrays not used by the op may be
-// empty): copy c = a, scale b = q c, add c = a + b, triad a = b + q c. Throws CheckFailed.
+// empty): copy c = a, scale b = q c, add c = a + b, triad a = b + q c, update c = q a (a: the
+// values c held before; q = -1 after an odd number of passes, 1 after an even one). Throws
+// CheckFailed.
 void check_stream(StreamOp op, std::span<const double> a, std::span<const double> b,
                   std::span<const double> c, double q);
 

@@ -1,4 +1,5 @@
-// STREAM kernels (McCalpin's copy, scale, add, triad) on double arrays over OpenMP threads. Each
+// STREAM kernels (McCalpin's copy, scale, add, triad, and update, the in-place form that reads
+// each line and writes it back) on double arrays over OpenMP threads. Each
 // thread owns one contiguous part of every array (a static split, 64-byte aligned), initialises it
 // itself (first touch places its pages near that thread) and runs the loops over it.
 #include <fmt/format.h>
@@ -38,15 +39,16 @@ class StreamKernel final : public Kernel {
   StreamKernel(StreamOp op, std::int64_t bytes, const StreamOptions& options)
       : op_(op),
         threads_(std::max(1, options.threads)),
-        non_temporal_(options.non_temporal && stream_nt_available()) {
+        // A store to the line just read needs no streaming form: update stores regularly.
+        non_temporal_(options.non_temporal && op != StreamOp::update && stream_nt_available()) {
     const int arrays = stream_arrays(op);
     n_ = static_cast<std::size_t>(bytes / (arrays * static_cast<std::int64_t>(sizeof(double))));
     if (n_ < 8) {
       throw Error(fmt::format("stream {} {}: the working set is too small", to_string(op), bytes));
     }
     // Only the arrays this op touches.
-    const bool uses_a = op != StreamOp::scale;
-    const bool uses_b = op != StreamOp::copy;
+    const bool uses_a = op != StreamOp::scale && op != StreamOp::update;
+    const bool uses_b = op != StreamOp::copy && op != StreamOp::update;
     const bool uses_c = true;
     if (uses_a) a_ = AlignedBuffer<double>(n_);
     if (uses_b) b_ = AlignedBuffer<double>(n_);
@@ -71,11 +73,12 @@ class StreamKernel final : public Kernel {
   }
 
   std::string name() const override {
-    return fmt::format("stream {} {}{}", to_string(op_), format_bytes(bytes()),
+    return fmt::format("stream {} {}{}", to_string(op_), format_bytes(bytes() / stream_passes(op_)),
                        non_temporal_ ? " nt" : "");
   }
   double flops() const override {
-    return op_ == StreamOp::triad ? 2.0 * n_ : op_ == StreamOp::copy ? 0.0 : 1.0 * n_;
+    if (op_ == StreamOp::triad) return 2.0 * n_;
+    return op_ == StreamOp::copy || op_ == StreamOp::update ? 0.0 : 1.0 * n_;
   }
   double bytes() const override { return bytes_moved(); }
   std::string impl() const override {
@@ -85,6 +88,13 @@ class StreamKernel final : public Kernel {
   }
 
   void check() override {
+    if (op_ == StreamOp::update) {
+      // The values before one run, and after it: negated once per pass.
+      const std::vector<double> before(c_.data(), c_.data() + n_);
+      run_s();
+      check_stream(op_, before, {}, c_.span(), repeats_ % 2 ? -1.0 : 1.0);
+      return;
+    }
     run_s();
     check_stream(op_, a_.span(), b_.span(), c_.span(), kStreamScalar);
   }
@@ -126,11 +136,15 @@ class StreamKernel final : public Kernel {
         (non_temporal_ ? stream_triad_nt : stream_triad)(a_.data() + at, b_.data() + at,
                                                          c_.data() + at, q, count);
         break;
+      case StreamOp::update:
+        stream_update(c_.data() + at, count);
+        break;
     }
   }
 
   double bytes_moved() const {
-    return static_cast<double>(stream_arrays(op_)) * static_cast<double>(n_) * sizeof(double);
+    return static_cast<double>(stream_arrays(op_) * stream_passes(op_)) * static_cast<double>(n_) *
+           sizeof(double);
   }
 
   // Above what one core's L1 can deliver (2 loads + 1 store of 64 bytes per cycle at ~3 GHz).
@@ -176,6 +190,9 @@ void check_stream(StreamOp op, std::span<const double> a, std::span<const double
       case StreamOp::triad:
         if (!same(a[i], b[i] + q * c[i], std::fabs(b[i]) + std::fabs(q * c[i])))
           fail(i, a[i], b[i] + q * c[i]);
+        break;
+      case StreamOp::update:
+        if (!(c[i] == q * a[i])) fail(i, c[i], q * a[i]);
         break;
     }
   }

@@ -34,6 +34,12 @@ TRUEPEAK_STREAM_CLONES void stream_triad(double* __restrict a, const double* __r
   }
 }
 
+TRUEPEAK_STREAM_CLONES void stream_update(double* __restrict c, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    c[i] = -c[i];
+  }
+}
+
 bool stream_nt_available() { return __builtin_cpu_supports("avx512f"); }
 
 // Non-temporal forms: 8 doubles per store, a scalar tail. Same arithmetic (no FMA contraction)

@@ -12,6 +12,8 @@ void stream_copy(double* c, const double* a, std::size_t n);
 void stream_scale(double* b, const double* c, double q, std::size_t n);
 void stream_add(double* c, const double* a, const double* b, std::size_t n);
 void stream_triad(double* a, const double* b, const double* c, double q, std::size_t n);
+// In place: c[i] = -c[i].
+void stream_update(double* c, std::size_t n);
 
 // True when this CPU can run the non-temporal forms.
 bool stream_nt_available();

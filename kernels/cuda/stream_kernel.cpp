@@ -128,6 +128,8 @@ class StreamKernel final : public Kernel {
           expected = b[i] + kScalar * c[i];
           scale = std::fabs(b[i]) + std::fabs(kScalar * c[i]);
           break;
+        case StreamOp::update:  // not made here (make_stream_kernel)
+          break;
       }
       // The device may fuse b + s*c into one FMA: a rounding difference, nothing more.
       if (!(std::fabs(out[i] - expected) <= 1e-14 * scale))
@@ -159,6 +161,8 @@ class StreamKernel final : public Kernel {
         return c_.as<double>();
       case StreamOp::triad:
         return a_.as<double>();
+      case StreamOp::update:  // not made here (make_stream_kernel)
+        break;
     }
     return nullptr;
   }
@@ -233,6 +237,10 @@ class DeviceCopyKernel final : public Kernel {
 
 std::unique_ptr<Kernel> make_stream_kernel(const DeviceFacts& device, StreamOp op,
                                            std::int64_t bytes) {
+  // The in-place sweep serves the CPU estimate's in-place ops; a GPU's caches take whole-sector
+  // writes without a read, so its copy and triad already tell what such an op moves.
+  if (op == StreamOp::update)
+    throw Unsupported(fmt::format("stream {}: not measured on a GPU", to_string(op)));
   return std::make_unique<StreamKernel>(device, op, bytes);
 }
 

@@ -162,6 +162,20 @@ TEST(ProfileSchema, MisspeltKeyFails) {
                         "required property is missing"));
 }
 
+// The in-place levels (1.10) are held to the same rules as the triad's.
+TEST(ProfileSchema, InPlaceLevelsAreCheckedLikeTheLevels) {
+  json doc = valid_example();
+  json& memory = doc["devices"][0]["memory"];
+  memory["in_place_levels"] = memory["levels"];
+  EXPECT_TRUE(validate_profile_json(doc).empty()) << joined(validate_profile_json(doc));
+  memory["in_place_levels"][0].erase("Bps");
+  EXPECT_TRUE(has_error(validate_profile_json(doc), "/devices/0/memory/in_place_levels/0/Bps",
+                        "required property is missing"));
+  memory["in_place_levels"] = json::object();
+  EXPECT_TRUE(has_error(validate_profile_json(doc), "/devices/0/memory/in_place_levels",
+                        "expected array, got object"));
+}
+
 TEST(ProfileSchema, LaterMinorWithExtraFieldsStaysValid) {
   json doc = valid_example();
   doc["schema_version"] = "1.7";
@@ -221,6 +235,9 @@ Profile full_profile() {
   cpu.memory_sweep.push_back({"copy", 1LL << 31, 1.2e10, 1.1e10});
   cpu.memory_levels.push_back({"L2", 2097152, 9.0e10});
   cpu.memory_levels.push_back({"DRAM", std::nullopt, 1.2e10});
+  cpu.memory_sweep.push_back({"update", 1 << 20, 1.6e11, 1.5e11});
+  cpu.memory_in_place_levels.push_back({"L2", 2097152, 1.6e11});
+  cpu.memory_in_place_levels.push_back({"DRAM", std::nullopt, 2.1e10});
   cpu.overhead_op_s = 3.0e-6;
   cpu.overhead_graph_op_s = std::nullopt;
   cpu.conditions = {
@@ -277,6 +294,14 @@ TEST(ProfileSchema, WrittenProfileValidatesAndRoundTrips) {
   EXPECT_EQ(cpu.conv[0].layout, "nhwc");
   EXPECT_EQ(cpu.memory_sweep[1].bytes, 1LL << 31);
   EXPECT_EQ(cpu.memory_levels[1].bytes, std::nullopt);
+  ASSERT_EQ(cpu.memory_in_place_levels.size(), 2u);
+  EXPECT_EQ(cpu.memory_in_place_levels[0].bytes, 2097152);
+  EXPECT_EQ(cpu.memory_in_place_levels[1].bytes, std::nullopt);
+  EXPECT_DOUBLE_EQ(cpu.memory_in_place_levels[1].Bps, 2.1e10);
+  // Where nothing was measured in place (a GPU), the profile has no in_place_levels at all.
+  EXPECT_TRUE(doc["devices"][0]["memory"].contains("in_place_levels"));
+  EXPECT_FALSE(doc["devices"][1]["memory"].contains("in_place_levels"));
+  EXPECT_TRUE(back.devices[1].memory_in_place_levels.empty());
   EXPECT_EQ(cpu.overhead_graph_op_s, std::nullopt);
   EXPECT_EQ(cpu.conditions, p.devices[0].conditions);
   EXPECT_EQ(cpu.peaks.flops_per_s, p.devices[0].peaks.flops_per_s);

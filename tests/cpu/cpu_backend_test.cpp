@@ -188,14 +188,29 @@ TEST_F(CpuBackendTest, ConvWithColdWeightsIsCheckedAndSaysSo) {
 }
 
 TEST_F(CpuBackendTest, StreamEachOp) {
-  for (const StreamOp op : {StreamOp::copy, StreamOp::scale, StreamOp::add, StreamOp::triad}) {
+  for (const StreamOp op :
+       {StreamOp::copy, StreamOp::scale, StreamOp::add, StreamOp::triad, StreamOp::update}) {
     for (const std::int64_t bytes : {std::int64_t{48} << 10, std::int64_t{6} << 20}) {
       auto kernel = backend().stream(op, bytes);
       exercise(*kernel);
-      // Working set: arrays x elements x 8 bytes, within one element per array of the request.
-      EXPECT_LE(kernel->bytes(), static_cast<double>(bytes));
-      EXPECT_GT(kernel->bytes(), static_cast<double>(bytes) - 8.0 * stream_arrays(op));
+      // Moved: arrays x elements x 8 bytes (twice for update, read and written back), within one
+      // element per array of the request.
+      const double moved = static_cast<double>(bytes) * stream_passes(op);
+      EXPECT_LE(kernel->bytes(), moved);
+      EXPECT_GT(kernel->bytes(), moved - 8.0 * stream_arrays(op) * stream_passes(op));
     }
+  }
+}
+
+TEST_F(CpuBackendTest, UpdateWritesOverItsInputAndNamesItsWorkingSet) {
+  auto kernel = backend().stream(StreamOp::update, std::int64_t{1} << 20);
+  EXPECT_NE(kernel->name().find("update 1"), std::string::npos) << kernel->name();
+  EXPECT_EQ(kernel->name().find(" nt"), std::string::npos);  // regular stores over the line read
+  EXPECT_EQ(kernel->flops(), 0);
+  // Any number of runs: each checks against the values it started from.
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_NO_THROW(kernel->check());
+    EXPECT_GT(kernel->run_s(), 0);
   }
 }
 

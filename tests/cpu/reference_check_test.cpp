@@ -145,6 +145,14 @@ TEST(ReferenceCheck, StreamCatchesWrongElement) {
   EXPECT_NO_THROW(check_stream(StreamOp::copy, copy, {}, c, kStreamScalar));
   copy[0] = -copy[0];
   EXPECT_THROW(check_stream(StreamOp::copy, copy, {}, c, kStreamScalar), CheckFailed);
+  // update: c holds the negated values after an odd number of passes, the values after an even one.
+  std::vector<double> negated(n);
+  for (std::size_t i = 0; i < n; ++i) negated[i] = -c[i];
+  EXPECT_NO_THROW(check_stream(StreamOp::update, c, {}, negated, -1.0));
+  EXPECT_NO_THROW(check_stream(StreamOp::update, c, {}, c, 1.0));
+  EXPECT_THROW(check_stream(StreamOp::update, c, {}, c, -1.0), CheckFailed);
+  negated[7] = c[7];
+  EXPECT_THROW(check_stream(StreamOp::update, c, {}, negated, -1.0), CheckFailed);
 }
 
 TEST(RandomFill, NeverZeroAndInRange) {
