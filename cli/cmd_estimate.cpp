@@ -43,6 +43,7 @@ struct EstimateArgs {
   bool expand_broadcast = false;             // blocked broadcast operands are expanded
   std::vector<std::string> group_reorders;   // channels per group of grouped convs in a layout of their own
   bool linears_as_convs = false;             // linear layers run as 1x1 convolutions
+  std::vector<std::string> in_place_ops;     // elementwise kinds the runtime runs in place
   bool typical_times = false;                // points at their typical time, not fastest sample
   std::vector<std::string> input_shapes;  // ONNX: NAME=1x3x224x224
   bool fuse_activations = false;          // ONNX: fold activations into GEMM/conv epilogues
@@ -276,6 +277,15 @@ void run_estimate(const EstimateArgs& args) {
   needs_layout(args.expand_broadcast, "--expand-broadcast");
   inference_only(args.linears_as_convs, "--linears-as-convs");
   options.linears_as_convolutions = args.linears_as_convs;
+  for (const auto& kind : args.in_place_ops) {
+    const bool elementwise = kind == "elementwise" || (kind.rfind("elementwise:", 0) == 0 && is_row_kind(kind));
+    if (!elementwise)
+      throw InputError(fmt::format(
+          "--in-place-ops {}: expected elementwise or an elementwise row kind (e.g. elementwise:relu)",
+          kind));
+  }
+  inference_only(!args.in_place_ops.empty(), fmt::format("--in-place-ops {}", fmt::join(args.in_place_ops, ",")));
+  options.in_place_ops = args.in_place_ops;
   needs_layout(!args.group_reorders.empty(), fmt::format("--group-reorders {}", fmt::join(args.group_reorders, ",")));
   if (!args.blocked_ops.empty()) {
     if (options.mode != estimate::Mode::inference)
@@ -421,6 +431,12 @@ void add_estimate_command(CLI::App& app, const Context&) {
   cmd->add_flag("--linears-as-convs", args->linears_as_convs,
                 "The target runtime runs linear layers as 1x1 convolutions (or the library's inner "
                 "product), not as matmuls: they take the profile's convolution points (inference)");
+  cmd->add_option("--in-place-ops", args->in_place_ops,
+                  "The target runtime runs these elementwise kinds in place, KIND,... (e.g. "
+                  "elementwise:relu,elementwise:add, or elementwise for all): the output over an "
+                  "input of its size that no other op reads; such an op costs its reads twice at "
+                  "the profile's in-place bandwidth (profiles since 1.10; inference; default: none)")
+      ->delimiter(',');
   cmd->add_option("--input-shape", args->input_shapes,
                   "ONNX: the shape of a graph input, NAME=1x3x224x224 (repeatable); wins over --batch/--seq");
   cmd->add_flag("--fuse-activations", args->fuse_activations,

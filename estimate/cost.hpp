@@ -28,6 +28,9 @@ struct Work {
   // The share of `bytes` written to a fresh buffer (forward passes): the output of an op that
   // cannot run in place (0 for elementwise ops, norms and softmax).
   double output_bytes = 0;
+  // The share of `bytes` that is the output written over one of the op's inputs, where the
+  // runtime runs the op in place (Options::in_place_ops); 0: as memory_s costs it.
+  double in_place_bytes = 0;
   std::vector<std::pair<GemmCoords, double>> products;  // (shape, flops) for gemm/conv engines
   std::int64_t groups = 1;
   bool depthwise = false;

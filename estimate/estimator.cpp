@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "core/error.hpp"
@@ -32,6 +33,9 @@ OpRow cost_row(const Op& op, const Work& w, const RateModel& rates, const std::s
   r.bytes = w.bytes;
   r.memory_s = rates.memory_s(w.bytes, w.weight_bytes, model_weight_bytes, w.output_bytes,
                               w.input_bytes, pass_bytes);
+  // Written over its input, an op moves no more lines than into a buffer of its own.
+  if (w.in_place_bytes > 0 && rates.has_in_place_levels())
+    r.memory_s = std::min(r.memory_s, rates.in_place_memory_s(w.bytes, w.in_place_bytes));
   // The bytes of an op of several products (attention) are shared in proportion to their work.
   double product_flops = 0;
   for (const auto& product : w.products) product_flops += product.second;
@@ -205,11 +209,50 @@ class LayoutPass {
   std::set<std::pair<std::string, bool>> changed_;
 };
 
+// Which of g's ops run in place: elementwise ops of `kinds` (row kinds, or "elementwise") with an
+// input of their output's size that no other op reads and that is not a graph input. A view
+// (reshape) aliases the tensor it views: its readers count toward that tensor.
+std::vector<bool> runs_in_place(const Graph& g, const Bindings& b, const std::vector<std::string>& kinds) {
+  std::vector<bool> out(g.ops.size(), false);
+  if (kinds.empty()) return out;
+  std::map<std::string, std::string> root;  // a view's output -> the tensor it views
+  const auto root_of = [&](const std::string& name) {
+    const auto it = root.find(name);
+    return it == root.end() ? name : it->second;
+  };
+  std::map<std::string, int> readers;
+  for (const auto& op : g.ops) {
+    if (op.kind == OpKind::reshape && !op.inputs.empty()) {
+      root[op.output.name] = root_of(op.inputs[0].name);
+      continue;
+    }
+    for (const auto& in : op.inputs) ++readers[root_of(in.name)];
+  }
+  std::set<std::string> graph_inputs;
+  for (const auto& in : g.inputs) graph_inputs.insert(in.name);
+  for (std::size_t i = 0; i < g.ops.size(); ++i) {
+    const Op& op = g.ops[i];
+    if (op.kind != OpKind::elementwise) continue;
+    const auto kind = row_kind(op);
+    if (std::none_of(kinds.begin(), kinds.end(),
+                     [&](const std::string& k) { return k == kind || k == to_string(op.kind); }))
+      continue;
+    const auto out_elems = num_elements(op.output.shape, b);
+    out[i] = std::any_of(op.inputs.begin(), op.inputs.end(), [&](const TensorRef& in) {
+      const auto r = root_of(in.name);
+      return !graph_inputs.count(r) && readers[r] == 1 && num_elements(in.shape, b) == out_elems;
+    });
+  }
+  return out;
+}
+
 Totals run_forward(const Graph& g, const Bindings& b, double e, const RateModel& rates,
                    const std::string& phase, std::vector<OpRow>* rows,
                    const std::optional<BlockedLayout>& layout = std::nullopt,
-                   bool linears_as_convolutions = false, const OwnRates& own_rates = {}) {
+                   bool linears_as_convolutions = false, const OwnRates& own_rates = {},
+                   const std::vector<std::string>& in_place_kinds = {}) {
   Totals t;
+  const auto in_place = runs_in_place(g, b, in_place_kinds);
   const double weight_bytes = count_params(g, b) * e;
   // Graph inputs and persistent state, read once a pass like the parameters: a decode step's KV
   // cache (a GPT-2 small step at batch 8 reads 38 MB of it; the past keys and values of an ONNX
@@ -226,7 +269,8 @@ Totals run_forward(const Graph& g, const Bindings& b, double e, const RateModel&
   for (const auto& op : g.ops) pass_bytes += sum_elems(op.state, b) * e;
   std::optional<LayoutPass> pass;
   if (layout) pass.emplace(*layout, b, e);
-  for (const auto& op : g.ops) {
+  for (std::size_t index = 0; index < g.ops.size(); ++index) {
+    const Op& op = g.ops[index];
     // The graph inputs this op reads first (token ids, read by embeddings, aside).
     std::map<std::string, double> first_reads;
     if (op.kind != OpKind::embedding) {
@@ -254,6 +298,8 @@ Totals run_forward(const Graph& g, const Bindings& b, double e, const RateModel&
       w.input_bytes = std::min(first_read, std::max(0.0, w.bytes - w.weight_bytes));
       first_read = 0;  // the first of the op's works reads them
       if (own && w.engine == Engine::vector && w.elements > 0) w.own_elements_per_s = *own;
+      if (in_place[index] && w.engine == Engine::vector && w.input_bytes == 0)
+        w.in_place_bytes = std::min(w.bytes, static_cast<double>(num_elements(op.output.shape, b)) * e);
       // A residual add of blocked tensors whose channels leave the last block part-filled runs in
       // oneDNN's reference sum (MobileNets' and EfficientNets' adds of 24 and 40 channels in
       // blocks of 16).
@@ -349,12 +395,13 @@ Estimate estimate_with(const Model& model, const Device& device, const RateModel
   if (options.mode == Mode::inference) {
     est.forward = run_forward(model.forward, b, e, rates, model.decode ? "prefill" : "forward",
                               rows, options.blocked_layout, options.linears_as_convolutions,
-                              options.own_rates);
+                              options.own_rates, options.in_place_ops);
     est.latency_s = est.forward.time_s;
     est.naive_latency_s = est.forward.naive_s;
     if (model.decode) {
       est.decode = run_forward(*model.decode, b, e, rates, "decode", rows, options.blocked_layout,
-                               options.linears_as_convolutions, options.own_rates);
+                               options.linears_as_convolutions, options.own_rates,
+                               options.in_place_ops);
       est.throughput_per_s = n / est.decode->time_s;
       est.throughput_unit = "tokens/s";
     } else {

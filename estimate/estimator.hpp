@@ -110,6 +110,11 @@ struct Options {
   // library inner product, which oneDNN runs the same way), not as a matmul: its product takes
   // the profile's convolution points (inference).
   bool linears_as_convolutions = false;
+  // The target runtime runs the elementwise ops of these kinds (row kinds such as
+  // "elementwise:relu", or "elementwise" for all) in place: the output over an input of its size
+  // that no other op reads and the graph did not supply (PyTorch's frozen graphs: relu_, add_).
+  // Such an op costs RateModel::in_place_memory_s where the profile has in-place levels.
+  std::vector<std::string> in_place_ops;
 };
 
 // One row of the per-op table. A training step has forward, dgrad, wgrad and optimizer rows.

@@ -152,6 +152,13 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
   for (std::size_t i = levels_.size() - 1; i-- > 0;)
     levels_[i].second = std::max(levels_[i].second, levels_[i + 1].second);
   dram_Bps_ = levels_.back().second;
+  for (const auto& l : device.memory_in_place_levels)
+    if (l.Bps > 0)
+      in_place_levels_.emplace_back(
+          l.bytes ? static_cast<double>(*l.bytes) : std::numeric_limits<double>::infinity(), l.Bps);
+  std::sort(in_place_levels_.begin(), in_place_levels_.end());
+  for (std::size_t i = in_place_levels_.size(); i-- > 1;)
+    in_place_levels_[i - 1].second = std::max(in_place_levels_[i - 1].second, in_place_levels_[i].second);
   overhead_s_ = op_overhead_s.value_or(device.overhead_op_s.value_or(0));
   library_overhead_s_ = std::min(overhead_s_, device.overhead_op_s.value_or(overhead_s_));
   overlaps_issue_ = device.kind == "gpu";
@@ -353,6 +360,14 @@ double RateModel::gemm_flops_per_s(const GemmCoords& s) const {
   const GemmShape shape{dtype_, static_cast<std::int64_t>(s.m), static_cast<std::int64_t>(s.n),
                         static_cast<std::int64_t>(s.k), static_cast<std::int64_t>(s.batch)};
   return shape.flops() / gemm_time_s(s, shape.flops(), shape.bytes());
+}
+
+double RateModel::in_place_memory_s(double bytes, double written) const {
+  const double read = std::max(0.0, bytes - std::clamp(written, 0.0, bytes));
+  if (!(read > 0) || in_place_levels_.empty()) return 0;
+  for (const auto& [level_bytes, Bps] : in_place_levels_)
+    if (read <= level_bytes) return 2 * read / Bps;
+  return 2 * read / in_place_levels_.back().second;
 }
 
 double RateModel::Bps(double working_set_bytes) const {

@@ -71,6 +71,15 @@ class RateModel {
   // parameters and the graph inputs).
   double memory_s(double bytes, double weight_bytes = 0, double model_weight_bytes = 0,
                   double output_bytes = 0, double input_bytes = 0, double pass_bytes = 0) const;
+  // Time of an op that writes its output over one of its inputs (a runtime's in-place ReLU or
+  // residual add): `bytes` moved, `written` of them the output. Its reads, the rest, cost twice
+  // their bytes at the in-place bandwidth of the level that holds them: the sweep's update kernel
+  // reads each line and writes it back, and the write-back of a line just read barely adds to its
+  // time (seen here: an in-place add moved 87 GB/s, its reads at half the update's 115 GB/s).
+  // Only where the profile measured in-place levels (has_in_place_levels()); the estimate takes
+  // it where it is below memory_s (inside L1 the update kernel runs slower than the triad here).
+  double in_place_memory_s(double bytes, double written) const;
+  bool has_in_place_levels() const { return !in_place_levels_.empty(); }
   // The rate gemm_time_s gives a GEMM whose operands are read and written once.
   double gemm_flops_per_s(const GemmCoords& shape) const;
   // Elementwise work (norms, activations): the vector FMA peak of the dtype.
@@ -144,6 +153,7 @@ class RateModel {
   double vector_flops_per_s_ = 0;
   std::map<std::string, double> vector_op_rates_;  // op -> elements/s in this dtype
   std::vector<std::pair<double, double>> levels_;  // (bytes, Bps) ascending; last = DRAM
+  std::vector<std::pair<double, double>> in_place_levels_;  // the same for the update kernel
   double dram_Bps_ = 0;
   double overhead_s_ = 0;
   double library_overhead_s_ = 0;

@@ -346,5 +346,60 @@ TEST_F(Layout, ARuntimeThatCopiesALinearsBiasFirstPaysForTheCopy) {
   EXPECT_EQ(estimate(m, cpu, o).ops.size(), estimate(m, cpu, convs).ops.size());
 }
 
+TEST_F(Layout, InPlaceOpsCostTheirReadsAtTheInPlaceBandwidth) {
+  // In model(): silu reads conv a's output, which nothing else reads; relu reads conv b's, which
+  // the add reads too; the add reads relu's output (nothing else does) and conv b's.
+  const Model m = model();
+  Device d = cpu;
+  // Far above the fixture's triad figures, so that the in-place time is the lower.
+  d.memory_in_place_levels = {{"DRAM", std::nullopt, 1e15}};
+  const double tensor = 2.0 * 32 * 8 * 8 * 4;  // one activation at batch 2, f32
+  const auto plain = estimate(m, d, batch(2));
+  Options o = batch(2);
+  o.in_place_ops = {"elementwise"};
+  const auto in_place = estimate(m, d, o);
+  // silu: its input read, twice its bytes at the in-place bandwidth.
+  EXPECT_DOUBLE_EQ(row(in_place, "silu").memory_s, 2 * tensor / 1e15);
+  // relu: its input has another reader, so it writes a buffer of its own.
+  EXPECT_DOUBLE_EQ(row(in_place, "relu").memory_s, row(plain, "relu").memory_s);
+  // add: over relu's output; both inputs read.
+  EXPECT_DOUBLE_EQ(row(in_place, "add").memory_s, 2 * 2 * tensor / 1e15);
+  // Only the kinds named.
+  o.in_place_ops = {"elementwise:add"};
+  const auto adds = estimate(m, d, o);
+  EXPECT_DOUBLE_EQ(row(adds, "silu").memory_s, row(plain, "silu").memory_s);
+  EXPECT_DOUBLE_EQ(row(adds, "add").memory_s, 2 * 2 * tensor / 1e15);
+  // Never above what the op costs out of place: an in-place bandwidth below the triad's (inside
+  // L1 here) leaves the op as it was.
+  d.memory_in_place_levels = {{"DRAM", std::nullopt, 1e3}};
+  EXPECT_DOUBLE_EQ(estimate(m, d, o).latency_s, estimate(m, d, batch(2)).latency_s);
+  // A profile without in-place levels (before 1.10, or a GPU's) costs them as before.
+  o.in_place_ops = {"elementwise"};
+  EXPECT_DOUBLE_EQ(estimate(m, cpu, o).latency_s, estimate(m, cpu, batch(2)).latency_s);
+}
+
+TEST_F(Layout, AnOpOverAGraphInputOrAViewWithOtherReadersRunsOutOfPlace) {
+  // x -> relu (a graph input: the caller's buffer); x -> conv -> flatten (a view) -> relu and
+  // the view's source is read again by a second relu.
+  GraphBuilder b;
+  const auto& x = b.input("x", {Dim::symbol("N"), 8, 4, 4});
+  b.add(make_elementwise("on_input", "relu", {x}));
+  const auto& c = b.add(make_conv2d("c", x, 8, {1, 1, 1, 0, 1, 1}, false));
+  const auto& v = b.add(make_reshape("view", c, {Dim::symbol("N"), 8 * 4 * 4}));
+  b.add(make_elementwise("on_view", "relu", {v}));
+  b.add(make_elementwise("on_source", "sigmoid", {c}));
+  Model m;
+  m.name = "aliases";
+  m.forward = b.take();
+  Device d = cpu;
+  d.memory_in_place_levels = {{"DRAM", std::nullopt, 1e15}};
+  const auto plain = estimate(m, d, batch(2));
+  Options o = batch(2);
+  o.in_place_ops = {"elementwise"};
+  const auto est = estimate(m, d, o);
+  for (const char* name : {"on_input", "on_view", "on_source"})
+    EXPECT_DOUBLE_EQ(row(est, name).memory_s, row(plain, name).memory_s) << name;
+}
+
 }  // namespace
 }  // namespace truepeak::estimate
