@@ -39,6 +39,9 @@ How the runs are made:
   tensors, how many oneDNN reorders one change makes) and passed to the estimate as --blocked-ops
   and --layout-copies; the table sets the reorders each model ran beside those the estimate counts.
   --no-layout estimates without them.
+- The elementwise ops a frozen graph runs in place (its aten::relu_, aten::add_,
+  prim::MKLDNNHardTanh_ nodes) are passed as --in-place-ops: such an op costs its reads at the
+  profile's in-place bandwidth (its update sweep), not the triad's.
 - Warm-up, then several rounds; in each round every model x batch runs a few times (--runs), and
   on until its visit has lasted --visit-ms (the first runs after another model's are slow), so
   interference spreads over all of them. The fastest run is the measured time (the estimator
@@ -192,8 +195,10 @@ class Case:
     """One model at one batch: the module, its inputs, and how PyTorch runs it."""
 
     def __init__(self, model, batch, dtype, module, inputs, runner, runtime, seq=None, context=None,
-                 input_names=None, conv_layout=None):
+                 input_names=None, conv_layout=None, in_place_ops=None):
         self.model, self.batch, self.dtype = model, batch, dtype
+        # The estimator's elementwise kinds that the runtime runs in place (in_place_kinds).
+        self.in_place_ops = in_place_ops or []
         self.runtime = runtime  # "frozen" (TorchScript graph) or "eager"
         self.conv_layout = conv_layout
         self.module, self.inputs, self.runner = module, inputs, runner
@@ -220,6 +225,31 @@ def synced(run):
         run()
         torch.cuda.synchronize()
     return run_and_wait
+
+
+# The elementwise functions PyTorch's graphs name in place (aten::relu_, prim::MKLDNNHardTanh_),
+# by the estimator's name for them where it differs.
+IN_PLACE_NAMES = {"hardtanh": "clip", "clamp": "clip", "relu6": "clip"}
+ELEMENTWISE_FNS = {"relu", "clip", "sigmoid", "tanh", "gelu", "silu", "hardswish", "hardsigmoid", "add",
+                   "sub", "mul", "div"}
+
+
+def in_place_kinds(node_kinds):
+    """The estimator's elementwise kinds (--in-place-ops) that a graph of these node kinds runs in
+    place: a frozen graph's oneDNN subgraph writes activations and residual adds over their input
+    (aten::relu_, aten::add_, prim::MKLDNNHardTanh_) wherever alias analysis allows."""
+    kinds = set()
+    for kind in node_kinds:
+        name = kind.split("::")[-1]
+        if not name.endswith("_") or name.endswith("__"):
+            continue
+        name = name[:-1].lower()
+        if name.startswith("mkldnn"):
+            name = name[len("mkldnn"):]
+        name = IN_PLACE_NAMES.get(name, name)
+        if name in ELEMENTWISE_FNS:
+            kinds.add(f"elementwise:{name}")
+    return sorted(kinds)
 
 
 def linears_as_convolutions(module):
@@ -329,7 +359,8 @@ def build_case(name, batch, seq, context, device="cpu", runnable=True):
             frozen = torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.trace(net, x)))
         # PyTorch's oneDNN path keeps activations channel-blocked (aBcd16b in ONEDNN_VERBOSE): the
         # estimate uses the profile's blocked convolution points.
-        return Case(name, batch, "f32", module, (x,), lambda: frozen(x), "frozen", conv_layout="blocked")
+        return Case(name, batch, "f32", module, (x,), lambda: frozen(x), "frozen", conv_layout="blocked",
+                    in_place_ops=in_place_kinds(node.kind() for node in frozen.graph.nodes()))
     encoder, decoder = transformer_classes()
 
     def runner(module, *inputs):
@@ -1020,6 +1051,8 @@ def estimate(args, case, onnx_path, overhead_us=None, layout=None, own_rates=Non
             cmd += ["--expand-broadcast"]
         if layout.get("group_reorders"):
             cmd += ["--group-reorders", ",".join(str(w) for w in layout["group_reorders"])]
+    if getattr(case, "in_place_ops", None):
+        cmd += ["--in-place-ops", ",".join(case.in_place_ops)]
     if own_rates and (with_layout or case.runtime == "eager"):
         cmd += ["--own-rates", ",".join(f"{k}={v:.4g}" for k, v in own_rates.items())]
     try:
@@ -1409,6 +1442,14 @@ def write_report(rows, summary, meta, out_base):
                      + f" ran extra rounds, up to {meta['extra_rounds']} (rounds column).")
     if meta.get("layout"):
         lines.append(layout_text(meta["layout"]) + ".")
+    in_place = {}
+    for row in rows:
+        if row.get("in_place_ops"):
+            in_place.setdefault(", ".join(k.split(":", 1)[-1] for k in row["in_place_ops"]), []).append(row["model"])
+    if in_place:
+        lines.append("Run in place (the frozen graphs' nodes; estimated so with --in-place-ops): "
+                     + "; ".join(f"{', '.join(dict.fromkeys(models))}: {kinds}" for kinds, models in in_place.items())
+                     + ".")
     if meta.get("own_kernel_rates"):
         lines.append(rates_text(meta["own_kernel_rates"]) + " (measured beside the models).")
     if meta.get("host_probes"):
@@ -1753,6 +1794,7 @@ def main():
                        else library_text(libraries.get(case.model)),
             "onednn": libraries.get(case.model),
             "reorders": run_reorders(libraries.get(case.model)), "predicted_reorders": e.get("reorders"),
+            "in_place_ops": case.in_place_ops,
             "estimate_error": e.get("error"), "estimate_warnings": e.get("warnings", []),
             "predicted_breakdown_ms": e.get("breakdown_ms"), "measured_breakdown_ms": breakdowns.get(case.key),
             "layers": layer_tables.get(case.key),

@@ -139,6 +139,36 @@ class SampleFastestTest(ClockedTest):
         self.assertEqual(best["a"], 2.0)
 
 
+class InPlaceKindsTest(unittest.TestCase):
+    def test_the_frozen_graphs_in_place_nodes_by_the_estimators_names(self):
+        nodes = ["prim::Constant", "prim::mkldnn_convolution", "prim::MKLDNNHardTanh_", "aten::relu_",
+                 "aten::add_", "aten::add", "aten::hardswish_", "aten::to_dense", "aten::adaptive_avg_pool2d"]
+        self.assertEqual(validate.in_place_kinds(nodes),
+                         ["elementwise:add", "elementwise:clip", "elementwise:hardswish", "elementwise:relu"])
+
+    def test_out_of_place_and_non_elementwise_nodes_are_left_out(self):
+        self.assertEqual(validate.in_place_kinds(["aten::relu", "aten::add", "aten::copy_", "aten::zero_",
+                                                  "aten::__iand__", "prim::BroadcastMKLDNNTensors"]), [])
+
+    def test_the_estimate_is_told(self):
+        case = validate.Case("resnet18", 1, "f32", None, None, None, "frozen", conv_layout="blocked",
+                             in_place_ops=["elementwise:add", "elementwise:relu"])
+        seen = {}
+
+        def fake_run(cmd, **kwargs):
+            seen["cmd"] = cmd
+            return types.SimpleNamespace(returncode=2, stdout="", stderr="stop here")
+        args = types.SimpleNamespace(truepeak="truepeak", profile="p.json", device="cpu", typical_times=False)
+        real = validate.subprocess.run
+        validate.subprocess.run = fake_run
+        try:
+            validate.estimate(args, case, "m.onnx")
+        finally:
+            validate.subprocess.run = real
+        cmd = seen["cmd"]
+        self.assertEqual(cmd[cmd.index("--in-place-ops") + 1], "elementwise:add,elementwise:relu")
+
+
 class FakeProbe:
     """A host probe whose samples are scripted (the last one from then on)."""
 
