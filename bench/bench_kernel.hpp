@@ -36,18 +36,34 @@ class KernelCache {
   std::map<std::string, std::unique_ptr<Kernel>> kernels_;
 };
 
+// What the benchmarks of one executable came to: a kernel this CPU cannot run (Unsupported) is
+// skipped; one that fails to build or fails its check is a failure, and the executable exits 1.
+struct Outcome {
+  int ran = 0;
+  int skipped = 0;
+  int failed = 0;
+};
+inline Outcome outcome;
+
 // Counters: rates over all iterations and from the fastest one (the capability figure).
 inline void run_kernel(benchmark::State& state, KernelCache& cache, const std::string& name,
                        const std::function<std::unique_ptr<Kernel>()>& make) {
   Kernel* kernel = nullptr;
   try {
     kernel = &cache.get(name, make);
+  } catch (const Unsupported& e) {
+    state.SkipWithError((std::string("skipped, not supported here: ") + e.what()).c_str());
+    ++outcome.skipped;
   } catch (const Error& e) {
     state.SkipWithError(e.what());
+    ++outcome.failed;
+  }
+  if (kernel == nullptr) {
     for (auto _ : state) {
     }
     return;
   }
+  ++outcome.ran;
   kernel->run_s();  // warm-up
   double total_s = 0, best_s = std::numeric_limits<double>::infinity();
   std::int64_t runs = 0;
@@ -87,6 +103,22 @@ inline void register_kernel(KernelCache& cache, const std::string& name,
       [&cache, name, make](benchmark::State& state) { run_kernel(state, cache, name, make); })
       ->UseManualTime()
       ->Unit(unit);
+}
+
+// Runs the benchmarks the filter picked. Returns the exit status: 1 if a kernel failed or nothing
+// ran, else 0 (skipped kernels are reported but are not failures).
+inline int run_benchmarks() {
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  if (outcome.failed > 0) {
+    std::fprintf(stderr, "%d benchmark(s) failed\n", outcome.failed);
+    return 1;
+  }
+  if (outcome.ran + outcome.skipped == 0) {
+    std::fprintf(stderr, "no benchmark matched the filter\n");
+    return 1;
+  }
+  return 0;
 }
 
 // The command line every *_bench executable takes: `option` (e.g. "--shape=", repeatable; the

@@ -58,7 +58,5 @@ int main(int argc, char** argv) {
           benchmark::kMillisecond);
     }
   }
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return bench::run_benchmarks();
 }

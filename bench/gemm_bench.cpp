@@ -36,7 +36,5 @@ int main(int argc, char** argv) {
     bench::register_kernel(
         cache, name, [&backend, shape] { return backend->gemm(shape); }, benchmark::kMillisecond);
   }
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return bench::run_benchmarks();
 }

@@ -55,7 +55,5 @@ int main(int argc, char** argv) {
           benchmark::kMicrosecond);
     }
   }
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return bench::run_benchmarks();
 }
