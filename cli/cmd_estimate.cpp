@@ -170,10 +170,11 @@ estimate::OwnRates own_rates(const std::vector<std::string>& items) {
     const auto base = *estimate::parse_op_kind(kind.substr(0, kind.find(':')));
     if (base != OpKind::elementwise && base != OpKind::norm && base != OpKind::softmax &&
         base != OpKind::pool && base != OpKind::concat && base != OpKind::transpose &&
-        kind != estimate::kBiasFillKind)
+        kind != estimate::kBiasFillKind && kind != "matmul")
       throw InputError(fmt::format(
           "--own-rates {}: only elementwise, norm, softmax, pool, concat and transpose kinds, "
-          "and {} (a linear's bias copied into its output), take a rate of their own",
+          "{} (a linear's bias copied into its output) and matmul (FLOPs per second of the "
+          "products between activations), take a rate of their own",
           item, estimate::kBiasFillKind));
     if (std::any_of(rates.begin(), rates.end(), [&](const auto& r) { return r.first == kind; }))
       throw InputError(fmt::format("--own-rates {}: {} is given twice", item, kind));
@@ -418,7 +419,8 @@ void add_estimate_command(CLI::App& app, const Context&) {
                   "run plain; an op's elements are its outputs, a pool's its window elements "
                   "(inference; default: the profile's figures); linear:bias=RATE: the runtime "
                   "copies each linear's bias into its output before the product, at RATE output "
-                  "elements per second")
+                  "elements per second; matmul=RATE: the products between two activations run "
+                  "in the runtime's own kernels at RATE FLOPs per second")
       ->delimiter(',');
   cmd->add_flag("--expand-broadcast", args->expand_broadcast,
                 "With --blocked-ops: a blocked elementwise op expands a broadcast 4-D operand to "

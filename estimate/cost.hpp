@@ -49,6 +49,9 @@ struct Work {
   // The target runtime's own rate for this kernel (output elements per second), in place of the
   // profile's figures (Options::own_rates).
   std::optional<double> own_elements_per_s;
+  // A product between two activations (matmul) that the runtime runs in its own kernels: its
+  // rate there, FLOPs per second (Options::own_rates).
+  std::optional<double> own_flops_per_s;
 };
 
 // The profile's vector op (VectorOpShape::op) that times `op`, or "" when none matches: relu,

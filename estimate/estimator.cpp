@@ -44,6 +44,10 @@ OpRow cost_row(const Op& op, const Work& w, const RateModel& rates, const std::s
   const bool cold = w.weight_bytes > 0 && model_weight_bytes > rates.largest_cache_bytes();
   switch (w.engine) {
     case Engine::gemm:
+      if (w.own_flops_per_s) {
+        r.compute_s = w.flops / *w.own_flops_per_s;
+        break;
+      }
       for (const auto& [g, f] : w.products) r.compute_s += rates.gemm_time_s(g, f, share(f), cold);
       break;
     case Engine::conv:
@@ -298,6 +302,7 @@ Totals run_forward(const Graph& g, const Bindings& b, double e, const RateModel&
       w.input_bytes = std::min(first_read, std::max(0.0, w.bytes - w.weight_bytes));
       first_read = 0;  // the first of the op's works reads them
       if (own && w.engine == Engine::vector && w.elements > 0) w.own_elements_per_s = *own;
+      if (op.kind == OpKind::matmul && w.engine == Engine::gemm && w.flops > 0) w.own_flops_per_s = own;
       if (in_place[index] && w.engine == Engine::vector && w.input_bytes == 0)
         w.in_place_bytes = std::min(w.bytes, static_cast<double>(num_elements(op.output.shape, b)) * e);
       // A residual add of blocked tensors whose channels leave the last block part-filled runs in

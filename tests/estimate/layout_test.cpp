@@ -346,6 +346,28 @@ TEST_F(Layout, ARuntimeThatCopiesALinearsBiasFirstPaysForTheCopy) {
   EXPECT_EQ(estimate(m, cpu, o).ops.size(), estimate(m, cpu, convs).ops.size());
 }
 
+TEST_F(Layout, ARuntimeThatRunsItsMatmulsInItsOwnKernelsTakesTheirRate) {
+  // x [N, 64] -> linear to 64 (the weight a parameter) -> y = h x h^T, a product of activations.
+  GraphBuilder gb;
+  const auto& x = gb.input("x", {Dim::symbol("N"), 64});
+  const auto& h = gb.add(make_linear("fc", x, 64, false));
+  gb.add(make_matmul("scores", h, h, false, true));
+  Model m;
+  m.name = "scores";
+  m.forward = gb.take();
+  const auto library = estimate(m, cpu, batch(4));
+  Options o = batch(4);
+  o.own_rates = {{"matmul", 1e6}};
+  const auto own = estimate(m, cpu, o);
+  ASSERT_EQ(own.ops.size(), 2u);
+  // The product of activations (4 x 64 by 64 x 4) at the given rate; the linear keeps the
+  // profile's GEMM points.
+  EXPECT_EQ(own.ops[1].kind, "matmul");
+  EXPECT_NEAR(own.ops[1].compute_s, 2.0 * 4 * 4 * 64 / 1e6, 1e-12);
+  EXPECT_DOUBLE_EQ(own.ops[0].compute_s, library.ops[0].compute_s);
+  EXPECT_GT(own.ops[1].compute_s, library.ops[1].compute_s * 10);
+}
+
 TEST_F(Layout, InPlaceOpsCostTheirReadsAtTheInPlaceBandwidth) {
   // In model(): silu reads conv a's output, which nothing else reads; relu reads conv b's, which
   // the add reads too; the add reads relu's output (nothing else does) and conv b's.
