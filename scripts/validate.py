@@ -24,7 +24,10 @@ How the runs are made:
   residual adds run as separate in-place kernels; a classifier's Linear runs as the same product
   in a 1x1 convolution, since PyTorch would send it to its BLAS (Debian's: the generic reference
   BLAS) instead of oneDNN. Transformers run in bf16 in eager mode, where PyTorch sends bf16
-  linears and batched matmuls to oneDNN; their layer norms compute in f32. A probe run with
+  linears and batched matmuls to oneDNN; their layer norms compute in f32. Where the profile has
+  no bf16 matmuls (oneDNN has no bf16 kernels below AVX-512), they run in f32 with their linears
+  as oneDNN inner products (torch.utils.mkldnn; the estimate is told --linears-as-convs) and
+  their batched matmuls in PyTorch's BLAS, timed here and passed as --own-rates matmul=FLOP/s. A probe run with
   ONEDNN_VERBOSE=1 counts which oneDNN primitives each model executed; the output says so.
 - Threads as in calibration (the profile's thread count, else all cores).
 - On the CPU, glibc's malloc is set to keep freed memory for reuse, as a caching allocator does:
@@ -75,6 +78,8 @@ import tempfile
 import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+# The dtype the transformers run in eager mode on the CPU (cpu_eager_dtype): "bf16" or "f32".
+EAGER = {"dtype": "bf16"}
 DEFAULT_MODELS = ["resnet18", "resnet50", "mobilenet_v2", "bert_base", "gpt2_prefill", "gpt2_decode"]
 
 
@@ -327,6 +332,23 @@ def check_model_names(names):
                      f"efficientnet_b0)")
 
 
+def cpu_eager_dtype(doc):
+    """The dtype of the transformers' eager runs on the CPU: bf16 where the profile's CPU ran bf16
+    matmuls through oneDNN (PyTorch sends bf16 linears and batched matmuls there only where oneDNN
+    has bf16 kernels: AVX-512 and up), else f32. In f32 PyTorch 1.13 sends linears and matmuls to
+    its BLAS, so there the linears are oneDNN inner products (torch.utils.mkldnn) and the batched
+    matmuls between activations stay in PyTorch's BLAS, whose rate is measured here."""
+    for device in (doc or {}).get("devices", []):
+        if device.get("kind") == "cpu":
+            return "bf16" if any(p.get("dtype") == "bf16" for p in device.get("gemm", [])) else "f32"
+    return "bf16"
+
+
+def eager_torch_dtype():
+    import torch
+    return torch.bfloat16 if EAGER["dtype"] == "bf16" else torch.float32
+
+
 def build_case(name, batch, seq, context, device="cpu", runnable=True):
     """One model at one batch. With runnable=False only the module and example inputs are made
     (for the ONNX export), not the runner on `device`."""
@@ -363,12 +385,19 @@ def build_case(name, batch, seq, context, device="cpu", runnable=True):
                     in_place_ops=in_place_kinds(node.kind() for node in frozen.graph.nodes()))
     encoder, decoder = transformer_classes()
 
+    dtype = "bf16" if gpu else EAGER["dtype"]
+    torch_dtype = torch.bfloat16 if dtype == "bf16" else torch.float32
+
     def runner(module, *inputs):
-        """The module in bf16 on `device`, called on `inputs` moved there (floats in bf16)."""
+        """The module in the case's dtype on `device`, called on `inputs` moved there (floats in
+        that dtype); on the CPU in f32, its linears as oneDNN inner products."""
         if not runnable:
             return None
-        net = copy.deepcopy(module).to(device, torch.bfloat16)
-        moved = tuple(t.to(device, torch.bfloat16) if t.is_floating_point() else t.to(device)
+        net = copy.deepcopy(module).to(device, torch_dtype)
+        if not gpu and dtype == "f32":
+            import torch.utils.mkldnn
+            net = torch.utils.mkldnn.to_mkldnn(net)
+        moved = tuple(t.to(device, torch_dtype) if t.is_floating_point() else t.to(device)
                       for t in inputs)
         run = lambda: net(*moved)
         return synced(run) if gpu else run
@@ -376,19 +405,19 @@ def build_case(name, batch, seq, context, device="cpu", runnable=True):
     if name == "bert_base":
         module = encoder().eval()
         ids = torch.randint(0, 30522, (batch, seq))
-        return Case(name, batch, "bf16", module, (ids,), runner(module, ids), "eager", seq=seq,
+        return Case(name, batch, dtype, module, (ids,), runner(module, ids), "eager", seq=seq,
                     input_names=["input_ids"])
     if name == "gpt2_prefill":
         module = decoder().eval()
         ids = torch.randint(0, 50257, (batch, seq))
-        return Case(name, batch, "bf16", module, (ids,), runner(module, ids), "eager", seq=seq,
+        return Case(name, batch, dtype, module, (ids,), runner(module, ids), "eager", seq=seq,
                     input_names=["input_ids"])
     if name == "gpt2_decode":
         module = decoder().eval()
         ids = torch.randint(0, 50257, (batch, 1))
         past = tuple(torch.randn(batch, 12, context, 64) for _ in range(24))
         names = ["input_ids"] + [f"past_{kv}_{i}" for i in range(12) for kv in ("k", "v")]
-        return Case(name, batch, "bf16", module, (ids, *past), runner(module, ids, *past), "eager", seq=1,
+        return Case(name, batch, dtype, module, (ids, *past), runner(module, ids, *past), "eager", seq=1,
                     context=context, input_names=names)
     raise AssertionError(f"unhandled transformer '{name}'")
 
@@ -495,8 +524,8 @@ def runtime_overheads():
         return lambda: graph(x)
 
     def eager_linears(n):
-        x = torch.randn(1, 16).to(torch.bfloat16)
-        layers = [nn.Linear(16, 16).to(torch.bfloat16) for _ in range(n)]
+        x = torch.randn(1, 16).to(eager_torch_dtype())
+        layers = [nn.Linear(16, 16).to(eager_torch_dtype()) for _ in range(n)]
 
         def run():
             y = x
@@ -555,13 +584,21 @@ def host_probes():
         return lambda: graph(x)
 
     def matmuls(n):
-        x = torch.randn(512, 512).to(torch.bfloat16)
-        w = (torch.randn(512, 512) / 512 ** 0.5).to(torch.bfloat16)  # keeps the chain's values in range
+        x = torch.randn(512, 512).to(eager_torch_dtype())
+        w = (torch.randn(512, 512) / 512 ** 0.5).to(eager_torch_dtype())  # keeps the chain's values in range
+        if EAGER["dtype"] == "f32":
+            # The transformers' f32 linears: oneDNN inner products (torch.utils.mkldnn).
+            import torch.utils.mkldnn
+            layer = nn.Linear(512, 512, bias=False)
+            layer.weight.data = w.t().contiguous()
+            layer = torch.utils.mkldnn.to_mkldnn(layer)
+        else:
+            layer = lambda y: torch.matmul(y, w)
 
         def run():
             y = x
             for _ in range(n):
-                y = torch.matmul(y, w)
+                y = layer(y)
         return run
 
     torch.manual_seed(0)
@@ -570,8 +607,8 @@ def host_probes():
             "frozen": HostProbe("conv f32 3x3 64ch 56x56", convs,
                                 {"table": "conv", "dtype": "f32", "layout": "blocked", "n": 1, "c": 64, "k": 64,
                                  "h": 56, "w": 56, "r": 3, "s": 3, "stride": 1, "groups": 1}),
-            "eager": HostProbe("matmul bf16 512x512x512", matmuls,
-                               {"table": "gemm", "dtype": "bf16", "batch": 1, "m": 512, "n": 512, "k": 512}),
+            "eager": HostProbe(f"matmul {EAGER['dtype']} 512x512x512", matmuls,
+                               {"table": "gemm", "dtype": EAGER["dtype"], "batch": 1, "m": 512, "n": 512, "k": 512}),
         }
 
 
@@ -735,13 +772,17 @@ def eager_layer():
     after the layer and 30 inside BERT-base, a scaled 12 x 128 x 128 in 25 us against 41 and 46."""
     import torch
     from torch import nn
-    layer = nn.Linear(768, 3072).to(torch.bfloat16)
-    x = torch.randn(128, 768).to(torch.bfloat16)
+    layer = nn.Linear(768, 3072).to(eager_torch_dtype())
+    if EAGER["dtype"] == "f32":
+        import torch.utils.mkldnn
+        layer = torch.utils.mkldnn.to_mkldnn(layer)
+    x = torch.randn(128, 768).to(eager_torch_dtype())
     return lambda: layer(x)
 
 
 def eager_kernels():
-    """The kernels of the transformers' non-matmul ops in eager mode, in bf16 as they run
+    """The kernels of the transformers' non-matmul ops in eager mode, in their dtype (bf16, or f32
+    where the CPU has no bf16 matmuls in oneDNN, and then PyTorch's f32 batched matmul too)
     (OwnKernelRates' form): activations, adds, the attention's scale and softmax over rows of 128
     keys, the mixed-precision layer norm (its two conversions included), a transpose copy of
     [batch, 128 tokens, 12 heads, 64] (PyTorch copies the heads apart and back together), and the
@@ -753,8 +794,8 @@ def eager_kernels():
     rows, norm = [(128, 768)], [(512, 768)]
     scores, more_scores = [(768, 128)], [(3072, 128)]
     heads, more_heads = [(1, 128, 12, 64)], [(4, 128, 12, 64)]
-    bf16 = torch.bfloat16
-    return {
+    bf16 = eager_torch_dtype()  # the eager runs' dtype (cpu_eager_dtype)
+    kernels = {
         "elementwise:gelu": (f.gelu, rows, norm, 1, bf16),
         "elementwise:gelu_tanh": (lambda x: f.gelu(x, approximate="tanh"), rows, norm, 1, bf16),
         "elementwise:relu": (torch.relu, rows, norm, 1, bf16),
@@ -775,6 +816,13 @@ def eager_kernels():
         "concat": (lambda past, new: torch.cat([past, new], dim=2), [(1, 12, 128, 64), (1, 12, 1, 64)],
                    [(4, 12, 128, 64), (4, 12, 1, 64)], 1, bf16),
     }
+    if EAGER["dtype"] == "f32":
+        # PyTorch's f32 batched matmul (its BLAS), in FLOPs per second: the attention's scores
+        # of 12 and of 48 heads of 128 tokens by 64; the linears' bias is in oneDNN's product.
+        kernels["matmul"] = (torch.matmul, [(12, 128, 64), (12, 64, 128)], [(48, 128, 64), (48, 64, 128)],
+                             2 * 64, bf16)
+        del kernels["linear:bias"]
+    return kernels
 
 
 class OwnKernelRates:
@@ -1040,8 +1088,9 @@ def estimate(args, case, onnx_path, overhead_us=None, layout=None, own_rates=Non
         cmd += ["--op-overhead-us", f"{overhead_us:.3f}"]
     if getattr(args, "typical_times", False):
         cmd += ["--typical-times"]
-    if case.runtime == "frozen":
-        # The frozen graphs run each Linear as a 1x1 convolution (linears_as_convolutions).
+    if case.runtime == "frozen" or (case.runtime == "eager" and case.dtype == "f32" and not on_gpu(args.device)):
+        # The frozen graphs run each Linear as a 1x1 convolution (linears_as_convolutions), the
+        # f32 eager runs as oneDNN's inner product, which it runs the same way.
         cmd += ["--linears-as-convs"]
     with_layout = bool(layout) and case.runtime == "frozen" and "error" not in layout
     if with_layout:
@@ -1537,15 +1586,19 @@ def probes_text(probes):
             f"rounds that began within {QUIET:.0%} of it: " + "; ".join(parts))
 
 
-RATES_WHERE = {"frozen": "frozen graphs, f32, for the ops that run plain",
-               "eager": "eager mode, bf16, for the ops outside oneDNN, each timed after a 768 -> 3072 linear "
-                        "over 128 tokens"}
+def rates_where(runtime):
+    if runtime == "frozen":
+        return "frozen graphs, f32, for the ops that run plain"
+    if runtime == "eager":
+        return (f"eager mode, {EAGER['dtype']}, for the ops outside oneDNN, each timed after a 768 -> 3072 linear "
+                "over 128 tokens" + ("; matmul in G FLOP/s" if EAGER["dtype"] == "f32" else ""))
+    return runtime
 
 
 def rates_text(rates):
     """`rates`: runtime -> {kind: elements per second}."""
     return ("PyTorch's own kernels (G elements/s; pools: window elements): " + "; ".join(
-        f"{RATES_WHERE.get(runtime, runtime)}: " + ", ".join(f"{k} {v / 1e9:.2f}" for k, v in kinds.items())
+        f"{rates_where(runtime)}: " + ", ".join(f"{k} {v / 1e9:.2f}" for k, v in kinds.items())
         for runtime, kinds in rates.items()))
 
 
@@ -1657,6 +1710,7 @@ def main():
                     "--device cuda:N, --measured or --measure-only")
     if args.threads is None:
         args.threads = profile_threads(args.profile) or os.cpu_count()
+    EAGER["dtype"] = cpu_eager_dtype(read_profile(args.profile))
     if args.probe:
         return probe(args)
     if args.layout_probe:

@@ -57,8 +57,8 @@ class OwnKernelRatesTest(unittest.TestCase):
 
 
 class LayoutFlagsTest(unittest.TestCase):
-    def case(self, runtime):
-        return validate.Case("resnet18", 1, "f32", None, None, None, runtime, conv_layout="blocked")
+    def case(self, runtime, dtype="f32"):
+        return validate.Case("resnet18", 1, dtype, None, None, None, runtime, conv_layout="blocked")
 
     def flags(self, case, layout, own_rates=None):
         seen = {}
@@ -75,9 +75,19 @@ class LayoutFlagsTest(unittest.TestCase):
             validate.subprocess.run = saved
         return seen["cmd"]
 
-    def test_linears_are_convolutions_in_frozen_graphs_only(self):
+    def test_linears_are_convolutions_in_frozen_graphs_and_f32_eager_runs_only(self):
         self.assertIn("--linears-as-convs", self.flags(self.case("frozen"), None))
-        self.assertNotIn("--linears-as-convs", self.flags(self.case("eager"), None))
+        # bf16 eager linears are oneDNN matmuls; f32 ones its inner products (torch.utils.mkldnn).
+        self.assertNotIn("--linears-as-convs", self.flags(self.case("eager", "bf16"), None))
+        self.assertIn("--linears-as-convs", self.flags(self.case("eager", "f32"), None))
+
+    def test_the_eager_dtype_follows_the_profiles_bf16_matmuls(self):
+        def doc(*dtypes):
+            return {"devices": [{"kind": "cpu", "gemm": [{"dtype": d} for d in dtypes]}]}
+        self.assertEqual(validate.cpu_eager_dtype(doc("f32", "bf16", "int8")), "bf16")
+        self.assertEqual(validate.cpu_eager_dtype(doc("f32", "int8")), "f32")
+        # No profile (a GPU machine measuring only): the CPU default.
+        self.assertEqual(validate.cpu_eager_dtype(None), "bf16")
 
     def test_a_frozen_graph_is_estimated_with_the_probed_layout(self):
         cmd = self.flags(self.case("frozen"), {"blocked_ops": ["elementwise:relu", "pool"], "copies": [1, 2]})
