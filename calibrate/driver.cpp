@@ -492,7 +492,8 @@ class DeviceRun {
     group_ = "vector_op";
     for (const auto& shape : plan_.vector_ops) {
       const auto what = "vector_op " + shape.str();
-      const auto klass = "vector_op " + shape.op;
+      // By dtype: the ops of a dtype the library cannot run here are one skipped entry per reason.
+      const auto klass = fmt::format("vector_op {}", to_string(shape.dtype));
       const auto make = [this, shape = shape] { return backend_.vector_op(shape); };
       if (auto m = point(klass, what, plan_.vector_op_rule, make)) {
         const double rate = shape.elements() / m->summary.min_s;
