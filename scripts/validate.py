@@ -181,6 +181,10 @@ def transformer_classes():
             self.wte, self.wpe = nn.Embedding(vocab, d), nn.Embedding(positions, d)
             self.blocks = nn.ModuleList([Block(d, heads, ff, True, True, "tanh") for _ in range(layers)])
             self.ln_f = LayerNorm(d)
+            # The LM head shares the token embedding's weight (a module, so that the f32 CPU run
+            # makes it a oneDNN inner product like the other linears).
+            self.head = nn.Linear(d, vocab, bias=False)
+            self.head.weight = self.wte.weight
 
         def forward(self, ids, *past):
             start = past[0].shape[2] if past else 0
@@ -190,7 +194,7 @@ def transformer_classes():
             for i, block in enumerate(self.blocks):
                 x, kv = block(x, (past[2 * i], past[2 * i + 1]) if past else None)
                 present.extend(kv)
-            logits = torch.nn.functional.linear(self.ln_f(x), self.wte.weight)
+            logits = self.head(self.ln_f(x))
             return (logits, *present) if past else logits
 
     return Encoder, Decoder
@@ -395,8 +399,8 @@ def build_case(name, batch, seq, context, device="cpu", runnable=True):
             return None
         net = copy.deepcopy(module).to(device, torch_dtype)
         if not gpu and dtype == "f32":
-            import torch.utils.mkldnn
-            net = torch.utils.mkldnn.to_mkldnn(net)
+            from torch.utils import mkldnn as torch_mkldnn
+            net = torch_mkldnn.to_mkldnn(net)
         moved = tuple(t.to(device, torch_dtype) if t.is_floating_point() else t.to(device)
                       for t in inputs)
         run = lambda: net(*moved)
@@ -588,10 +592,10 @@ def host_probes():
         w = (torch.randn(512, 512) / 512 ** 0.5).to(eager_torch_dtype())  # keeps the chain's values in range
         if EAGER["dtype"] == "f32":
             # The transformers' f32 linears: oneDNN inner products (torch.utils.mkldnn).
-            import torch.utils.mkldnn
+            from torch.utils import mkldnn as torch_mkldnn
             layer = nn.Linear(512, 512, bias=False)
             layer.weight.data = w.t().contiguous()
-            layer = torch.utils.mkldnn.to_mkldnn(layer)
+            layer = torch_mkldnn.to_mkldnn(layer)
         else:
             layer = lambda y: torch.matmul(y, w)
 
@@ -774,8 +778,8 @@ def eager_layer():
     from torch import nn
     layer = nn.Linear(768, 3072).to(eager_torch_dtype())
     if EAGER["dtype"] == "f32":
-        import torch.utils.mkldnn
-        layer = torch.utils.mkldnn.to_mkldnn(layer)
+        from torch.utils import mkldnn as torch_mkldnn
+        layer = torch_mkldnn.to_mkldnn(layer)
     x = torch.randn(128, 768).to(eager_torch_dtype())
     return lambda: layer(x)
 
