@@ -1021,9 +1021,10 @@ def onednn_version(line):
 
 
 def probe_command(name, args, batch=1, runs=SUMMARY_RUNS):
+    # The profile sets the dtype the transformers run in (cpu_eager_dtype).
     cmd = [sys.executable, os.path.abspath(__file__), "--probe", name, "--threads", str(args.threads),
            "--seq", str(args.seq), "--context", str(args.context), "--probe-batch", str(batch),
-           "--probe-runs", str(runs)]
+           "--probe-runs", str(runs), "--profile", args.profile]
     return cmd + (["--system-malloc"] if args.system_malloc else [])
 
 
