@@ -353,6 +353,15 @@ def eager_torch_dtype():
     return torch.bfloat16 if EAGER["dtype"] == "bf16" else torch.float32
 
 
+def as_eager_cpu(module):
+    """`module` as the CPU's eager runs run it: in f32 its linears become oneDNN inner products
+    (torch.utils.mkldnn); in bf16 it is left as it is (PyTorch sends bf16 linears to oneDNN)."""
+    if EAGER["dtype"] != "f32":
+        return module
+    from torch.utils import mkldnn as torch_mkldnn
+    return torch_mkldnn.to_mkldnn(module)
+
+
 def build_case(name, batch, seq, context, device="cpu", runnable=True):
     """One model at one batch. With runnable=False only the module and example inputs are made
     (for the ONNX export), not the runner on `device`."""
@@ -398,9 +407,8 @@ def build_case(name, batch, seq, context, device="cpu", runnable=True):
         if not runnable:
             return None
         net = copy.deepcopy(module).to(device, torch_dtype)
-        if not gpu and dtype == "f32":
-            from torch.utils import mkldnn as torch_mkldnn
-            net = torch_mkldnn.to_mkldnn(net)
+        if not gpu:
+            net = as_eager_cpu(net)
         moved = tuple(t.to(device, torch_dtype) if t.is_floating_point() else t.to(device)
                       for t in inputs)
         run = lambda: net(*moved)
@@ -591,11 +599,10 @@ def host_probes():
         x = torch.randn(512, 512).to(eager_torch_dtype())
         w = (torch.randn(512, 512) / 512 ** 0.5).to(eager_torch_dtype())  # keeps the chain's values in range
         if EAGER["dtype"] == "f32":
-            # The transformers' f32 linears: oneDNN inner products (torch.utils.mkldnn).
-            from torch.utils import mkldnn as torch_mkldnn
+            # The transformers' f32 linears: oneDNN inner products (y @ w as a linear of w^T).
             layer = nn.Linear(512, 512, bias=False)
             layer.weight.data = w.t().contiguous()
-            layer = torch_mkldnn.to_mkldnn(layer)
+            layer = as_eager_cpu(layer)
         else:
             layer = lambda y: torch.matmul(y, w)
 
@@ -776,10 +783,7 @@ def eager_layer():
     after the layer and 30 inside BERT-base, a scaled 12 x 128 x 128 in 25 us against 41 and 46."""
     import torch
     from torch import nn
-    layer = nn.Linear(768, 3072).to(eager_torch_dtype())
-    if EAGER["dtype"] == "f32":
-        from torch.utils import mkldnn as torch_mkldnn
-        layer = torch_mkldnn.to_mkldnn(layer)
+    layer = as_eager_cpu(nn.Linear(768, 3072).to(eager_torch_dtype()))
     x = torch.randn(128, 768).to(eager_torch_dtype())
     return lambda: layer(x)
 
