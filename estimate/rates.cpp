@@ -14,6 +14,21 @@
 namespace truepeak::estimate {
 namespace {
 
+// The largest working set that the triad sweep measured at `fast_Bps` or more, at most
+// `cache_bytes`, when a larger one inside `cache_bytes` ran slower; else `cache_bytes`.
+double cache_holds_bytes(const std::vector<MemoryPoint>& sweep, double cache_bytes, double fast_Bps) {
+  double held = 0, slow = 0;
+  for (const auto& p : sweep) {
+    const auto bytes = static_cast<double>(p.bytes);
+    if (p.kernel != "triad" || bytes > cache_bytes || !(p.Bps > 0)) continue;
+    if (p.Bps >= fast_Bps)
+      held = std::max(held, bytes);
+    else
+      slow = std::max(slow, bytes);
+  }
+  return held > 0 && slow > held ? held : cache_bytes;
+}
+
 constexpr std::size_t kNeighbours = 4;
 
 std::optional<double> lookup(const std::map<std::string, double>& m, DType dtype) {
@@ -273,6 +288,24 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
   for (const auto& l : device.memory_levels)
     if (l.bytes && l.Bps >= kCacheAdvantage * dram_Bps_)
       largest_cache_bytes_ = std::max(largest_cache_bytes_, static_cast<double>(*l.bytes));
+  // What that cache really holds: a VM's share of a last-level cache that other tenants use too
+  // can end well before its size. Where the triad sweep measured a working set inside the cache's
+  // size at less than kCacheAdvantage times main memory, the cache holds only the largest working
+  // set measured that fast (a 32 MiB L3 here served 16 MiB at 2.3x main memory, 24 MiB at 1.1x),
+  // and larger working sets take main memory's rate.
+  const double held = cache_holds_bytes(device.memory_sweep, largest_cache_bytes_, kCacheAdvantage * dram_Bps_);
+  if (held < largest_cache_bytes_) {
+    // Levels past what it holds end there; where two then end together, the faster serves.
+    const auto shrink = [&](std::vector<std::pair<double, double>>& levels) {
+      for (auto& level : levels)
+        if (level.first > held && level.first <= largest_cache_bytes_) level.first = held;
+      std::sort(levels.begin(), levels.end(),
+                [](const auto& a, const auto& b) { return a.first < b.first || (a.first == b.first && a.second > b.second); });
+    };
+    shrink(levels_);
+    shrink(in_place_levels_);
+    largest_cache_bytes_ = held;
+  }
 
   naive_matrix_ = lookup(device.datasheet.flops_per_s, dtype).value_or(best_flops_per_s_);
   naive_vector_ = lookup(device.datasheet.vector_flops_per_s, dtype)

@@ -98,7 +98,9 @@ class RateModel {
   // costs the longer of its work and its issue time, not their sum.
   bool overlaps_issue() const { return overlaps_issue_; }
   // The largest cache that keeps data (weights, outputs) between uses: the largest level measured
-  // at least kCacheAdvantage times faster than main memory (0 when there is none).
+  // at least kCacheAdvantage times faster than main memory (0 when there is none), or the largest
+  // working set inside it that the triad sweep measured that fast when a larger one inside it ran
+  // slower (then the level itself ends there too).
   double largest_cache_bytes() const { return largest_cache_bytes_; }
   static constexpr double kCacheAdvantage = 2.0;
 

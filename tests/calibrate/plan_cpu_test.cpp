@@ -110,11 +110,23 @@ TEST(CpuPlan, DefaultSuiteMeasuresBatchedClassifiersBlocked) {
 TEST(CpuPlan, DefaultSuiteMeasuresMainMemoryTwiceByTheTriadAlone) {
   const auto device = this_kind_of_vm();
   const Plan full = cpu_plan(device, Suite::full);
-  ASSERT_EQ(full.triad_only_bytes.size(), 1u);
+  ASSERT_FALSE(full.triad_only_bytes.empty());
   // Twice the first main-memory size, itself past 4x the last-level cache (260 MiB).
-  EXPECT_EQ(full.triad_only_bytes[0], 2 * full.stream_bytes.back());
+  EXPECT_EQ(full.triad_only_bytes.back(), 2 * full.stream_bytes.back());
   EXPECT_GT(full.stream_bytes.back(), 4 * 260 * kMiB);
   EXPECT_TRUE(cpu_plan(device, Suite::quick).triad_only_bytes.empty());
+}
+
+TEST(CpuPlan, DefaultSuiteSweepsTheTriadWhereTheLastLevelCacheEnds) {
+  // Between half and all of the 260 MiB last-level cache, at sizes the main sweep (steps of 4x)
+  // leaves out, so that the estimator sees where the share of it this machine gets ends.
+  const Plan full = cpu_plan(this_kind_of_vm(), Suite::full);
+  std::vector<std::int64_t> inside;
+  for (const auto bytes : full.triad_only_bytes)
+    if (bytes >= 130 * kMiB && bytes < 260 * kMiB) inside.push_back(bytes);
+  EXPECT_GE(inside.size(), 3u);
+  for (const auto bytes : inside)
+    EXPECT_EQ(std::count(full.stream_bytes.begin(), full.stream_bytes.end(), bytes), 0) << bytes;
 }
 
 TEST_P(CpuPlanTest, GemmGridHasEveryClass) {

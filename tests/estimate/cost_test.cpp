@@ -464,6 +464,47 @@ TEST(FixtureCold, ACacheBarelyFasterThanMemoryKeepsNoWeightsWarm) {
   EXPECT_DOUBLE_EQ(RateModel(d, DType::f32).largest_cache_bytes(), 64 << 20);
 }
 
+TEST(FixtureCold, ACacheHoldsOnlyWhatTheSweepMeasuredItHolding) {
+  // A 64 MiB L3 at 1.2e11 B/s (2.4x DRAM's 5e10) whose sweep served 16 MiB at that rate but
+  // 32 MiB at 5.5e10 B/s: it keeps 16 MiB, and 24 MiB of weights take main memory's rate.
+  Profile p = fixture("fixture_cpu.json");
+  Device& d = p.devices.at(0);
+  auto l3 = d.memory_levels.back();
+  l3.name = "L3";
+  l3.bytes = 64 << 20;
+  l3.Bps = 1.2e11;
+  d.memory_levels.insert(d.memory_levels.end() - 1, l3);
+  d.memory_sweep = {{"triad", 8 << 20, 1.25e11, 1.2e11},
+                    {"triad", 16 << 20, 1.2e11, 1.1e11},
+                    {"copy", 32 << 20, 1.2e11, 1.1e11},  // another kernel: not the triad's say
+                    {"triad", 32 << 20, 5.5e10, 5e10},
+                    {"triad", 256 << 20, 5e10, 4.8e10}};
+  const RateModel shrunk(d, DType::f32);
+  EXPECT_DOUBLE_EQ(shrunk.largest_cache_bytes(), 16 << 20);
+  EXPECT_DOUBLE_EQ(shrunk.Bps(12 << 20), 1.2e11);
+  EXPECT_DOUBLE_EQ(shrunk.Bps(24 << 20), 5e10);
+  EXPECT_DOUBLE_EQ(shrunk.Bps(512 << 10), 2e11);  // the L2 as before
+  // A slow point below a fast one is the sweep's noise, not the cache's end.
+  d.memory_sweep[1].Bps = 5.5e10;
+  d.memory_sweep[3].Bps = 1.2e11;
+  const RateModel whole(d, DType::f32);
+  EXPECT_DOUBLE_EQ(whole.largest_cache_bytes(), 64 << 20);
+  EXPECT_DOUBLE_EQ(whole.Bps(24 << 20), 1.2e11);
+  // A model of 24 MiB of weights finds them cold in the first cache and warm in the second.
+  GraphBuilder b;
+  const auto& x = b.input("x", {Dim::symbol("N"), 3072});
+  b.add(make_linear("fc", x, 2048, false));
+  Model m;
+  m.name = "fc";
+  m.forward = b.take();
+  d.memory_sweep[1].Bps = 1.2e11;
+  d.memory_sweep[3].Bps = 5.5e10;
+  const double cold_s = estimate(m, d, batch(1)).ops.at(0).memory_s;
+  d.memory_sweep[3].Bps = 1.2e11;
+  const double warm_s = estimate(m, d, batch(1)).ops.at(0).memory_s;
+  EXPECT_NEAR(cold_s / warm_s, 1.2e11 / 5e10, 0.05);
+}
+
 TEST_F(FixtureCpu, CausalAttentionTakesHalfTheTimeOfFullAttention) {
   // 16 heads x 1024 x 1024 x 64: compute-bound, so skipping the masked half halves the time.
   const auto attention = [&](bool causal) {
