@@ -243,9 +243,9 @@ Plan cpu_plan(const DeviceDescription& device, Suite suite) {
   plan.stream_bytes = sizes;
   // A second main-memory size for the triad: the headline is the best of two, less luck. The
   // other ops there took 10-15 s of a 3-minute run on a busy host and told nothing new. And the
-  // triad between half and all of the last-level cache, where a VM's share of a cache that
-  // other tenants use ends (a 32 MiB L3 here served 16 MiB at cache speed and 24 MiB at main
-  // memory's): the estimator keeps a model's weights in the cache only as far as it held them.
+  // triad from 3/8 to 3/4 of the last-level cache, where a VM's share of a cache that
+  // other tenants use ends (a 32 MiB L3 here served 16 MiB at 2.3x main memory and 24 MiB at
+  // 1.4x): the estimator keeps a model's weights in the cache only as far as it held them.
   if (!quick) plan.triad_only_bytes = {3 * llc / 8, llc / 2, 5 * llc / 8, 3 * llc / 4, 2 * dram};
 
   plan.fma_dtypes = {DType::f32};

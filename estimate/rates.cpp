@@ -291,7 +291,7 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
   // What that cache really holds: a VM's share of a last-level cache that other tenants use too
   // can end well before its size. Where the triad sweep measured a working set inside the cache's
   // size at less than kCacheAdvantage times main memory, the cache holds only the largest working
-  // set measured that fast (a 32 MiB L3 here served 16 MiB at 2.3x main memory, 24 MiB at 1.1x),
+  // set measured that fast (a 32 MiB L3 here served 16 MiB at 2.3x main memory, 24 MiB at 1.4x),
   // and larger working sets take main memory's rate.
   const double held = cache_holds_bytes(device.memory_sweep, largest_cache_bytes_, kCacheAdvantage * dram_Bps_);
   if (held < largest_cache_bytes_) {
