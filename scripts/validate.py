@@ -1489,6 +1489,9 @@ def write_report(rows, summary, meta, out_base):
              + (f" or more, a case running on in its round until {meta['visit_ms']:g} ms had passed"
                 if meta.get("visit_ms") else "") + ".",
              f"Command: `{meta['command']}`"]
+    if meta.get("reestimated_from"):
+        lines.append(f"The times are those of `{meta['reestimated_from']}` (measured {meta['date_utc']}); "
+                     "only the estimates ran again.")
     if meta.get("measure_command"):
         lines.append(f"Times measured on that machine with `{meta['measure_command']}`.")
     if meta.get("allocator"):
@@ -1633,6 +1636,70 @@ def library_text(info):
     return f"oneDNN {info.get('onednn_version') or '?'}: {parts}"
 
 
+def summarize(rows):
+    errs = [abs(r["error_pct"]) for r in rows if r["error_pct"] is not None]
+    naive_errs = [abs(r["naive_error_pct"]) for r in rows if r["naive_error_pct"] is not None]
+    better = sum(1 for r in rows if r["error_pct"] is not None and r["naive_error_pct"] is not None
+                 and abs(r["error_pct"]) < abs(r["naive_error_pct"]))
+    return {
+        "rows": len(rows), "rows_better_than_naive": better,
+        "median_abs_error_pct": statistics.median(errs) if errs else None,
+        "worst_abs_error_pct": max(errs) if errs else None,
+        "naive_median_abs_error_pct": statistics.median(naive_errs) if naive_errs else None,
+        "naive_worst_abs_error_pct": max(naive_errs) if naive_errs else None,
+    }
+
+
+def reestimate(args):
+    """--reestimate FILE: the estimates of an earlier validation run again, with this --truepeak and
+    --profile, against the times it measured (a change to the estimator or the profile, judged on
+    the same measurements, free of the host's noise between two validations)."""
+    source = args.reestimate
+    try:
+        with open(source) as f:
+            doc = json.load(f)
+        rows, meta = doc["rows"], doc["meta"]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        usage_error(f"validate.py: --reestimate {source}: not a validation written by this script ({error})")
+    truepeak = args.truepeak or os.path.join(ROOT, "build", "truepeak")
+    if not os.access(truepeak, os.X_OK):
+        usage_error(f"validate.py: --truepeak {truepeak}: not an executable (build first, or pass its path)")
+    for i, row in enumerate(rows):
+        cmd = row.get("estimate_command")
+        if not cmd or "--profile" not in cmd:
+            usage_error(f"validate.py: --reestimate {source}: row {i} ({row.get('model')} b{row.get('batch')}) "
+                        "records no estimate command (a validation from before they were recorded)")
+        cmd = list(cmd)
+        cmd[0] = truepeak
+        cmd[cmd.index("--profile") + 1] = args.profile
+        model = cmd[cmd.index("--model") + 1]
+        if not os.path.exists(model):
+            usage_error(f"validate.py: --reestimate {source}: row {i}: model file {model} is gone "
+                        "(export it again with the original command)")
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        if out.returncode != 0:
+            row["estimate_error"] = (out.stderr.strip().splitlines() or [f"exit {out.returncode}"])[-1]
+            row["predicted_ms"] = row["error_pct"] = row["naive_ms"] = row["naive_error_pct"] = None
+        else:
+            est = json.loads(out.stdout)
+            predicted, naive = find_key(est, "latency_s"), find_key(est, "naive_latency_s")
+            measured = row["measured_ms"] / 1e3 if row.get("measured_ms") else None
+            row.update({"predicted_ms": predicted * 1e3 if predicted else None,
+                        "error_pct": error_pct(predicted, measured),
+                        "naive_ms": naive * 1e3 if naive else None, "naive_error_pct": error_pct(naive, measured),
+                        "estimate_error": None,
+                        "estimate_warnings": [l for l in out.stderr.splitlines() if l.strip()]})
+        row["estimate_command"] = cmd
+        row["predicted_breakdown_ms"] = row["layers"] = None
+        print(f"  {row['model']} b{row['batch']}: predicted {fmt(row['predicted_ms'], '.2f')} ms", file=sys.stderr,
+              flush=True)
+    meta = dict(meta, truepeak=truepeak,
+                profile=os.path.relpath(args.profile, ROOT) if args.profile.startswith(ROOT) else args.profile,
+                command=" ".join(["scripts/validate.py"] + sys.argv[1:]),
+                reestimated_from=source)
+    print(write_report(rows, summarize(rows), meta, args.out))
+
+
 def main():
     parser = argparse.ArgumentParser(description="Validate truepeak estimates against PyTorch runs.")
     parser.add_argument("--profile", default=os.path.join(ROOT, "results", "dev-cpu.json"))
@@ -1676,6 +1743,9 @@ def main():
     parser.add_argument("--measured", metavar="FILE",
                         help="take the times from FILE, written by --measure-only (on the GPU machine), "
                              "instead of timing here")
+    parser.add_argument("--reestimate", metavar="FILE",
+                        help="run again the estimates of a validation written by this script (FILE.json), "
+                             "with --truepeak and --profile, against the times it measured; nothing is timed")
     parser.add_argument("--system-malloc", action="store_true",
                         help="CPU: leave glibc's malloc at its defaults (large activations are then "
                              "paged in fresh every run) instead of keeping freed memory for reuse")
@@ -1697,6 +1767,9 @@ def main():
     parser.add_argument("--probe-runs", type=int, default=2, help=argparse.SUPPRESS)
     parser.add_argument("--layout-probe", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.reestimate:
+        reestimate(args)
+        return
 
     if not re.fullmatch(r"cpu|cuda:\d+", args.device):
         usage_error(f"validate.py: --device {args.device}: expected cpu or cuda:N")
@@ -1859,21 +1932,12 @@ def main():
             "reorders": run_reorders(libraries.get(case.model)), "predicted_reorders": e.get("reorders"),
             "in_place_ops": case.in_place_ops,
             "estimate_error": e.get("error"), "estimate_warnings": e.get("warnings", []),
+            "estimate_command": e.get("command"),
             "predicted_breakdown_ms": e.get("breakdown_ms"), "measured_breakdown_ms": breakdowns.get(case.key),
             "layers": layer_tables.get(case.key),
             **host_fields(case, (probes or {}).get(case.runtime)),
         })
-    errs = [abs(r["error_pct"]) for r in rows if r["error_pct"] is not None]
-    naive_errs = [abs(r["naive_error_pct"]) for r in rows if r["naive_error_pct"] is not None]
-    better = sum(1 for r in rows if r["error_pct"] is not None and r["naive_error_pct"] is not None
-                 and abs(r["error_pct"]) < abs(r["naive_error_pct"]))
-    summary = {
-        "rows": len(rows), "rows_better_than_naive": better,
-        "median_abs_error_pct": statistics.median(errs) if errs else None,
-        "worst_abs_error_pct": max(errs) if errs else None,
-        "naive_median_abs_error_pct": statistics.median(naive_errs) if naive_errs else None,
-        "naive_worst_abs_error_pct": max(naive_errs) if naive_errs else None,
-    }
+    summary = summarize(rows)
     where = measured_doc["meta"] if measured_doc else None
     meta = {
         "date_utc": where["date_utc"] if where else datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M UTC"),
