@@ -69,6 +69,20 @@ OpRow cost_row(const Op& op, const Work& w, const RateModel& rates, const std::s
     case Engine::none:
       break;
   }
+  // A measured GEMM or convolution point's time holds its own traffic as measured, the op alone
+  // on the machine: every operand from the level that holds them all (its weights from main
+  // memory where the point is cold), its output cold only where the output alone outgrows the
+  // caches. Inside a model an op can move more slowly than that (an output the caches no longer
+  // hold, weights from the level that holds the model's, graph inputs read once a pass), and
+  // its kernel then takes that much longer.
+  if ((w.engine == Engine::gemm && !w.own_flops_per_s) || w.engine == Engine::conv) {
+    double as_measured = rates.memory_s(w.bytes, w.weight_bytes, w.weight_bytes, w.output_bytes);
+    if (cold) {
+      const double weights = std::clamp(w.weight_bytes, 0.0, w.bytes);
+      as_measured += weights / rates.best_Bps() - weights / rates.Bps(std::max(w.bytes, weights));
+    }
+    r.compute_s += std::max(0.0, r.memory_s - as_measured);
+  }
   r.overhead_s = w.within_op ? rates.library_overhead_s() : rates.overhead_s();
   // Whether a GEMM or convolution is bound by compute or memory is its roofline's verdict (its
   // kernel time, interpolated from measured shapes, holds both).

@@ -327,6 +327,15 @@ TEST(FixtureCpuRegularStores, AMainMemoryFigureOfRegularStoresHoldsTheReadsAlrea
               2000 / 2e11 + 1000 / 5e10 + 1000 / 2e11, 1e-18);
 }
 
+// What the i-th op of a chain of equal ops (each reading the one before) moves inside a model
+// whose weights outgrow the fixture's 1 MiB L2 beyond what its point moved alone: its output of
+// `bytes`, which the caches no longer hold, read and written at DRAM's 5e10 B/s rather than
+// written into the L2 (2e11 B/s); the first op also reads the graph input from DRAM.
+double chain_extra_s(std::size_t i, double bytes) {
+  const double output = 2 * bytes / 5e10 - bytes / 2e11;
+  return i == 0 ? output + bytes / 5e10 - bytes / 2e11 : output;
+}
+
 // The CPU fixture with one GEMM point, 1 x 256 x 256, measured warm and with cold weights.
 Profile warm_and_cold_gemm(double warm_s, double cold_s) {
   Profile p = fixture("fixture_cpu.json");
@@ -335,6 +344,24 @@ Profile warm_and_cold_gemm(double warm_s, double cold_s) {
       {s, {warm_s, warm_s, 0.01, 10}, s.flops() / warm_s, "fixture", "row-major"},
       {s, {cold_s, cold_s, 0.01, 10}, s.flops() / cold_s, "fixture", "row-major", true}};
   return p;
+}
+
+TEST_F(FixtureCpu, AProductInsideAModelTakesTheTrafficItsPointDidNotHave) {
+  // The 256^3 point (0.168 ms) moved its 768 KiB from the 1 MiB L2. Alone, a 256 -> 256 linear
+  // over 256 rows is that point. In a stack of eight (2 MiB of weights, past the L2) a middle
+  // one's weights come from main memory, as a cold point's do, but its output, which the caches
+  // no longer hold, costs its line reads and writes there (2 x 256 KiB at 5e10 B/s) where the
+  // point wrote 256 KiB into the L2 (2e11 B/s): 9.18 us more.
+  const double point_s = 0.00016777216, kib = 1024;
+  const auto alone = estimate(testing::linear_model(256, 256), cpu, batch(256)).ops.at(0);
+  EXPECT_NEAR(alone.compute_s, point_s, 1e-12);
+  const auto stack = estimate(testing::linear_stack(8, 256), cpu, batch(256));
+  ASSERT_EQ(stack.ops.size(), 8u);
+  const double extra = 2 * 256 * kib / 5e10 - 256 * kib / 2e11;
+  for (std::size_t i = 1; i < stack.ops.size(); ++i)
+    EXPECT_NEAR(stack.ops[i].compute_s, point_s + extra, 1e-10) << stack.ops[i].name;
+  // The first one also reads the graph input from main memory (256 KiB at 5e10, not 2e11).
+  EXPECT_NEAR(stack.ops[0].compute_s, point_s + extra + 256 * kib / 5e10 - 256 * kib / 2e11, 1e-10);
 }
 
 TEST(FixtureCold, LinearsOfAModelLargerThanTheCachesTakeTheColdWeightPoints) {
@@ -346,9 +373,10 @@ TEST(FixtureCold, LinearsOfAModelLargerThanTheCachesTakeTheColdWeightPoints) {
   EXPECT_NEAR(one.ops.at(0).compute_s, 10e-6, 1e-12);
   const auto stack = estimate(testing::linear_stack(8, 256), d, batch(1));
   ASSERT_EQ(stack.ops.size(), 8u);
-  for (const auto& r : stack.ops) {
-    EXPECT_NEAR(r.compute_s, 18e-6, 1e-12) << r.name;
-    EXPECT_NEAR(r.time_s, 18e-6 + kOverhead, 1e-12) << r.name;
+  for (std::size_t i = 0; i < stack.ops.size(); ++i) {
+    const auto& r = stack.ops[i];
+    EXPECT_NEAR(r.compute_s, 18e-6 + chain_extra_s(i, 1024), 1e-12) << r.name;
+    EXPECT_NEAR(r.time_s, r.compute_s + kOverhead, 1e-12) << r.name;
   }
 }
 
@@ -358,8 +386,9 @@ TEST(FixtureCold, AColdFigureIsAtMostTheWarmOnePlusTwiceItsWeightsFromMemory) {
   const double bound = 10e-6 + 2 * 256.0 * 256 * 4 / 5e10;
   for (const auto& [cold, expected] : {std::pair{30e-6, bound}, std::pair{18e-6, 18e-6}}) {
     const Profile p = warm_and_cold_gemm(10e-6, cold);
-    for (const auto& r : estimate(testing::linear_stack(8, 256), p.devices.at(0), batch(1)).ops)
-      EXPECT_NEAR(r.compute_s, expected, 1e-12) << r.name << " cold " << cold;
+    const auto rows = estimate(testing::linear_stack(8, 256), p.devices.at(0), batch(1)).ops;
+    for (std::size_t i = 0; i < rows.size(); ++i)
+      EXPECT_NEAR(rows[i].compute_s, expected + chain_extra_s(i, 1024), 1e-12) << rows[i].name << " cold " << cold;
   }
 }
 
@@ -369,8 +398,9 @@ TEST(FixtureCold, AColdFigureFasterThanTheWarmOneBoundsTheWarmOne) {
   // point alone: a warm point left beside its twin would win the tie at 30 us.
   const Profile p = warm_and_cold_gemm(30e-6, 10e-6);
   EXPECT_NEAR(estimate(linear_model(256, 256), p.devices.at(0), batch(1)).ops.at(0).compute_s, 10e-6, 1e-12);
-  for (const auto& r : estimate(testing::linear_stack(8, 256), p.devices.at(0), batch(1)).ops)
-    EXPECT_NEAR(r.compute_s, 10e-6, 1e-12) << r.name;
+  const auto rows = estimate(testing::linear_stack(8, 256), p.devices.at(0), batch(1)).ops;
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    EXPECT_NEAR(rows[i].compute_s, 10e-6 + chain_extra_s(i, 1024), 1e-12) << rows[i].name;
 }
 
 TEST(FixtureCpuLinears, ALinearRunAsAConvolutionTakesTheConvolutionPoints) {
@@ -418,7 +448,8 @@ TEST(FixtureCold, ConvolutionsOfAModelLargerThanTheCachesTakeTheColdWeightPoints
   EXPECT_NEAR(one.ops.at(0).compute_s, 40e-6, 1e-12);
   const auto eight = estimate(stack_of(8), d, batch(1));
   ASSERT_EQ(eight.ops.size(), 8u);
-  for (const auto& r : eight.ops) EXPECT_NEAR(r.compute_s, 45e-6, 1e-12) << r.name;
+  for (std::size_t i = 0; i < eight.ops.size(); ++i)
+    EXPECT_NEAR(eight.ops[i].compute_s, 45e-6 + chain_extra_s(i, 64 * 8 * 8 * 4), 1e-12) << eight.ops[i].name;
 }
 
 TEST(FixtureStride, AStridedConvolutionTakesTheStridedPointOfItsShape) {
