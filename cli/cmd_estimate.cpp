@@ -40,6 +40,7 @@ struct EstimateArgs {
   std::vector<std::string> blocked_ops;   // the runtime's blocked-layout ops; empty: no layout model
   std::optional<std::string> layout_copies;  // copies per layout change: to plain, to blocked
   std::vector<std::string> own_rates;     // KIND=ELEMENTS_PER_S: the runtime's own kernels
+  std::vector<std::string> kind_overheads;  // KIND=MICROSECONDS: the runtime's dispatch by kind
   bool expand_broadcast = false;             // blocked broadcast operands are expanded
   std::vector<std::string> group_reorders;   // channels per group of grouped convs in a layout of their own
   bool linears_as_convs = false;             // linear layers run as 1x1 convolutions
@@ -183,6 +184,34 @@ estimate::OwnRates own_rates(const std::vector<std::string>& items) {
   return rates;
 }
 
+// --kind-overhead-us KIND=MICROSECONDS,... (seconds in the result)
+estimate::OwnRates kind_overheads(const std::vector<std::string>& items) {
+  estimate::OwnRates out;
+  for (const auto& item : items) {
+    const auto eq = item.find('=');
+    const std::string kind = item.substr(0, eq);
+    double us = -1;
+    std::size_t used = 0;
+    if (eq != std::string::npos) {
+      try {
+        us = std::stod(item.substr(eq + 1), &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+    }
+    if (!is_row_kind(kind) || eq == std::string::npos || used == 0 ||
+        used != item.size() - eq - 1 || !(us >= 0) || !std::isfinite(us))
+      throw InputError(fmt::format(
+          "--kind-overhead-us {}: expected KIND=MICROSECONDS with an op kind and 0 or more "
+          "microseconds (e.g. linear=20)",
+          item));
+    if (std::any_of(out.begin(), out.end(), [&](const auto& r) { return r.first == kind; }))
+      throw InputError(fmt::format("--kind-overhead-us {}: {} is given twice", item, kind));
+    out.emplace_back(kind, us * 1e-6);
+  }
+  return out;
+}
+
 // `text` as a whole number, all of it; nullopt when it is not one (or out of range).
 std::optional<std::int64_t> whole_number(const std::string& text) {
   std::size_t used = 0;
@@ -274,6 +303,9 @@ void run_estimate(const EstimateArgs& args) {
   };
   needs_layout(args.layout_copies.has_value(), "--layout-copies " + args.layout_copies.value_or(""));
   options.own_rates = own_rates(args.own_rates);
+  options.kind_overheads = kind_overheads(args.kind_overheads);
+  inference_only(!options.kind_overheads.empty(),
+                 fmt::format("--kind-overhead-us {}", fmt::join(args.kind_overheads, ",")));
   inference_only(!options.own_rates.empty(), fmt::format("--own-rates {}", fmt::join(args.own_rates, ",")));
   needs_layout(args.expand_broadcast, "--expand-broadcast");
   inference_only(args.linears_as_convs, "--linears-as-convs");
@@ -401,6 +433,12 @@ void add_estimate_command(CLI::App& app, const Context&) {
   cmd->add_option("--op-overhead-us", args->op_overhead_us,
                   "Fixed cost of one op in the target runtime, framework dispatch included, in "
                   "microseconds (default: the profile's per-op overhead, the library's alone)");
+  cmd->add_option("--kind-overhead-us", args->kind_overheads,
+                  "Fixed cost of one op of these kinds in the target runtime, KIND=US,... (e.g. "
+                  "linear=20,matmul=20), in place of --op-overhead-us for them: a framework whose "
+                  "dispatch of a library product costs more than that of its other ops "
+                  "(inference)")
+      ->delimiter(',');
   cmd->add_option(
          "--blocked-ops", args->blocked_ops,
          "The target runtime keeps 4-D activations in oneDNN's channel-blocked layout: "

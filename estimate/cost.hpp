@@ -52,6 +52,9 @@ struct Work {
   // A product between two activations (matmul) that the runtime runs in its own kernels: its
   // rate there, FLOPs per second (Options::own_rates).
   std::optional<double> own_flops_per_s;
+  // The target runtime's fixed cost of an op of this kind, in place of the per-op overhead
+  // (Options::kind_overheads).
+  std::optional<double> overhead_s;
 };
 
 // The profile's vector op (VectorOpShape::op) that times `op`, or "" when none matches: relu,

@@ -83,7 +83,7 @@ OpRow cost_row(const Op& op, const Work& w, const RateModel& rates, const std::s
     }
     r.compute_s += std::max(0.0, r.memory_s - as_measured);
   }
-  r.overhead_s = w.within_op ? rates.library_overhead_s() : rates.overhead_s();
+  r.overhead_s = w.within_op ? rates.library_overhead_s() : w.overhead_s.value_or(rates.overhead_s());
   // Whether a GEMM or convolution is bound by compute or memory is its roofline's verdict (its
   // kernel time, interpolated from measured shapes, holds both).
   r.compute_bound = w.engine == Engine::gemm || w.engine == Engine::conv
@@ -268,7 +268,8 @@ Totals run_forward(const Graph& g, const Bindings& b, double e, const RateModel&
                    const std::string& phase, std::vector<OpRow>* rows,
                    const std::optional<BlockedLayout>& layout = std::nullopt,
                    bool linears_as_convolutions = false, const OwnRates& own_rates = {},
-                   const std::vector<std::string>& in_place_kinds = {}) {
+                   const std::vector<std::string>& in_place_kinds = {},
+                   const OwnRates& kind_overheads = {}) {
   Totals t;
   const auto in_place = runs_in_place(g, b, in_place_kinds);
   const double weight_bytes = count_params(g, b) * e;
@@ -303,6 +304,7 @@ Totals run_forward(const Graph& g, const Bindings& b, double e, const RateModel&
     // An op outside the profile's library (with a layout: one that runs plain) runs in the
     // runtime's own kernel, at its own rate where one is given.
     const auto own = blocked ? std::nullopt : own_rate(own_rates, row_kind(op));
+    const auto dispatch = own_rate(kind_overheads, row_kind(op));
     const auto works = forward_work(op, b, e);
     double first_read = sum_elems(op.state, b) * e;
     for (const auto& [name, bytes] : first_reads) first_read += bytes;
@@ -316,6 +318,7 @@ Totals run_forward(const Graph& g, const Bindings& b, double e, const RateModel&
       w.input_bytes = std::min(first_read, std::max(0.0, w.bytes - w.weight_bytes));
       first_read = 0;  // the first of the op's works reads them
       if (own && w.engine == Engine::vector && w.elements > 0) w.own_elements_per_s = *own;
+      if (dispatch && !w.within_op) w.overhead_s = *dispatch;
       if (op.kind == OpKind::matmul && w.engine == Engine::gemm && w.flops > 0) w.own_flops_per_s = own;
       if (in_place[index] && w.engine == Engine::vector && w.input_bytes == 0)
         w.in_place_bytes = std::min(w.bytes, static_cast<double>(num_elements(op.output.shape, b)) * e);
@@ -414,13 +417,13 @@ Estimate estimate_with(const Model& model, const Device& device, const RateModel
   if (options.mode == Mode::inference) {
     est.forward = run_forward(model.forward, b, e, rates, model.decode ? "prefill" : "forward",
                               rows, options.blocked_layout, options.linears_as_convolutions,
-                              options.own_rates, options.in_place_ops);
+                              options.own_rates, options.in_place_ops, options.kind_overheads);
     est.latency_s = est.forward.time_s;
     est.naive_latency_s = est.forward.naive_s;
     if (model.decode) {
       est.decode = run_forward(*model.decode, b, e, rates, "decode", rows, options.blocked_layout,
                                options.linears_as_convolutions, options.own_rates,
-                               options.in_place_ops);
+                               options.in_place_ops, options.kind_overheads);
       est.throughput_per_s = n / est.decode->time_s;
       est.throughput_unit = "tokens/s";
     } else {

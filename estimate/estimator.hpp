@@ -115,6 +115,11 @@ struct Options {
   // that no other op reads and the graph did not supply (PyTorch's frozen graphs: relu_, add_).
   // Such an op costs RateModel::in_place_memory_s where the profile has in-place levels.
   std::vector<std::string> in_place_ops;
+  // Fixed cost of one op of these kinds in the target runtime, seconds, in place of the per-op
+  // overhead (row kinds such as "linear", or a whole kind; inference): a framework whose dispatch
+  // of a library product costs more than that of its other ops (PyTorch 1.13's eager linears and
+  // matmuls through oneDNN: about 20 us a call against 4 us of an add).
+  OwnRates kind_overheads;
 };
 
 // One row of the per-op table. A training step has forward, dgrad, wgrad and optimizer rows.

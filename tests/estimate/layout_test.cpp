@@ -368,6 +368,38 @@ TEST_F(Layout, ARuntimeThatRunsItsMatmulsInItsOwnKernelsTakesTheirRate) {
   EXPECT_GT(own.ops[1].compute_s, library.ops[1].compute_s * 10);
 }
 
+TEST_F(Layout, ARuntimeThatDispatchesProductsAtACostOfItsOwnChargesItPerProduct) {
+  // x [N, 64] -> linear (with a bias, copied into the output at its own rate) -> relu -> y = h h^T.
+  GraphBuilder gb;
+  const auto& x = gb.input("x", {Dim::symbol("N"), 64});
+  const auto& h = gb.add(make_linear("fc", x, 64, true));
+  const auto& r = gb.add(make_elementwise("relu", "relu", {h}));
+  gb.add(make_matmul("scores", r, r, false, true));
+  Model m;
+  m.name = "dispatch";
+  m.forward = gb.take();
+  Options o = batch(4);
+  o.op_overhead_s = 4e-6;
+  o.own_rates = {{kBiasFillKind, 1e9}};
+  const auto plain = estimate(m, cpu, o);
+  o.kind_overheads = {{"linear", 20e-6}, {"matmul", 30e-6}};
+  const auto own = estimate(m, cpu, o);
+  ASSERT_EQ(own.ops.size(), plain.ops.size());
+  for (std::size_t i = 0; i < own.ops.size(); ++i) {
+    const auto& row = own.ops[i];
+    // The linear's product and the matmul take their kinds' costs; the relu keeps the per-op
+    // overhead, and the bias copy, a kernel within the linear, the library's alone.
+    const double want = row.kind == "linear" ? 20e-6
+                        : row.kind == "matmul" ? 30e-6
+                                               : plain.ops[i].overhead_s;
+    EXPECT_DOUBLE_EQ(row.overhead_s, want) << row.kind;
+    EXPECT_DOUBLE_EQ(row.compute_s, plain.ops[i].compute_s) << row.kind;
+  }
+  EXPECT_NEAR(own.latency_s - plain.latency_s, (20e-6 - 4e-6) + (30e-6 - 4e-6), 1e-12);
+  EXPECT_TRUE(std::any_of(own.ops.begin(), own.ops.end(),
+                          [](const OpRow& row) { return row.kind == kBiasFillKind; }));
+}
+
 TEST_F(Layout, InPlaceOpsCostTheirReadsAtTheInPlaceBandwidth) {
   // In model(): silu reads conv a's output, which nothing else reads; relu reads conv b's, which
   // the add reads too; the add reads relu's output (nothing else does) and conv b's.
