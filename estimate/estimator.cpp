@@ -83,7 +83,8 @@ OpRow cost_row(const Op& op, const Work& w, const RateModel& rates, const std::s
     }
     r.compute_s += std::max(0.0, r.memory_s - as_measured);
   }
-  r.overhead_s = w.within_op ? rates.library_overhead_s() : w.overhead_s.value_or(rates.overhead_s());
+  r.overhead_s =
+      w.within_op ? rates.library_overhead_s() : w.overhead_s.value_or(rates.overhead_s());
   // Whether a GEMM or convolution is bound by compute or memory is its roofline's verdict (its
   // kernel time, interpolated from measured shapes, holds both).
   r.compute_bound = w.engine == Engine::gemm || w.engine == Engine::conv

@@ -16,7 +16,8 @@ namespace {
 
 // The largest working set that the triad sweep measured at `fast_Bps` or more, at most
 // `cache_bytes`, when a larger one inside `cache_bytes` ran slower; else `cache_bytes`.
-double cache_holds_bytes(const std::vector<MemoryPoint>& sweep, double cache_bytes, double fast_Bps) {
+double cache_holds_bytes(const std::vector<MemoryPoint>& sweep, double cache_bytes,
+                         double fast_Bps) {
   double held = 0, slow = 0;
   for (const auto& p : sweep) {
     const auto bytes = static_cast<double>(p.bytes);
@@ -293,14 +294,16 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
   // size at less than kCacheAdvantage times main memory, the cache holds only the largest working
   // set measured that fast (a 32 MiB L3 here served 16 MiB at 2.3x main memory, 24 MiB at 1.4x),
   // and larger working sets take main memory's rate.
-  const double held = cache_holds_bytes(device.memory_sweep, largest_cache_bytes_, kCacheAdvantage * dram_Bps_);
+  const double held =
+      cache_holds_bytes(device.memory_sweep, largest_cache_bytes_, kCacheAdvantage * dram_Bps_);
   if (held < largest_cache_bytes_) {
     // Levels past what it holds end there; where two then end together, the faster serves.
     const auto shrink = [&](std::vector<std::pair<double, double>>& levels) {
       for (auto& level : levels)
         if (level.first > held && level.first <= largest_cache_bytes_) level.first = held;
-      std::sort(levels.begin(), levels.end(),
-                [](const auto& a, const auto& b) { return a.first < b.first || (a.first == b.first && a.second > b.second); });
+      std::sort(levels.begin(), levels.end(), [](const auto& a, const auto& b) {
+        return a.first < b.first || (a.first == b.first && a.second > b.second);
+      });
     };
     shrink(levels_);
     shrink(in_place_levels_);

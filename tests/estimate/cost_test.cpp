@@ -388,7 +388,8 @@ TEST(FixtureCold, AColdFigureIsAtMostTheWarmOnePlusTwiceItsWeightsFromMemory) {
     const Profile p = warm_and_cold_gemm(10e-6, cold);
     const auto rows = estimate(testing::linear_stack(8, 256), p.devices.at(0), batch(1)).ops;
     for (std::size_t i = 0; i < rows.size(); ++i)
-      EXPECT_NEAR(rows[i].compute_s, expected + chain_extra_s(i, 1024), 1e-12) << rows[i].name << " cold " << cold;
+      EXPECT_NEAR(rows[i].compute_s, expected + chain_extra_s(i, 1024), 1e-12)
+          << rows[i].name << " cold " << cold;
   }
 }
 
@@ -449,7 +450,8 @@ TEST(FixtureCold, ConvolutionsOfAModelLargerThanTheCachesTakeTheColdWeightPoints
   const auto eight = estimate(stack_of(8), d, batch(1));
   ASSERT_EQ(eight.ops.size(), 8u);
   for (std::size_t i = 0; i < eight.ops.size(); ++i)
-    EXPECT_NEAR(eight.ops[i].compute_s, 45e-6 + chain_extra_s(i, 64 * 8 * 8 * 4), 1e-12) << eight.ops[i].name;
+    EXPECT_NEAR(eight.ops[i].compute_s, 45e-6 + chain_extra_s(i, 64 * 8 * 8 * 4), 1e-12)
+        << eight.ops[i].name;
 }
 
 TEST(FixtureStride, AStridedConvolutionTakesTheStridedPointOfItsShape) {
