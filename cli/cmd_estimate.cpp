@@ -145,27 +145,32 @@ bool is_row_kind(const std::string& kind) {
          estimate::parse_op_kind(kind.substr(0, kind.find(':'))).has_value();
 }
 
+// KIND=NUMBER with a row kind and a finite number, all of it; nullopt otherwise.
+std::optional<std::pair<std::string, double>> kind_and_number(const std::string& item) {
+  const auto eq = item.find('=');
+  if (eq == std::string::npos || !is_row_kind(item.substr(0, eq))) return std::nullopt;
+  std::size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(item.substr(eq + 1), &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (used == 0 || used != item.size() - eq - 1 || !std::isfinite(value)) return std::nullopt;
+  return std::pair{item.substr(0, eq), value};
+}
+
 // --own-rates KIND=ELEMENTS_PER_S,...
 estimate::OwnRates own_rates(const std::vector<std::string>& items) {
   estimate::OwnRates rates;
   for (const auto& item : items) {
-    const auto eq = item.find('=');
-    const std::string kind = item.substr(0, eq);
-    double rate = 0;
-    std::size_t used = 0;
-    if (eq != std::string::npos) {
-      try {
-        rate = std::stod(item.substr(eq + 1), &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-    }
-    if (!is_row_kind(kind) || eq == std::string::npos || used == 0 ||
-        used != item.size() - eq - 1 || !(rate > 0) || !std::isfinite(rate))
+    const auto parsed = kind_and_number(item);
+    if (!parsed || !(parsed->second > 0))
       throw InputError(fmt::format(
           "--own-rates {}: expected KIND=ELEMENTS_PER_S with a row kind and a positive rate "
           "(e.g. pool:max=5e7)",
           item));
+    const auto& [kind, rate] = *parsed;
     // Only the ops of the vector engine run in a runtime's own kernels here.
     using estimate::OpKind;
     const auto base = *estimate::parse_op_kind(kind.substr(0, kind.find(':')));
@@ -188,23 +193,13 @@ estimate::OwnRates own_rates(const std::vector<std::string>& items) {
 estimate::OwnRates kind_overheads(const std::vector<std::string>& items) {
   estimate::OwnRates out;
   for (const auto& item : items) {
-    const auto eq = item.find('=');
-    const std::string kind = item.substr(0, eq);
-    double us = -1;
-    std::size_t used = 0;
-    if (eq != std::string::npos) {
-      try {
-        us = std::stod(item.substr(eq + 1), &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-    }
-    if (!is_row_kind(kind) || eq == std::string::npos || used == 0 ||
-        used != item.size() - eq - 1 || !(us >= 0) || !std::isfinite(us))
+    const auto parsed = kind_and_number(item);
+    if (!parsed || !(parsed->second >= 0))
       throw InputError(fmt::format(
           "--kind-overhead-us {}: expected KIND=MICROSECONDS with an op kind and 0 or more "
           "microseconds (e.g. linear=20)",
           item));
+    const auto& [kind, us] = *parsed;
     if (std::any_of(out.begin(), out.end(), [&](const auto& r) { return r.first == kind; }))
       throw InputError(fmt::format("--kind-overhead-us {}: {} is given twice", item, kind));
     out.emplace_back(kind, us * 1e-6);
