@@ -79,7 +79,7 @@ OpRow cost_row(const Op& op, const Work& w, const RateModel& rates, const std::s
     double as_measured = rates.memory_s(w.bytes, w.weight_bytes, w.weight_bytes, w.output_bytes);
     if (cold) {
       const double weights = std::clamp(w.weight_bytes, 0.0, w.bytes);
-      as_measured += weights / rates.best_Bps() - weights / rates.Bps(std::max(w.bytes, weights));
+      as_measured += weights / rates.best_Bps() - weights / rates.Bps(w.bytes);
     }
     r.compute_s += std::max(0.0, r.memory_s - as_measured);
   }

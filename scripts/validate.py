@@ -537,29 +537,21 @@ def runtime_overheads():
         graph = torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.trace(chain, x)))
         return lambda: graph(x)
 
-    def eager_linears(n):
-        x = torch.randn(1, 16).to(eager_torch_dtype())
-        layers = [nn.Linear(16, 16).to(eager_torch_dtype()) for _ in range(n)]
+    def eager_linears(rows, width, dtype):
+        def make(n):
+            x = torch.randn(rows, width).to(dtype)
+            layers = [nn.Linear(width, width).to(dtype) for _ in range(n)]
 
-        def run():
-            y = x
-            for layer in layers:
-                y = layer(y)
-        return run
+            def run():
+                y = x
+                for layer in layers:
+                    y = layer(y)
+            return run
+        return make
 
-    def eager_products(n):
-        x = torch.randn(8, 64).to(torch.bfloat16)
-        layers = [nn.Linear(64, 64).to(torch.bfloat16) for _ in range(n)]
-
-        def run():
-            y = x
-            for layer in layers:
-                y = layer(y)
-        return run
-
-    timers = {"frozen": ChainTimer(frozen_convs, 1), "eager": ChainTimer(eager_linears, 1)}
+    timers = {"frozen": ChainTimer(frozen_convs, 1), "eager": ChainTimer(eager_linears(1, 16, eager_torch_dtype()), 1)}
     if eager_torch_dtype() == torch.bfloat16:
-        timers["eager-product"] = ChainTimer(eager_products, 1)
+        timers["eager-product"] = ChainTimer(eager_linears(8, 64, torch.bfloat16), 1)
     torch.manual_seed(0)
     with torch.no_grad():
         return Overheads(timers)
@@ -682,8 +674,8 @@ def host_summary(probes, profile, overheads_us=None):
         ref = profile_point_s(profile, probe.point)
         # The eager probe is a product: it pays a product's dispatch where that was measured.
         overheads_us = overheads_us or {}
-        overhead_us = overheads_us.get("eager-product") if runtime == "eager" else None
-        overhead_us = overhead_us if overhead_us is not None else overheads_us.get(runtime)
+        product_us = overheads_us.get("eager-product") if runtime == "eager" else None
+        overhead_us = product_us if product_us is not None else overheads_us.get(runtime)
         own = per_op - (overhead_us or 0.0) * 1e-6
         out[runtime] = {"probe": probe.name, "per_op_ms": per_op * 1e3, "less_overhead_ms": own * 1e3,
                         "overhead_taken_off": bool(overhead_us),
@@ -1134,6 +1126,12 @@ def estimate(args, case, onnx_path, overhead_us=None, layout=None, own_rates=Non
         cmd += ["--in-place-ops", ",".join(case.in_place_ops)]
     if own_rates and (with_layout or case.runtime == "eager"):
         cmd += ["--own-rates", ",".join(f"{k}={v:.4g}" for k, v in own_rates.items())]
+    return run_estimate(cmd, case.runtime == "frozen")
+
+
+def run_estimate(cmd, frozen):
+    """Runs one `truepeak estimate` command line; its latency, naive latency, per-family and
+    per-layer times, reorders and warnings, or its error. `frozen`: a frozen graph's layers."""
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     except (OSError, subprocess.TimeoutExpired) as error:
@@ -1144,9 +1142,16 @@ def estimate(args, case, onnx_path, overhead_us=None, layout=None, own_rates=Non
     ops = find_key(doc, "ops") or []
     return {"latency_s": find_key(doc, "latency_s"), "naive_s": find_key(doc, "naive_latency_s"),
             "breakdown_ms": predicted_breakdown(doc),
-            "layer_ms": predicted_layers(ops, case.runtime == "frozen"),
+            "layer_ms": predicted_layers(ops, frozen),
             "reorders": sum(1 for op in ops if ":reorder_" in op.get("kind", "")),
             "warnings": [l for l in out.stderr.splitlines() if l.strip()], "command": cmd}
+
+
+def prediction_fields(predicted_s, naive_s, measured_s):
+    """A row's predicted and naive times (ms) and their errors against the measured time."""
+    return {"predicted_ms": predicted_s * 1e3 if predicted_s else None,
+            "error_pct": error_pct(predicted_s, measured_s),
+            "naive_ms": naive_s * 1e3 if naive_s else None, "naive_error_pct": error_pct(naive_s, measured_s)}
 
 
 def export_onnx(case, path):
@@ -1703,21 +1708,11 @@ def reestimate(args):
         if not os.path.exists(model):
             usage_error(f"validate.py: --reestimate {source}: row {i}: model file {model} is gone "
                         "(export it again with the original command)")
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-        if out.returncode != 0:
-            row["estimate_error"] = (out.stderr.strip().splitlines() or [f"exit {out.returncode}"])[-1]
-            row["predicted_ms"] = row["error_pct"] = row["naive_ms"] = row["naive_error_pct"] = None
-        else:
-            est = json.loads(out.stdout)
-            predicted, naive = find_key(est, "latency_s"), find_key(est, "naive_latency_s")
-            measured = row["measured_ms"] / 1e3 if row.get("measured_ms") else None
-            row.update({"predicted_ms": predicted * 1e3 if predicted else None,
-                        "error_pct": error_pct(predicted, measured),
-                        "naive_ms": naive * 1e3 if naive else None, "naive_error_pct": error_pct(naive, measured),
-                        "estimate_error": None,
-                        "estimate_warnings": [l for l in out.stderr.splitlines() if l.strip()]})
-        row["estimate_command"] = cmd
-        row["predicted_breakdown_ms"] = row["layers"] = None
+        e = run_estimate(cmd, False)
+        measured = row["measured_ms"] / 1e3 if row.get("measured_ms") else None
+        row.update(prediction_fields(e.get("latency_s"), e.get("naive_s"), measured))
+        row.update({"estimate_error": e.get("error"), "estimate_warnings": e.get("warnings", []),
+                    "estimate_command": cmd, "predicted_breakdown_ms": None, "layers": None})
         print(f"  {row['model']} b{row['batch']}: predicted {fmt(row['predicted_ms'], '.2f')} ms", file=sys.stderr,
               flush=True)
     meta = dict(meta, truepeak=truepeak,
@@ -1952,8 +1947,7 @@ def main():
             "spread": max(t) / min(t) if t else None, "runs": len(t),
             "rounds": len(case.round_ends) or None,
             "fastest_by_round_ms": [f * 1e3 for f in fastest_by_round(t, case.round_ends)] or None,
-            "predicted_ms": predicted * 1e3 if predicted else None, "error_pct": error_pct(predicted, measured),
-            "naive_ms": naive * 1e3 if naive else None, "naive_error_pct": error_pct(naive, measured),
+            **prediction_fields(predicted, naive, measured),
             "library": gpu_library_text(measured_doc or {"meta": torch_meta(torch)}) if gpu
                        else library_text(libraries.get(case.model)),
             "onednn": libraries.get(case.model),
