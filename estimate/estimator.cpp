@@ -61,7 +61,7 @@ OpRow cost_row(const Op& op, const Work& w, const RateModel& rates, const std::s
       if (w.own_elements_per_s)
         r.compute_s = w.elements / *w.own_elements_per_s;
       else if (const auto rate = w.vector_op.empty() ? std::nullopt
-                                                     : rates.vector_op_elements_per_s(w.vector_op))
+                                                     : rates.vector_op_elements_per_s(w.vector_op, w.bytes))
         r.compute_s = w.elements / *rate;
       else
         r.compute_s = w.flops / rates.vector_flops_per_s();

@@ -54,14 +54,26 @@ int conv_class(std::int64_t groups, bool depthwise) {
 
 }  // namespace
 
-std::optional<double> RateModel::vector_op_elements_per_s(const std::string& op) const {
+std::optional<double> RateModel::vector_op_elements_per_s(const std::string& op,
+                                                          double working_set_bytes) const {
   auto it = vector_op_rates_.find(op);
   // A profile without the tanh form (before 1.5, the quick suite, a skipped point) lends it the
   // erf form's rate; one without the padded add (before 1.9, the quick suite), the add's.
   if (it == vector_op_rates_.end() && op == "gelu_tanh") it = vector_op_rates_.find("gelu");
   if (it == vector_op_rates_.end() && op == "add_padded") it = vector_op_rates_.find("add");
   if (it == vector_op_rates_.end()) return std::nullopt;
-  return it->second;
+  double held = 0, past = 0, nearest = std::numeric_limits<double>::infinity();
+  for (const auto& [bytes, rate] : it->second) {
+    if (bytes <= largest_cache_bytes_) {
+      held = std::max(held, rate);
+    } else if (const double apart = std::fabs(std::log(bytes / std::max(working_set_bytes, 1.0)));
+               apart < nearest) {
+      nearest = apart;
+      past = rate;
+    }
+  }
+  if (working_set_bytes > largest_cache_bytes_ && past > 0) return past;
+  return held > 0 ? held : past;
 }
 
 double RateModel::interpolate(const std::vector<Point>& points, Coords query,
@@ -143,8 +155,11 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
 
   for (const auto& v : device.vector_ops) {
     if (v.dtype != dtype || !(v.elements_per_s > 0)) continue;
-    auto& rate = vector_op_rates_[v.op];
-    rate = std::max(rate, typical(v.elements_per_s, v.timing));
+    // Inputs and output: an add reads two tensors, every other op one.
+    const double tensors = v.op == "add" || v.op == "add_padded" ? 3 : 2;
+    const double bytes = tensors * static_cast<double>(v.rows) * static_cast<double>(v.cols) *
+                         dtype_bytes(dtype);
+    vector_op_rates_[v.op].emplace_back(bytes, typical(v.elements_per_s, v.timing));
   }
 
   for (const auto& l : device.memory_levels) {

@@ -84,10 +84,15 @@ class RateModel {
   double gemm_flops_per_s(const GemmCoords& shape) const;
   // Elementwise work (norms, activations): the vector FMA peak of the dtype.
   double vector_flops_per_s() const { return vector_flops_per_s_; }
-  // Elements per second of the profile's measured vector op `op` in this dtype (the fastest point
-  // of that op; gelu_tanh falls back to gelu, add_padded to add, where the profile has no point
-  // of its own), or nullopt when the profile has none.
-  std::optional<double> vector_op_elements_per_s(const std::string& op) const;
+  // Elements per second of the profile's measured vector op `op` in this dtype over a working set
+  // (inputs and output) of `working_set_bytes`, or nullopt when the profile has no point of it
+  // (gelu_tanh falls back to gelu, add_padded to add, where the profile has none of its own).
+  // A working set that the caches hold (largest_cache_bytes) takes the fastest point the caches
+  // held; a larger one, the point measured past the caches nearest to it in size, where the
+  // profile has one (a layout change from main memory runs at a third of its rate in the caches
+  // here), else the same.
+  std::optional<double> vector_op_elements_per_s(const std::string& op,
+                                                 double working_set_bytes = 0) const;
   // Bandwidth of the smallest memory level that holds `working_set_bytes`.
   double Bps(double working_set_bytes) const;
   double overhead_s() const { return overhead_s_; }
@@ -153,7 +158,8 @@ class RateModel {
   bool batched_gemm_points_ = false;
   double best_flops_per_s_ = 0;
   double vector_flops_per_s_ = 0;
-  std::map<std::string, double> vector_op_rates_;  // op -> elements/s in this dtype
+  // op -> (working set bytes, elements/s) of its points in this dtype, by working set
+  std::map<std::string, std::vector<std::pair<double, double>>> vector_op_rates_;
   std::vector<std::pair<double, double>> levels_;  // (bytes, Bps) ascending; last = DRAM
   std::vector<std::pair<double, double>> in_place_levels_;  // the same for the update kernel
   double dram_Bps_ = 0;

@@ -293,7 +293,8 @@ TEST(CpuPlan, QuickIsSmallerThanFull) {
 TEST(CpuPlan, VectorOpsCoverBothFloatTypes) {
   const auto quick = cpu_plan(this_kind_of_vm(), Suite::quick);
   const auto full = cpu_plan(this_kind_of_vm(), Suite::full);
-  EXPECT_EQ(full.vector_ops.size(), 2 * vector_op_names().size());
+  // Every op at the calibration size, and the two reorders past the caches too.
+  EXPECT_EQ(full.vector_ops.size(), 2 * (vector_op_names().size() + 2));
   for (const auto& plan : {quick, full}) {
     for (const DType dtype : {DType::f32, DType::bf16}) {
       for (const char* op : {"gelu", "softmax", "layernorm"}) {
@@ -305,6 +306,28 @@ TEST(CpuPlan, VectorOpsCoverBothFloatTypes) {
     EXPECT_LE(plan.vector_op_rule.budget_s, 0.5);
   }
   EXPECT_LT(quick.vector_ops.size(), full.vector_ops.size());
+}
+
+TEST(CpuPlan, TheDefaultSuiteTimesTheLayoutChangesFromMainMemoryToo) {
+  const auto device = this_kind_of_vm();
+  const double llc = static_cast<double>(largest_cache_bytes(device.levels));
+  const auto past_caches = [&](const Plan& plan, const std::string& op, DType dtype) {
+    return std::count_if(plan.vector_ops.begin(), plan.vector_ops.end(), [&](const VectorOpShape& s) {
+      return s.op == op && s.dtype == dtype && s.elements() * dtype_bytes(dtype) >= 2 * llc;
+    });
+  };
+  const auto full = cpu_plan(device, Suite::full);
+  const auto quick = cpu_plan(device, Suite::quick);
+  for (const DType dtype : {DType::f32, DType::bf16}) {
+    for (const char* op : {"reorder_blocked", "reorder_plain"}) {
+      EXPECT_EQ(past_caches(full, op, dtype), 1) << op;
+      EXPECT_EQ(past_caches(quick, op, dtype), 0) << op;
+      // Whole blocks of channels, as the kernel needs.
+      for (const auto& s : full.vector_ops)
+        if (s.op == op) EXPECT_EQ(s.rows % 16, 0);
+    }
+    for (const char* op : {"relu", "gelu", "add", "softmax"}) EXPECT_EQ(past_caches(full, op, dtype), 0) << op;
+  }
 }
 
 TEST(CpuPlan, ThePaddedAddLeavesHalfOfTheLastChannelBlockOfThisIsaEmpty) {

@@ -123,6 +123,39 @@ TEST(VectorOps, OpsMapToTheMeasuredOpThatTimesThem) {
   EXPECT_EQ(measured_vector_op(make_norm("a", "batchnorm", x)), "");
 }
 
+TEST_F(FixtureCpu, ALayoutChangePastTheCachesTakesTheRateMeasuredPastThem) {
+  // The fixture's caches keep 1 MiB (L2). A reorder measured over 128 KiB (two 64 KiB tensors)
+  // at 8e9 elements/s and over 64 MiB at 3e9, a relu over 128 KiB alone.
+  Device measured = cpu;
+  auto in_cache = testing::vector_op_point("reorder_plain", DType::f32, 8e9);
+  in_cache.rows = 16;
+  auto past = testing::vector_op_point("reorder_plain", DType::f32, 3e9);
+  past.cols = 32768;
+  auto relu = testing::vector_op_point("relu", DType::f32, 9e9);
+  relu.rows = 16;
+  measured.vector_ops = {past, in_cache, relu};
+  const RateModel rates(measured, DType::f32);
+  EXPECT_DOUBLE_EQ(*rates.vector_op_elements_per_s("reorder_plain", 64.0 * 1024), 8e9);
+  EXPECT_DOUBLE_EQ(*rates.vector_op_elements_per_s("reorder_plain", 1024.0 * 1024), 8e9);
+  EXPECT_DOUBLE_EQ(*rates.vector_op_elements_per_s("reorder_plain", 2.0 * 1024 * 1024), 3e9);
+  EXPECT_DOUBLE_EQ(*rates.vector_op_elements_per_s("reorder_plain", 1e9), 3e9);
+  // An op measured only in the caches keeps that rate at every size.
+  EXPECT_DOUBLE_EQ(*rates.vector_op_elements_per_s("relu", 1e9), 9e9);
+  // A second point past the caches: the one nearer in size serves.
+  auto further = past;
+  further.cols = 4 * 32768;
+  further.elements_per_s = 2e9;
+  further.timing.time_s = 256.0 * further.cols / 2e9;
+  further.timing.median_s = further.timing.time_s;
+  measured.vector_ops.push_back(further);
+  const RateModel two(measured, DType::f32);
+  EXPECT_DOUBLE_EQ(*two.vector_op_elements_per_s("reorder_plain", 80.0 * 1024 * 1024), 3e9);
+  EXPECT_DOUBLE_EQ(*two.vector_op_elements_per_s("reorder_plain", 200.0 * 1024 * 1024), 2e9);
+  // Only points past the caches: those serve every size.
+  measured.vector_ops = {past};
+  EXPECT_DOUBLE_EQ(*RateModel(measured, DType::f32).vector_op_elements_per_s("reorder_plain", 1024), 3e9);
+}
+
 TEST_F(FixtureCpu, TypicalTimesReplaceTheFastestSamplesWhereAsked) {
   // The 1024^3 point's quietest look had a median 10% over its fastest sample: a product of that
   // shape takes the fastest sample, and the median with --typical-times (Options::typical_times).
