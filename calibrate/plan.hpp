@@ -62,6 +62,11 @@ struct Plan {
   // other device-memory stream points too, keeping the faster run.
   bool confirm_peaks = true;
   bool confirm_other_streams = true;
+  // With confirm_peaks, the triad points past the cache below the last level and inside main
+  // memory's first size are measured again too: how much of a shared last-level cache this
+  // machine gets (which the estimator keeps weights and activations in) is a single look's
+  // verdict otherwise, and other tenants' load changes it by the second.
+  bool confirm_last_cache_triads = false;
   int confirm_gemms = 3;
   // Before confirming, wait up to this long for the sentinel to run as fast as it ever did.
   double quiet_wait_s = 0;

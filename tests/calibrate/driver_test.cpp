@@ -296,6 +296,34 @@ TEST(Driver, OtherMainMemoryStreamsAreConfirmedOnlyWhenThePlanSaysSo) {
   }
 }
 
+TEST(Driver, TheLastCachesTriadsAreConfirmedWhereThePlanSaysSo) {
+  for (const bool confirm : {true, false}) {
+    FakeBackend backend;
+    // L1 (the last cache here) serves 16 KiB at 400 GB/s in its first look and 600 in the next.
+    std::map<std::int64_t, int> looks;
+    backend.stream_rate = [&](StreamOp op, std::int64_t bytes) {
+      if (bytes > (1 << 18)) return 20e9;
+      return op == StreamOp::triad && looks[bytes]++ > 0 ? 600e9 : 400e9;
+    };
+    Plan plan = small_plan();
+    plan.stream_ops = {StreamOp::copy, StreamOp::triad};
+    plan.confirm_last_cache_triads = confirm;
+    std::vector<std::string> lines;
+    CalibrateOptions options;
+    options.progress = [&](const std::string& line) { lines.push_back(line); };
+    Device device;
+    ASSERT_TRUE(calibrate_device(backend, plan, options, device));
+    EXPECT_EQ(backend.streams_made.at("triad 16384"), confirm ? 2 : 1);
+    EXPECT_EQ(backend.streams_made.at("copy 16384"), 1);
+    // The faster look is kept, and the level's bandwidth follows it.
+    ASSERT_FALSE(device.memory_levels.empty());
+    EXPECT_NEAR(device.memory_levels.front().Bps, confirm ? 600e9 : 400e9, 1);
+    const auto [done, total] = last_count(lines);
+    ASSERT_FALSE(done.empty());
+    EXPECT_EQ(done, total);
+  }
+}
+
 TEST(Driver, TriadOnlySizesAddMainMemoryPointsOfTheTriadAlone) {
   for (const bool confirm : {true, false}) {
     FakeBackend backend;
