@@ -247,11 +247,10 @@ class DeviceRun {
       // The main-memory triads are confirmed by the watch or after it; the other ops when the
       // plan says so.
       if (memory_from) {
-        const std::int64_t below_last = below_last_cache_bytes(backend.describe().levels);
         for (const auto& [op, bytes] : sweep) {
           confirmed += bytes >= *memory_from && (op == StreamOp::triad || plan.confirm_other_streams);
-          confirmed += bytes < *memory_from && bytes > below_last && op == StreamOp::triad &&
-                       plan.confirm_last_cache_triads;
+          confirmed += op == StreamOp::triad && plan.confirm_last_cache_triads &&
+                       in_last_cache(bytes, backend.describe().levels);
         }
       }
       total_points_ += int(plan.fma_dtypes.size()) + (plan.measure_clock ? 1 : 0) + confirmed;
@@ -872,7 +871,7 @@ class DeviceRun {
   // the last-level cache where the plan says so.
   bool confirms_after_watch(const MemoryPoint& p, std::int64_t device_memory_from) const {
     if (p.kernel == "triad" && plan_.confirm_last_cache_triads && p.bytes < device_memory_from)
-      return p.bytes > below_last_cache_bytes(backend_.describe().levels);
+      return in_last_cache(p.bytes, backend_.describe().levels);
     if (p.bytes < device_memory_from || p.kernel == "d2d_copy" || !stream_op_named(p.kernel)) return false;
     // With bursts, the main-memory triad points were the watch's to confirm.
     if (p.kernel == "triad") return plan_.watch_share <= 0;
@@ -960,10 +959,13 @@ class DeviceRun {
     if (changed) set_memory_levels();
   }
 
-  // The capacity of the cache below the last level, 0 where the last is the only one.
-  static std::int64_t below_last_cache_bytes(const std::vector<MemoryLevel>& levels) {
-    if (levels.size() < 3 || !levels[levels.size() - 3].bytes) return 0;
-    return *levels[levels.size() - 3].bytes;
+  // A working set past the cache below the last level and within the last one (the levels end
+  // with device memory): where the share of a shared cache that this machine gets shows.
+  static bool in_last_cache(std::int64_t bytes, const std::vector<MemoryLevel>& levels) {
+    if (levels.size() < 2 || !levels[levels.size() - 2].bytes) return false;
+    const std::int64_t below =
+        levels.size() >= 3 && levels[levels.size() - 3].bytes ? *levels[levels.size() - 3].bytes : 0;
+    return bytes > below && bytes <= *levels[levels.size() - 2].bytes;
   }
 
   // Working sets from 4x the last cache's capacity measure device memory (as level_bandwidths).

@@ -62,8 +62,8 @@ struct Plan {
   // other device-memory stream points too, keeping the faster run.
   bool confirm_peaks = true;
   bool confirm_other_streams = true;
-  // With confirm_peaks, the triad points past the cache below the last level and inside main
-  // memory's first size are measured again too: how much of a shared last-level cache this
+  // With confirm_peaks, the triad points past the cache below the last level and inside the last
+  // one are measured again too, the faster look kept: how much of a shared last-level cache this
   // machine gets (which the estimator keeps weights and activations in) is a single look's
   // verdict otherwise, and other tenants' load changes it by the second.
   bool confirm_last_cache_triads = false;

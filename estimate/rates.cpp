@@ -67,7 +67,7 @@ std::optional<double> RateModel::vector_op_elements_per_s(const std::string& op,
     if (bytes <= largest_cache_bytes_) {
       held = std::max(held, rate);
     } else if (const double apart = std::fabs(std::log(bytes / std::max(working_set_bytes, 1.0)));
-               apart < nearest) {
+               apart < nearest || (apart == nearest && rate > past)) {
       nearest = apart;
       past = rate;
     }

@@ -51,6 +51,7 @@ class FakeBackend : public Backend {
     desc_.levels = {{"L1", 1 << 16}, {"DRAM", std::int64_t(1) << 34}};
   }
   const DeviceDescription& describe() const override { return desc_; }
+  void set_levels(std::vector<MemoryLevel> levels) { desc_.levels = std::move(levels); }
   std::unique_ptr<Kernel> gemm(const GemmShape& s) override {
     if (s.dtype == DType::int8) throw Unsupported("gemm " + s.str() + ": no int8 here");
     const int made = gemms_made[s.str()]++;
@@ -297,31 +298,45 @@ TEST(Driver, OtherMainMemoryStreamsAreConfirmedOnlyWhenThePlanSaysSo) {
 }
 
 TEST(Driver, TheLastCachesTriadsAreConfirmedWhereThePlanSaysSo) {
+  std::map<bool, int> first_total;
   for (const bool confirm : {true, false}) {
     FakeBackend backend;
-    // L1 (the last cache here) serves 16 KiB at 400 GB/s in its first look and 600 in the next.
+    backend.set_levels({{"L1", 1 << 16}, {"L2", 1 << 20}, {"DRAM", std::int64_t(1) << 34}});
+    // Every triad in the caches runs at 400 GB/s in its first look and 600 in the next.
     std::map<std::int64_t, int> looks;
     backend.stream_rate = [&](StreamOp op, std::int64_t bytes) {
-      if (bytes > (1 << 18)) return 20e9;
+      if (bytes > (1 << 22)) return 20e9;
       return op == StreamOp::triad && looks[bytes]++ > 0 ? 600e9 : 400e9;
     };
     Plan plan = small_plan();
     plan.stream_ops = {StreamOp::copy, StreamOp::triad};
+    // In L1; past L1 inside L2 (the last cache); past L2 but short of main memory (4x L2).
+    plan.stream_bytes = {1 << 14, 1 << 19, 1 << 21, std::int64_t(1) << 36};
     plan.confirm_last_cache_triads = confirm;
     std::vector<std::string> lines;
     CalibrateOptions options;
     options.progress = [&](const std::string& line) { lines.push_back(line); };
     Device device;
     ASSERT_TRUE(calibrate_device(backend, plan, options, device));
-    EXPECT_EQ(backend.streams_made.at("triad 16384"), confirm ? 2 : 1);
-    EXPECT_EQ(backend.streams_made.at("copy 16384"), 1);
-    // The faster look is kept, and the level's bandwidth follows it.
-    ASSERT_FALSE(device.memory_levels.empty());
-    EXPECT_NEAR(device.memory_levels.front().Bps, confirm ? 600e9 : 400e9, 1);
+    EXPECT_EQ(backend.streams_made.at("triad 524288"), confirm ? 2 : 1);
+    EXPECT_EQ(backend.streams_made.at("copy 524288"), 1);
+    EXPECT_EQ(backend.streams_made.at("triad 16384"), 1);
+    EXPECT_EQ(backend.streams_made.at("triad 2097152"), 1);
+    // The faster look is kept, and the last cache's bandwidth follows it.
+    ASSERT_EQ(device.memory_levels.size(), 3u);
+    EXPECT_NEAR(device.memory_levels[0].Bps, 400e9, 1);
+    EXPECT_NEAR(device.memory_levels[1].Bps, confirm ? 600e9 : 400e9, 1);
+    // The count ends where it said it would, and counted the one more point from the start.
+    const std::regex counted(R"(^\[\S* *(\d+)/(\d+) )");
+    std::smatch first;
+    for (const auto& line : lines)
+      if (std::regex_search(line, first, counted)) break;
+    ASSERT_FALSE(first.empty());
+    first_total[confirm] = std::stoi(first[2].str());
     const auto [done, total] = last_count(lines);
-    ASSERT_FALSE(done.empty());
     EXPECT_EQ(done, total);
   }
+  EXPECT_EQ(first_total[true], first_total[false] + 1);
 }
 
 TEST(Driver, TriadOnlySizesAddMainMemoryPointsOfTheTriadAlone) {

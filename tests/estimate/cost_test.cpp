@@ -156,6 +156,20 @@ TEST_F(FixtureCpu, ALayoutChangePastTheCachesTakesTheRateMeasuredPastThem) {
   EXPECT_DOUBLE_EQ(*RateModel(measured, DType::f32).vector_op_elements_per_s("reorder_plain", 1024), 3e9);
 }
 
+TEST_F(FixtureCpu, AnOpsRowTakesTheRateOfItsOwnWorkingSet) {
+  // A gelu over N x 65536 elements moves N x 512 KiB: inside the fixture's 1 MiB cache at batch
+  // 1, past it at batch 8, where the gelu measured past the caches (2e9 against 4e9) serves.
+  Device measured = cpu;
+  auto in_cache = testing::vector_op_point("gelu", DType::f32, 4e9);
+  in_cache.rows = 16;
+  auto past = testing::vector_op_point("gelu", DType::f32, 2e9);
+  past.cols = 32768;
+  measured.vector_ops = {in_cache, past};
+  const Model m = gelu_model();
+  EXPECT_NEAR(estimate(m, measured, batch(1)).ops.at(0).compute_s, 65536 / 4e9, 1e-15);
+  EXPECT_NEAR(estimate(m, measured, batch(8)).ops.at(0).compute_s, 8 * 65536 / 2e9, 1e-15);
+}
+
 TEST_F(FixtureCpu, TypicalTimesReplaceTheFastestSamplesWhereAsked) {
   // The 1024^3 point's quietest look had a median 10% over its fastest sample: a product of that
   // shape takes the fastest sample, and the median with --typical-times (Options::typical_times).
