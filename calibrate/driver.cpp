@@ -690,10 +690,13 @@ class DeviceRun {
   // `work`: of one run, when it is not the kernel's FLOPs (a vector op's elements).
   void keep_for_revisit(const std::string& klass, const std::string& what, PeakWatch::Make make,
                         Revisit::Kind kind, std::size_t index, const Measured& m, double work = -1) {
-    if (plan_.revisit_max_s > 0 && m.summary.min_s <= plan_.revisit_max_s)
+    if (plan_.revisit_max_s > 0 && m.summary.min_s <= plan_.revisit_max_s) {
       revisits_.push_back({klass, what, std::move(make), kind, index, work >= 0 ? work : m.flops, m.samples});
-    else
-      no_revisit();
+      return;
+    }
+    no_revisit();
+    if (kind == Revisit::Kind::conv && m.summary.min_s <= plan_.last_look_max_s)
+      final_candidates_.push_back({klass, what, std::move(make), kind, index, work >= 0 ? work : m.flops, m.samples});
   }
 
   // A point with no second look (failed, or too long): its share of the progress total is done.

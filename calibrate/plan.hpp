@@ -109,6 +109,10 @@ struct Plan {
   // run kernels of one family, so a point far behind its twin was likely measured in a slow
   // spell; plain NCHW points, run by another algorithm, neither take nor give one (0: none).
   double twin_look_gap = 0;
+  // Convolution points whose fastest sample took longer than revisit_max_s and at most this long
+  // get no second look but are candidates for the last look too: a point slowed past
+  // revisit_max_s by a busy spell is the one that needs it (0: none).
+  double last_look_max_s = 0;
   // The run's goal, in seconds from the start of the device's run (0: none). The optional work
   // gives way to it: the sentinel's re-measures, the second looks, the wait for a quiet machine
   // and the last look run only while they leave the confirmation time to end by then. The points

@@ -656,6 +656,45 @@ TEST(Driver, TheBestLayersGetALastLookAfterTheConfirmation) {
   EXPECT_EQ(again.convs_made.at(ConvShape::parse("f32_mb1ic40ih8oc16kh3ph1").str()), 2);
 }
 
+TEST(Driver, APointSlowedPastTheSecondLooksLimitStillGetsALastLook) {
+  // Layer 40's blocked point runs at 0.3 TFLOP/s on its first look (2.5 us, past the second
+  // looks' 2 us) and 0.5 after, as its twin and the other layer do throughout: with
+  // last_look_max_s it is a last-look candidate, behind its twin, and its last look finds 0.5.
+  for (const double last_look_max_s : {1.0, 0.0}) {
+    FakeBackend backend;
+    backend.conv_layout_rate = [](const ConvShape& s, ConvLayout layout, int made) {
+      return s.c == 40 && layout == ConvLayout::blocked && made == 0 ? 3e11 : 5e11;
+    };
+    Plan plan = small_plan();
+    plan.conv.clear();
+    for (const char* shape : {"f32_mb1ic16ih8oc16kh3ph1", "f32_mb1ic40ih8oc16kh3ph1"})
+      for (const auto layout : {ConvLayout::blocked, ConvLayout::any})
+        plan.conv.push_back({ConvShape::parse(shape), layout});
+    plan.revisit_max_s = 2e-6;
+    plan.revisit_rule = plan.conv_rule;
+    plan.twin_look_gap = 0.15;
+    plan.final_looks = 5;
+    plan.last_look_max_s = last_look_max_s;
+    std::vector<std::string> lines;
+    CalibrateOptions options;
+    options.progress = [&](const std::string& line) { lines.push_back(line); };
+    Device device;
+    ASSERT_TRUE(calibrate_device(backend, plan, options, device));
+    EXPECT_EQ(device.conditions["last_looks"], last_look_max_s > 0 ? 1 : 0);
+    const auto [done, total] = last_count(lines);
+    ASSERT_FALSE(done.empty());
+    EXPECT_EQ(done, total);
+    bool seen = false;
+    for (const auto& c : device.conv) {
+      if (c.shape.c == 40 && c.layout == "blocked") {
+        seen = true;
+        EXPECT_NEAR(c.flops_per_s, last_look_max_s > 0 ? 5e11 : 3e11, 1);
+      }
+    }
+    EXPECT_TRUE(seen);
+  }
+}
+
 TEST(Driver, APointFarBehindItsTwinInAnotherLayoutGetsALastLook) {
   // Three layers, each blocked and in oneDNN's own layout (nhwc here), all at 0.5 TFLOP/s but
   // for two: layer 40's blocked point runs at 0.3 on its first two looks (40% behind its twin)
