@@ -137,6 +137,15 @@ std::pair<std::string, std::string> last_count(const std::vector<std::string>& l
   return {last[1].str(), last[2].str()};
 }
 
+// Calibrates `backend` with `plan`, its progress lines into `lines`.
+Device calibrate_counted(FakeBackend& backend, const Plan& plan, std::vector<std::string>& lines) {
+  CalibrateOptions options;
+  options.progress = [&](const std::string& line) { lines.push_back(line); };
+  Device device;
+  EXPECT_TRUE(calibrate_device(backend, plan, options, device));
+  return device;
+}
+
 Plan small_plan() {
   Plan p;
   p.gemm = {{DType::f32, 64, 64, 64, 1}, {DType::f32, 128, 128, 128, 1}, {DType::bf16, 64, 64, 64, 1},
@@ -314,10 +323,7 @@ TEST(Driver, TheLastCachesTriadsAreConfirmedWhereThePlanSaysSo) {
     plan.stream_bytes = {1 << 14, 1 << 19, 1 << 21, std::int64_t(1) << 36};
     plan.confirm_last_cache_triads = confirm;
     std::vector<std::string> lines;
-    CalibrateOptions options;
-    options.progress = [&](const std::string& line) { lines.push_back(line); };
-    Device device;
-    ASSERT_TRUE(calibrate_device(backend, plan, options, device));
+    const Device device = calibrate_counted(backend, plan, lines);
     EXPECT_EQ(backend.streams_made.at("triad 524288"), confirm ? 2 : 1);
     EXPECT_EQ(backend.streams_made.at("copy 524288"), 1);
     EXPECT_EQ(backend.streams_made.at("triad 16384"), 1);
@@ -676,10 +682,7 @@ TEST(Driver, APointSlowedPastTheSecondLooksLimitStillGetsALastLook) {
     plan.final_looks = 5;
     plan.last_look_max_s = last_look_max_s;
     std::vector<std::string> lines;
-    CalibrateOptions options;
-    options.progress = [&](const std::string& line) { lines.push_back(line); };
-    Device device;
-    ASSERT_TRUE(calibrate_device(backend, plan, options, device));
+    const Device device = calibrate_counted(backend, plan, lines);
     EXPECT_EQ(device.conditions["last_looks"], last_look_max_s > 0 ? 1 : 0);
     const auto [done, total] = last_count(lines);
     ASSERT_FALSE(done.empty());

@@ -123,17 +123,21 @@ TEST(VectorOps, OpsMapToTheMeasuredOpThatTimesThem) {
   EXPECT_EQ(measured_vector_op(make_norm("a", "batchnorm", x)), "");
 }
 
+// An f32 point of `op` over rows x cols elements at `rate` elements/s.
+VectorOpPoint sized_point(const std::string& op, double rate, std::int64_t rows, std::int64_t cols) {
+  VectorOpPoint v = testing::vector_op_point(op, DType::f32, rate);
+  v.rows = rows;
+  v.cols = cols;
+  v.timing.time_s = v.timing.median_s = static_cast<double>(rows * cols) / rate;
+  return v;
+}
+
 TEST_F(FixtureCpu, ALayoutChangePastTheCachesTakesTheRateMeasuredPastThem) {
   // The fixture's caches keep 1 MiB (L2). A reorder measured over 128 KiB (two 64 KiB tensors)
   // at 8e9 elements/s and over 64 MiB at 3e9, a relu over 128 KiB alone.
   Device measured = cpu;
-  auto in_cache = testing::vector_op_point("reorder_plain", DType::f32, 8e9);
-  in_cache.rows = 16;
-  auto past = testing::vector_op_point("reorder_plain", DType::f32, 3e9);
-  past.cols = 32768;
-  auto relu = testing::vector_op_point("relu", DType::f32, 9e9);
-  relu.rows = 16;
-  measured.vector_ops = {past, in_cache, relu};
+  const auto past = sized_point("reorder_plain", 3e9, 256, 32768);
+  measured.vector_ops = {past, sized_point("reorder_plain", 8e9, 16, 1024), sized_point("relu", 9e9, 16, 1024)};
   const RateModel rates(measured, DType::f32);
   EXPECT_DOUBLE_EQ(*rates.vector_op_elements_per_s("reorder_plain", 64.0 * 1024), 8e9);
   EXPECT_DOUBLE_EQ(*rates.vector_op_elements_per_s("reorder_plain", 1024.0 * 1024), 8e9);
@@ -142,12 +146,7 @@ TEST_F(FixtureCpu, ALayoutChangePastTheCachesTakesTheRateMeasuredPastThem) {
   // An op measured only in the caches keeps that rate at every size.
   EXPECT_DOUBLE_EQ(*rates.vector_op_elements_per_s("relu", 1e9), 9e9);
   // A second point past the caches: the one nearer in size serves.
-  auto further = past;
-  further.cols = 4 * 32768;
-  further.elements_per_s = 2e9;
-  further.timing.time_s = 256.0 * further.cols / 2e9;
-  further.timing.median_s = further.timing.time_s;
-  measured.vector_ops.push_back(further);
+  measured.vector_ops.push_back(sized_point("reorder_plain", 2e9, 256, 4 * 32768));
   const RateModel two(measured, DType::f32);
   EXPECT_DOUBLE_EQ(*two.vector_op_elements_per_s("reorder_plain", 80.0 * 1024 * 1024), 3e9);
   EXPECT_DOUBLE_EQ(*two.vector_op_elements_per_s("reorder_plain", 200.0 * 1024 * 1024), 2e9);
@@ -160,11 +159,7 @@ TEST_F(FixtureCpu, AnOpsRowTakesTheRateOfItsOwnWorkingSet) {
   // A gelu over N x 65536 elements moves N x 512 KiB: inside the fixture's 1 MiB cache at batch
   // 1, past it at batch 8, where the gelu measured past the caches (2e9 against 4e9) serves.
   Device measured = cpu;
-  auto in_cache = testing::vector_op_point("gelu", DType::f32, 4e9);
-  in_cache.rows = 16;
-  auto past = testing::vector_op_point("gelu", DType::f32, 2e9);
-  past.cols = 32768;
-  measured.vector_ops = {in_cache, past};
+  measured.vector_ops = {sized_point("gelu", 4e9, 16, 1024), sized_point("gelu", 2e9, 256, 32768)};
   const Model m = gelu_model();
   EXPECT_NEAR(estimate(m, measured, batch(1)).ops.at(0).compute_s, 65536 / 4e9, 1e-15);
   EXPECT_NEAR(estimate(m, measured, batch(8)).ops.at(0).compute_s, 8 * 65536 / 2e9, 1e-15);
