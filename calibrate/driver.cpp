@@ -249,8 +249,7 @@ class DeviceRun {
       if (memory_from) {
         for (const auto& [op, bytes] : sweep) {
           confirmed += bytes >= *memory_from && (op == StreamOp::triad || plan.confirm_other_streams);
-          confirmed += op == StreamOp::triad && plan.confirm_last_cache_triads &&
-                       in_last_cache(bytes, backend.describe().levels);
+          confirmed += confirms_in_last_cache(to_string(op), bytes);
         }
       }
       total_points_ += int(plan.fma_dtypes.size()) + (plan.measure_clock ? 1 : 0) + confirmed;
@@ -690,13 +689,14 @@ class DeviceRun {
   // `work`: of one run, when it is not the kernel's FLOPs (a vector op's elements).
   void keep_for_revisit(const std::string& klass, const std::string& what, PeakWatch::Make make,
                         Revisit::Kind kind, std::size_t index, const Measured& m, double work = -1) {
+    Revisit r{klass, what, std::move(make), kind, index, work >= 0 ? work : m.flops, m.samples};
     if (plan_.revisit_max_s > 0 && m.summary.min_s <= plan_.revisit_max_s) {
-      revisits_.push_back({klass, what, std::move(make), kind, index, work >= 0 ? work : m.flops, m.samples});
+      revisits_.push_back(std::move(r));
       return;
     }
     no_revisit();
     if (kind == Revisit::Kind::conv && m.summary.min_s <= plan_.last_look_max_s)
-      final_candidates_.push_back({klass, what, std::move(make), kind, index, work >= 0 ? work : m.flops, m.samples});
+      final_candidates_.push_back(std::move(r));
   }
 
   // A point with no second look (failed, or too long): its share of the progress total is done.
@@ -873,8 +873,7 @@ class DeviceRun {
   // A main-memory sweep point measured again after the watch's confirmation, or a triad point of
   // the last-level cache where the plan says so.
   bool confirms_after_watch(const MemoryPoint& p, std::int64_t device_memory_from) const {
-    if (p.kernel == "triad" && plan_.confirm_last_cache_triads && p.bytes < device_memory_from)
-      return in_last_cache(p.bytes, backend_.describe().levels);
+    if (confirms_in_last_cache(p.kernel, p.bytes)) return true;
     if (p.bytes < device_memory_from || p.kernel == "d2d_copy" || !stream_op_named(p.kernel)) return false;
     // With bursts, the main-memory triad points were the watch's to confirm.
     if (p.kernel == "triad") return plan_.watch_share <= 0;
@@ -962,10 +961,14 @@ class DeviceRun {
     if (changed) set_memory_levels();
   }
 
-  // A working set past the cache below the last level and within the last one (the levels end
-  // with device memory): where the share of a shared cache that this machine gets shows.
-  static bool in_last_cache(std::int64_t bytes, const std::vector<MemoryLevel>& levels) {
-    if (levels.size() < 2 || !levels[levels.size() - 2].bytes) return false;
+  // A triad point the plan measures again at the end: its working set past the cache below the
+  // last level and within the last one (the levels end with device memory), where the share of a
+  // shared cache that this machine gets shows.
+  bool confirms_in_last_cache(std::string_view kernel, std::int64_t bytes) const {
+    const auto& levels = backend_.describe().levels;
+    if (kernel != "triad" || !plan_.confirm_last_cache_triads || levels.size() < 2 ||
+        !levels[levels.size() - 2].bytes)
+      return false;
     const std::int64_t below =
         levels.size() >= 3 && levels[levels.size() - 3].bytes ? *levels[levels.size() - 3].bytes : 0;
     return bytes > below && bytes <= *levels[levels.size() - 2].bytes;

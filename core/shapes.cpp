@@ -137,6 +137,11 @@ std::string ConvShape::str() const {
                      stride, pad, dilation);
 }
 
+double VectorOpShape::bytes() const {
+  const double tensors = op == "add" || op == "add_padded" ? 3.0 : 2.0;
+  return tensors * elements() * static_cast<double>(dtype_bytes(dtype));
+}
+
 std::string VectorOpShape::str() const {
   return fmt::format("{}_{}_{}x{}", op, to_string(dtype), rows, cols);
 }

@@ -61,6 +61,9 @@ struct VectorOpShape {
   std::int64_t rows = 0, cols = 0;
 
   double elements() const { return static_cast<double>(rows) * static_cast<double>(cols); }
+  // Bytes read and written once: the inputs and the output (an add reads two tensors, every
+  // other op one).
+  double bytes() const;
   std::string str() const;
   friend bool operator==(const VectorOpShape&, const VectorOpShape&) = default;
 };

@@ -155,10 +155,7 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
 
   for (const auto& v : device.vector_ops) {
     if (v.dtype != dtype || !(v.elements_per_s > 0)) continue;
-    // Inputs and output: an add reads two tensors, every other op one.
-    const double tensors = v.op == "add" || v.op == "add_padded" ? 3 : 2;
-    const double bytes = tensors * static_cast<double>(v.rows) * static_cast<double>(v.cols) *
-                         dtype_bytes(dtype);
+    const double bytes = VectorOpShape{v.op, v.dtype, v.rows, v.cols}.bytes();
     vector_op_rates_[v.op].emplace_back(bytes, typical(v.elements_per_s, v.timing));
   }
 

@@ -141,10 +141,7 @@ class VectorOpKernel final : public Kernel {
 
   std::string name() const override { return "vector_op " + shape_.str(); }
   double flops() const override { return 0; }
-  double bytes() const override {
-    const double tensors = is_add(shape_.op) ? 3.0 : 2.0;
-    return tensors * shape_.elements() * static_cast<double>(dtype_bytes(shape_.dtype));
-  }
+  double bytes() const override { return shape_.bytes(); }
   std::string impl() const override { return impl_; }
   std::string layout() const override {
     const std::string blocked = fmt::format("aBcd{}b", block_);

@@ -34,6 +34,14 @@ TEST(GemmShapeTest, BadNamesAreInputErrors) {
   EXPECT_THROW(GemmShape::parse("f32_m8m8n8k8"), InputError);
 }
 
+TEST(VectorOpShapeTest, BytesCountTheInputsAndTheOutput) {
+  // 256 x 1024 elements: a relu reads one f32 tensor and writes one, an add reads two.
+  EXPECT_DOUBLE_EQ((VectorOpShape{"relu", DType::f32, 256, 1024}.bytes()), 2.0 * 256 * 1024 * 4);
+  EXPECT_DOUBLE_EQ((VectorOpShape{"add", DType::f32, 256, 1024}.bytes()), 3.0 * 256 * 1024 * 4);
+  EXPECT_DOUBLE_EQ((VectorOpShape{"add_padded", DType::bf16, 24, 10240}.bytes()), 3.0 * 24 * 10240 * 2);
+  EXPECT_DOUBLE_EQ((VectorOpShape{"reorder_plain", DType::bf16, 256, 1024}.bytes()), 2.0 * 256 * 1024 * 2);
+}
+
 TEST(ConvShapeTest, NamePrintsAndParses) {
   ConvShape s;
   s.dtype = DType::f32;
