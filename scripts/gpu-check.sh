@@ -300,6 +300,13 @@ if len(sys.argv) > 3:
             nn = next((x for x in peer["gemm"] if x["layout"] == "nn" and x["m"] == g["m"]), None)
             theirs = max(g["best_flops_per_s"], nn["best_flops_per_s"] if nn else 0)
             peer_row(f"{g['dtype']} GEMM {g['m']}^3", mine, theirs, "TFLOP/s", 1e12)
+        for cv in peer.get("conv", []):
+            keys = ("n", "c", "h", "w", "k", "r", "s", "stride", "pad", "groups")
+            mine = max([p["flops_per_s"] for p in d.get("conv", []) if p.get("dtype") == cv["dtype"]
+                        and p.get("layout") == cv["layout"] and all(p.get(key) == cv[key] for key in keys)] or [0])
+            what = f"conv {cv['dtype']} {cv['layout']} {cv['c']}>{cv['k']} {cv['r']}x{cv['s']}/{cv['stride']}"
+            peer_row(what + (f" g{cv['groups']}" if cv["groups"] > 1 else ""), mine, cv["best_flops_per_s"],
+                     "TFLOP/s", 1e12)
         copy_peer = (peer.get("device_copy_Bps") or {}).get("best")
         peer_row("device copy 1 GiB", copy, copy_peer, "TB/s", 1e12)
         h2d = transfers.get("h2d_pinned") or {}

@@ -1,6 +1,7 @@
-// Forward convolution through cuDNN 9's convolution API (cudnnConvolutionForward): the
-// candidates of cuDNN's heuristics (cudnnGetConvolutionForwardAlgorithm_v7) that fit the
-// workspace limit are timed, and the fastest is kept with its workspace.
+// Forward convolution through cuDNN 9, by both of its interfaces: the graph API's engines (what
+// frameworks run; kernels/cuda/cudnn_graph.hpp) and the legacy API's algorithms
+// (cudnnConvolutionForward, heuristics of cudnnGetConvolutionForwardAlgorithm_v7). The candidates
+// of each that fit the workspace limit are timed, and the fastest is kept with its workspace.
 //
 // f32 runs with CUDNN_FMA_MATH: true f32 arithmetic (cuDNN would otherwise use TF32 tensor cores,
 // which is a different dtype). f16 and bf16 accumulate in f32 on the tensor cores.
@@ -19,6 +20,7 @@
 #include "kernels/cuda/cuda_kernels.hpp"
 #include "kernels/cuda/cuda_owners.hpp"
 #include "kernels/cuda/cudnn_check.hpp"
+#include "kernels/cuda/cudnn_graph.hpp"
 #include "kernels/cuda/device_kernels.hpp"
 #include "kernels/cuda/memory_fit.hpp"
 
@@ -69,7 +71,7 @@ namespace {
 constexpr int kMaxSets = 64;
 constexpr int kCheckSamples = 256;
 constexpr double kTargetSampleS = 200e-6;
-constexpr std::size_t kCandidates = 8;  // of the heuristic's list, the first that fit are timed
+constexpr std::size_t kCandidates = 8;  // of each API's list, the first that fit are timed
 constexpr double kCandidateS = 1e-3;    // each candidate: two batches of calls this long
 
 struct ConvTypes {
@@ -187,7 +189,7 @@ class ConvKernel final : public Kernel {
 
   void check() override {
     use_device(device_);
-    TP_CUDNN_CHECK(forward(*algo_, 0));
+    TP_CUDNN_CHECK(forward(candidates_[*chosen_], 0));
     std::mt19937_64 rng(0xc0de);
     const std::int64_t oh = shape_.out_h(), ow = shape_.out_w();
     std::vector<std::int64_t> samples = {0, 0, 0, 0, shape_.n - 1, shape_.k - 1, oh - 1, ow - 1};
@@ -229,7 +231,7 @@ class ConvKernel final : public Kernel {
     timer_->start(stream_.get());
     for (int i = 0; i < inner_; ++i) {
       next_set_ = (next_set_ + 1) % sets_;
-      TP_CUDNN_CHECK(forward(*algo_, next_set_));
+      TP_CUDNN_CHECK(forward(candidates_[*chosen_], next_set_));
     }
     timer_->stop(stream_.get());
     return timer_->elapsed_s() / inner_;
@@ -238,13 +240,35 @@ class ConvKernel final : public Kernel {
  private:
   static std::int64_t round_up(std::int64_t bytes) { return (bytes + 255) / 256 * 256; }
 
+  // A candidate: a graph-API plan (graph_index) or a legacy algorithm (legacy), with its
+  // workspace.
+  struct Candidate {
+    std::optional<cudnnConvolutionFwdAlgoPerf_t> legacy;
+    std::size_t graph_index = 0;
+    std::int64_t workspace_bytes = 0;
+    std::string name;
+  };
+
   void choose_algorithm(std::int64_t workspace_limit) {
+    // The graph API first: its engines are the ones frameworks run.
+    try {
+      graph_.emplace(cudnn_->get(), shape_, nhwc_, types_.data, workspace_limit, kCandidates);
+      for (std::size_t i = 0; i < graph_->plans().size(); ++i) {
+        const GraphPlan& plan = graph_->plans()[i];
+        candidates_.push_back({std::nullopt, i, plan.workspace_bytes, "graph " + plan.name});
+      }
+      if (!graph_->notes().empty()) notes_ += " graph: " + graph_->notes() + ";";
+    } catch (const Error& e) {
+      graph_.reset();
+      notes_ += fmt::format(" graph API: {};", e.what());
+    }
     std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
     int returned = 0;
     TP_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
         cudnn_->get(), x_desc_.get(), w_desc_.get(), conv_desc_.get(), y_desc_.get(),
         static_cast<int>(perf.size()), &returned, perf.data()));
-    for (int i = 0; i < returned; ++i) {
+    std::size_t legacy = 0;
+    for (int i = 0; i < returned && legacy < kCandidates; ++i) {
       if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
       // The heuristic's `memory` is an estimate; the workspace an algorithm needs with the math
       // type it will run with comes from cudnnGetConvolutionForwardWorkspaceSize.
@@ -256,60 +280,60 @@ class ConvKernel final : public Kernel {
         continue;
       if (static_cast<std::int64_t>(needed) > workspace_limit) continue;
       perf[i].memory = needed;
-      candidates_.push_back(perf[i]);
-      workspace_bytes_ =
-          std::max<std::int64_t>(workspace_bytes_, static_cast<std::int64_t>(needed));
+      candidates_.push_back({perf[i], 0, static_cast<std::int64_t>(needed),
+                             fmt::format("algo={} math={}", static_cast<int>(perf[i].algo),
+                                         static_cast<int>(math_for(perf[i])))});
+      ++legacy;
     }
+    for (const Candidate& candidate : candidates_)
+      workspace_bytes_ = std::max(workspace_bytes_, candidate.workspace_bytes);
     if (candidates_.empty())
       throw Unsupported(fmt::format(
-          "cuDNN has no forward algorithm for conv {} in {} within {} of workspace", shape_.str(),
-          nhwc_ ? "NHWC" : "NCHW", format_bytes(static_cast<double>(workspace_limit))));
+          "cuDNN has no forward engine or algorithm for conv {} in {} within {} of workspace;{}",
+          shape_.str(), nhwc_ ? "NHWC" : "NCHW", format_bytes(static_cast<double>(workspace_limit)),
+          notes_));
   }
 
-  // Seconds per call of the algorithm and math type set now: one call sizes the batches, then
-  // the faster of two, each call on the next buffer set in turn, as run_s does.
-  double time_calls(cudnnConvolutionFwdAlgo_t algo) {
+  // Seconds per call of one candidate: one call sizes the batches, then the faster of two, each
+  // call on the next buffer set in turn, as run_s does.
+  double time_calls(const Candidate& candidate) {
     const auto call = [&] {
       next_set_ = (next_set_ + 1) % sets_;
-      TP_CUDNN_CHECK(forward(algo, next_set_));
+      TP_CUDNN_CHECK(forward(candidate, next_set_));
     };
     const double estimate_s = fastest_batch_s(*timer_, stream_.get(), 1, 1, call);
     const int calls = static_cast<int>(std::clamp(std::ceil(kCandidateS / estimate_s), 1.0, 32.0));
     return fastest_batch_s(*timer_, stream_.get(), calls, 2, call);
   }
 
-  // cuDNN's heuristic order is a guess, and on some parts its first choice is many times slower
-  // than another of its algorithms (1x1 and depthwise layers): the candidates that run are timed
-  // and the fastest is kept, with its math type. Returns its seconds per call.
+  // Heuristic orders are guesses, and on some parts a first choice is many times slower than
+  // another candidate (1x1 and depthwise layers): the candidates that run are timed and the
+  // fastest is kept. Returns its seconds per call.
   double choose_fastest() {
     std::string failures;
     double best_s = 0;
-    cudnnMathType_t best_math = CUDNN_DEFAULT_MATH;
-    std::size_t timed = 0;
-    for (std::size_t i = 0; i < candidates_.size() && timed < kCandidates; ++i) {
-      const auto& perf = candidates_[i];
-      TP_CUDNN_CHECK(cudnnSetConvolutionMathType(conv_desc_.get(), math_for(perf)));
-      const cudnnStatus_t status = forward(perf.algo, 0);
+    int timed_graph = 0, timed_legacy = 0;
+    for (std::size_t i = 0; i < candidates_.size(); ++i) {
+      const Candidate& candidate = candidates_[i];
+      const cudnnStatus_t status = forward(candidate, 0);
       if (status != CUDNN_STATUS_SUCCESS) {
-        failures +=
-            fmt::format(" algo {}: {};", static_cast<int>(perf.algo), cudnnGetErrorString(status));
+        failures += fmt::format(" {}: {};", candidate.name, cudnnGetErrorString(status));
         continue;
       }
-      ++timed;
-      const double call_s = time_calls(perf.algo);
-      if (!algo_ || call_s < best_s) {
-        algo_ = perf.algo;
+      ++(candidate.legacy ? timed_legacy : timed_graph);
+      const double call_s = time_calls(candidate);
+      if (!chosen_ || call_s < best_s) {
+        chosen_ = i;
         best_s = call_s;
-        best_math = math_for(perf);
-        impl_ = fmt::format("cudnn algo={} math={} workspace={} candidate={}",
-                            static_cast<int>(perf.algo), static_cast<int>(math_for(perf)),
-                            format_bytes(static_cast<double>(perf.memory)), i);
       }
     }
-    if (!algo_)
-      throw Unsupported(fmt::format("no cuDNN algorithm ran conv {}:{}", shape_.str(), failures));
-    impl_ += fmt::format(" of {} timed", timed);
-    TP_CUDNN_CHECK(cudnnSetConvolutionMathType(conv_desc_.get(), best_math));
+    if (!chosen_)
+      throw Unsupported(fmt::format("no cuDNN engine or algorithm ran conv {}:{}{}", shape_.str(),
+                                    failures, notes_));
+    const Candidate& best = candidates_[*chosen_];
+    impl_ = fmt::format("cudnn {} workspace={}; timed {} graph + {} legacy;{}", best.name,
+                        format_bytes(static_cast<double>(best.workspace_bytes)), timed_graph,
+                        timed_legacy, notes_);
     return best_s;
   }
 
@@ -318,15 +342,19 @@ class ConvKernel final : public Kernel {
     return shape_.dtype == DType::f32 ? CUDNN_FMA_MATH : perf.mathType;
   }
 
-  cudnnStatus_t forward(cudnnConvolutionFwdAlgo_t algo, int set) {
+  cudnnStatus_t forward(const Candidate& candidate, int set) {
     TP_CUDNN_CHECK(cudnnSetStream(cudnn_->get(), stream_.get()));
-    const float alpha = 1.0f, beta = 0.0f;
     auto* x = static_cast<char*>(x_.get()) + set * x_stride_;
     auto* w = static_cast<char*>(w_.get()) + set * w_stride_;
     auto* y = static_cast<char*>(y_.get()) + set * y_stride_;
-    return cudnnConvolutionForward(
-        cudnn_->get(), &alpha, x_desc_.get(), x, w_desc_.get(), w, conv_desc_.get(), algo,
-        workspace_.get(), static_cast<std::size_t>(workspace_bytes_), &beta, y_desc_.get(), y);
+    if (!candidate.legacy) return graph_->execute(candidate.graph_index, x, w, y, workspace_.get());
+    // The math type lives in the shared convolution descriptor: set it for this algorithm.
+    TP_CUDNN_CHECK(cudnnSetConvolutionMathType(conv_desc_.get(), math_for(*candidate.legacy)));
+    const float alpha = 1.0f, beta = 0.0f;
+    return cudnnConvolutionForward(cudnn_->get(), &alpha, x_desc_.get(), x, w_desc_.get(), w,
+                                   conv_desc_.get(), candidate.legacy->algo, workspace_.get(),
+                                   static_cast<std::size_t>(workspace_bytes_), &beta, y_desc_.get(),
+                                   y);
   }
 
   int device_;
@@ -339,9 +367,10 @@ class ConvKernel final : public Kernel {
   TensorDesc x_desc_, y_desc_;
   FilterDesc w_desc_;
   ConvDesc conv_desc_;
-  std::vector<cudnnConvolutionFwdAlgoPerf_t> candidates_;
-  std::optional<cudnnConvolutionFwdAlgo_t> algo_;
-  std::string impl_;
+  std::optional<GraphConv> graph_;
+  std::vector<Candidate> candidates_;
+  std::optional<std::size_t> chosen_;
+  std::string impl_, notes_;  // notes_: what was left out of the candidates, and why
   std::int64_t x_elems_ = 0, w_elems_ = 0, y_elems_ = 0;
   std::int64_t x_stride_ = 0, w_stride_ = 0, y_stride_ = 0;
   std::int64_t workspace_bytes_ = 0;

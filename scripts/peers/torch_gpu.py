@@ -5,7 +5,10 @@ Measures, with CUDA events, on random data:
   - bf16 GEMM 8192^3 and 16384^3 as a linear layer computes it (x @ w^T: cuBLAS's "TN", the
     layout truepeak times) and as a plain x @ w ("NN");
   - a device-to-device copy of 1 GiB (bytes read plus bytes written);
-  - a pinned host-to-device copy of 1 GiB.
+  - a pinned host-to-device copy of 1 GiB;
+  - the convolution layers of truepeak's quick GPU suite (batch 32: ResNet's 3x3 and 1x1, the
+    7x7/2 stem, a MobileNetV2 depthwise 3x3), through cuDNN as PyTorch runs them with
+    torch.backends.cudnn.benchmark on (every algorithm tried, the fastest kept) and TF32 off.
 Each figure is the best and the median of the timed calls after a warm-up that lets the clocks
 ramp. Writes JSON to --out and prints one line per figure.
 
@@ -40,6 +43,42 @@ def timed(fn, repeats, warmup_s, torch):
 def summary(times, work):
     ordered = sorted(times)
     return {"best": work / ordered[0], "median": work / ordered[len(ordered) // 2], "calls": len(times)}
+
+
+# (dtype, layout, n, c, hw, k, rs, stride, pad, groups): the quick GPU suite's convolutions.
+CONVS = [
+    ("f16", "nhwc", 32, 64, 56, 64, 3, 1, 1, 1),
+    ("f16", "nhwc", 32, 256, 14, 1024, 1, 1, 0, 1),
+    ("f16", "nhwc", 32, 3, 224, 64, 7, 2, 3, 1),
+    ("f16", "nhwc", 32, 144, 56, 144, 3, 1, 1, 144),
+    ("bf16", "nhwc", 32, 64, 56, 64, 3, 1, 1, 1),
+    ("f16", "nchw", 32, 64, 56, 64, 3, 1, 1, 1),
+    ("f32", "nchw", 32, 64, 56, 64, 3, 1, 1, 1),
+]
+
+
+def convolutions(dev, gen, repeats, torch):
+    """Best and median FLOP/s of each layer in CONVS (FLOPs of a direct convolution)."""
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.allow_tf32 = False
+    dtypes = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
+    rows = []
+    for dtype, layout, n, c, hw, k, rs, stride, pad, groups in CONVS:
+        fmt = torch.channels_last if layout == "nhwc" else torch.contiguous_format
+        x = torch.randn(n, c, hw, hw, device=dev, dtype=dtypes[dtype], generator=gen).to(memory_format=fmt)
+        w = torch.randn(k, c // groups, rs, rs, device=dev, dtype=dtypes[dtype], generator=gen)
+        w = w.to(memory_format=fmt)
+        out_hw = (hw + 2 * pad - rs) // stride + 1
+        flops = 2.0 * n * k * out_hw * out_hw * (c // groups) * rs * rs
+        fn = lambda: torch.nn.functional.conv2d(x, w, stride=stride, padding=pad, groups=groups)
+        out = summary(timed(fn, repeats, 0.2, torch), flops)
+        rows.append({"dtype": dtype, "layout": layout, "n": n, "c": c, "h": hw, "w": hw, "k": k,
+                     "r": rs, "s": rs, "stride": stride, "pad": pad, "groups": groups,
+                     "best_flops_per_s": out["best"], "median_flops_per_s": out["median"]})
+        print(f"torch conv {dtype} {layout} n{n} c{c} {hw}x{hw} k{k} {rs}x{rs}/{stride} g{groups}: "
+              f"best {out['best'] / 1e12:.1f} TFLOP/s, median {out['median'] / 1e12:.1f}", flush=True)
+        del x, w
+    return rows
 
 
 def main():
@@ -89,6 +128,8 @@ def main():
     result["h2d_pinned_Bps"] = {"bytes": nbytes, "best": out["best"], "median": out["median"]}
     print(f"torch pinned H2D 1 GiB: best {out['best'] / 1e9:.1f} GB/s, median {out['median'] / 1e9:.1f}",
           flush=True)
+
+    result["conv"] = convolutions(dev, gen, args.repeats, torch)
 
     directory = os.path.dirname(os.path.abspath(args.out))
     with tempfile.NamedTemporaryFile("w", dir=directory, delete=False, suffix=".tmp") as f:

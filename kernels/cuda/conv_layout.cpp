@@ -1,0 +1,33 @@
+#include "kernels/cuda/conv_layout.hpp"
+
+namespace truepeak::cuda_detail {
+
+namespace {
+// dims in N, C, H, W order; packed strides of that layout.
+GraphTensor packed(std::int64_t n, std::int64_t c, std::int64_t h, std::int64_t w, bool nhwc) {
+  GraphTensor t;
+  t.dims = {n, c, h, w};
+  if (nhwc)
+    t.strides = {h * w * c, 1, w * c, c};
+  else
+    t.strides = {c * h * w, h * w, w, 1};
+  return t;
+}
+}  // namespace
+
+ConvGraphTensors conv_graph_tensors(const ConvShape& shape, bool nhwc) {
+  return {packed(shape.n, shape.c, shape.h, shape.w, nhwc),
+          packed(shape.k, shape.c / shape.groups, shape.r, shape.s, nhwc),
+          packed(shape.n, shape.k, shape.out_h(), shape.out_w(), nhwc)};
+}
+
+std::optional<std::string> engine_excluded(DType dtype, const EngineNotes& notes) {
+  if (dtype == DType::f32 && (notes.tensor_core || notes.down_converts))
+    return "TF32 (f32 inputs rounded for the tensor cores)";
+  // Such an engine compiles a kernel for each layer when its plan is built, a second or more
+  // each: over a suite of a hundred layers, minutes.
+  if (notes.runtime_compiled) return "compiled at run time";
+  return std::nullopt;
+}
+
+}  // namespace truepeak::cuda_detail

@@ -1,0 +1,43 @@
+// How a ConvShape is described to cuDNN's graph API, and which of its engines a measurement may
+// use. Pure host code (no cuDNN types), so it is unit-tested without a GPU.
+//
+// The graph API always takes dimensions in N, C, H, W order (filters K, C/groups, R, S); the memory
+// layout lives in the strides alone. Groups are not an attribute: they follow from the filter's
+// channel count against the input's (C / (C/groups)).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/shapes.hpp"
+
+namespace truepeak::cuda_detail {
+
+struct GraphTensor {
+  std::array<std::int64_t, 4> dims{};     // N, C, H, W (filters: K, C/groups, R, S)
+  std::array<std::int64_t, 4> strides{};  // in elements, in the same order as dims
+  std::int64_t elements() const { return dims[0] * dims[1] * dims[2] * dims[3]; }
+};
+
+struct ConvGraphTensors {
+  GraphTensor x, w, y;
+};
+
+// Packed NHWC (channels innermost; filters KRSC) or NCHW (filters KCRS) tensors of the layer.
+ConvGraphTensors conv_graph_tensors(const ConvShape& shape, bool nhwc);
+
+// What cuDNN says of one engine, in the words the choice below needs.
+struct EngineNotes {
+  bool tensor_core = false;       // runs on tensor cores (for f32 data: TF32)
+  bool down_converts = false;     // converts its inputs to a narrower type first
+  bool runtime_compiled = false;  // its kernel is compiled when the plan is built
+};
+
+// Why a measurement of `dtype` does not use this engine, or nullopt. f32 is measured as true f32
+// arithmetic: an engine that rounds its inputs to TF32 measures another dtype (the legacy API's
+// FMA math type ensures the same). Runtime-compiled engines cost too long to build per layer.
+std::optional<std::string> engine_excluded(DType dtype, const EngineNotes& notes);
+
+}  // namespace truepeak::cuda_detail
