@@ -52,9 +52,12 @@ class CudnnContext {
     handle_ = CudnnHandle(handle);
   }
   cudnnHandle_t get() const { return handle_.get(); }
+  // Shared by every layer of the backend: about a minute of compiling in all.
+  CompileBudget& compile_budget() { return compile_budget_; }
 
  private:
   CudnnHandle handle_;
+  CompileBudget compile_budget_{60.0};
 };
 
 std::shared_ptr<CudnnContext> make_cudnn_context(int device) {
@@ -252,7 +255,8 @@ class ConvKernel final : public Kernel {
   void choose_algorithm(std::int64_t workspace_limit) {
     // The graph API first: its engines are the ones frameworks run.
     try {
-      graph_.emplace(cudnn_->get(), shape_, nhwc_, types_.data, workspace_limit, kCandidates);
+      graph_.emplace(cudnn_->get(), shape_, nhwc_, types_.data, workspace_limit, kCandidates,
+                     cudnn_->compile_budget());
       for (std::size_t i = 0; i < graph_->plans().size(); ++i) {
         const GraphPlan& plan = graph_->plans()[i];
         candidates_.push_back({std::nullopt, i, plan.workspace_bytes, "graph " + plan.name});

@@ -24,9 +24,12 @@ ConvGraphTensors conv_graph_tensors(const ConvShape& shape, bool nhwc) {
 std::optional<std::string> engine_excluded(DType dtype, const EngineNotes& notes) {
   if (dtype == DType::f32 && (notes.tensor_core || notes.down_converts))
     return "TF32 (f32 inputs rounded for the tensor cores)";
-  // Such an engine compiles a kernel for each layer when its plan is built, a second or more
-  // each: over a suite of a hundred layers, minutes.
-  if (notes.runtime_compiled) return "compiled at run time";
+  return std::nullopt;
+}
+
+std::optional<std::string> CompileBudget::refuse(int built_for_layer) const {
+  if (built_for_layer > 0) return "compiled at run time (one a layer)";
+  if (left_s_ <= 0) return "compiled at run time (compile budget spent)";
   return std::nullopt;
 }
 

@@ -37,7 +37,24 @@ struct EngineNotes {
 
 // Why a measurement of `dtype` does not use this engine, or nullopt. f32 is measured as true f32
 // arithmetic: an engine that rounds its inputs to TF32 measures another dtype (the legacy API's
-// FMA math type ensures the same). Runtime-compiled engines cost too long to build per layer.
+// FMA math type ensures the same).
 std::optional<std::string> engine_excluded(DType dtype, const EngineNotes& notes);
+
+// Runtime-compiled engines compile a kernel for their layer when the plan is built (about a
+// second each), and for some layers (16-bit depthwise ones on Hopper) the heuristics rank one
+// first, as frameworks run it. A calibration builds at most one such plan a layer, until the
+// compiling it has done adds up to the budget.
+class CompileBudget {
+ public:
+  explicit CompileBudget(double budget_s) : left_s_(budget_s) {}
+  // Why the next runtime-compiled plan of a layer is not built, or nullopt;
+  // `built_for_layer`: how many the layer has already.
+  std::optional<std::string> refuse(int built_for_layer) const;
+  void spend(double seconds) { left_s_ -= seconds; }
+  double left_s() const { return left_s_; }
+
+ private:
+  double left_s_;
+};
 
 }  // namespace truepeak::cuda_detail

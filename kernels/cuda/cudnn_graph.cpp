@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <set>
 #include <utility>
@@ -145,7 +146,8 @@ std::vector<BackendDescriptor> heuristic_configs(const BackendDescriptor& graph,
 }  // namespace
 
 GraphConv::GraphConv(cudnnHandle_t handle, const ConvShape& shape, bool nhwc,
-                     cudnnDataType_t data_type, std::int64_t workspace_limit, std::size_t max_plans)
+                     cudnnDataType_t data_type, std::int64_t workspace_limit, std::size_t max_plans,
+                     CompileBudget& compile_budget)
     : handle_(handle) {
   const ConvGraphTensors t = conv_graph_tensors(shape, nhwc);
   keep_.push_back(tensor(t.x, kX, data_type));
@@ -169,6 +171,7 @@ GraphConv::GraphConv(cudnnHandle_t handle, const ConvShape& shape, bool nhwc,
   keep_.push_back(std::move(op));
 
   std::map<std::string, int> left_out;  // reason -> engines
+  int compiled = 0;                     // runtime-compiled plans built for this layer
   std::set<std::int64_t> seen;          // engines of the fallback list that mode A already proposed
   const std::pair<cudnnBackendHeurMode_t, const char*> modes[] = {
       {CUDNN_HEUR_MODE_A, "A"}, {CUDNN_HEUR_MODE_FALLBACK, "fallback"}};
@@ -180,14 +183,23 @@ GraphConv::GraphConv(cudnnHandle_t handle, const ConvShape& shape, bool nhwc,
       const bool fallback = mode == CUDNN_HEUR_MODE_FALLBACK;
       if (fallback && seen.count(engine.index)) continue;
       if (!fallback) seen.insert(engine.index);
-      if (const auto reason = engine_excluded(shape.dtype, engine.notes)) {
+      auto reason = engine_excluded(shape.dtype, engine.notes);
+      if (!reason && engine.notes.runtime_compiled) reason = compile_budget.refuse(compiled);
+      if (reason) {
         ++left_out[*reason];
         continue;
       }
       BackendDescriptor plan = create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
       set_handle(plan, true, handle);
       set_descriptor(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, configs[rank]);
-      if (cudnnBackendFinalize(plan.get()) != CUDNN_STATUS_SUCCESS) {
+      const auto start = std::chrono::steady_clock::now();
+      const cudnnStatus_t built = cudnnBackendFinalize(plan.get());
+      if (engine.notes.runtime_compiled) {
+        ++compiled;
+        compile_budget.spend(
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      }
+      if (built != CUDNN_STATUS_SUCCESS) {
         ++left_out["failed to build"];
         continue;
       }
@@ -198,8 +210,10 @@ GraphConv::GraphConv(cudnnHandle_t handle, const ConvShape& shape, bool nhwc,
         ++left_out["over the workspace limit"];
         continue;
       }
-      plans_.push_back({std::move(plan), workspace,
-                        fmt::format("engine={} heur={}#{}", engine.index, mode_name, rank)});
+      plans_.push_back(
+          {std::move(plan), workspace,
+           fmt::format("engine={}{} heur={}#{}", engine.index,
+                       engine.notes.runtime_compiled ? " (compiled)" : "", mode_name, rank)});
       keep_.push_back(std::move(configs[rank]));
     }
   }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/shapes.hpp"
+#include "kernels/cuda/conv_layout.hpp"
 #include "kernels/cuda/unique_handle.hpp"
 
 namespace truepeak::cuda_detail {
@@ -29,11 +30,12 @@ struct GraphPlan {
 
 class GraphConv {
  public:
-  // Plans for at most `max_plans` engines that need no more than `workspace_limit` bytes.
-  // Engines left out (engine_excluded) and plans that fail to build are counted in notes().
+  // Plans for at most `max_plans` engines that need no more than `workspace_limit` bytes;
+  // runtime-compiled ones as `compile_budget` allows, which pays for their building. Engines left
+  // out (engine_excluded, the budget) and plans that fail to build are counted in notes().
   // Throws truepeak::Error when the graph itself cannot be built.
   GraphConv(cudnnHandle_t handle, const ConvShape& shape, bool nhwc, cudnnDataType_t data_type,
-            std::int64_t workspace_limit, std::size_t max_plans);
+            std::int64_t workspace_limit, std::size_t max_plans, CompileBudget& compile_budget);
   GraphConv(const GraphConv&) = delete;
   GraphConv& operator=(const GraphConv&) = delete;
 

@@ -78,11 +78,23 @@ TEST(ConvLayout, F32IsMeasuredWithoutTf32Engines) {
   }
 }
 
-TEST(ConvLayout, RuntimeCompiledEnginesAreLeftOutInEveryDtype) {
+TEST(ConvLayout, RuntimeCompiledEnginesAreNotExcludedByDtype) {
   EngineNotes compiled;
   compiled.runtime_compiled = true;
   for (const DType dtype : {DType::f32, DType::f16, DType::bf16})
-    EXPECT_EQ(engine_excluded(dtype, compiled), "compiled at run time") << to_string(dtype);
+    EXPECT_FALSE(engine_excluded(dtype, compiled).has_value()) << to_string(dtype);
+}
+
+TEST(ConvLayout, CompileBudgetAllowsOneALayerUntilItIsSpent) {
+  CompileBudget budget(2.0);
+  EXPECT_FALSE(budget.refuse(0).has_value());
+  EXPECT_EQ(budget.refuse(1), "compiled at run time (one a layer)");
+  budget.spend(1.5);
+  EXPECT_FALSE(budget.refuse(0).has_value());  // 0.5 s left: the next layer may still compile
+  budget.spend(0.75);
+  EXPECT_DOUBLE_EQ(budget.left_s(), -0.25);
+  EXPECT_EQ(budget.refuse(0), "compiled at run time (compile budget spent)");
+  EXPECT_EQ(budget.refuse(2), "compiled at run time (one a layer)");
 }
 
 }  // namespace
