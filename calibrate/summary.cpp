@@ -39,6 +39,7 @@ std::string device_summary(const Device& d) {
   // Best conv per dtype (warm weights), against the same dtype's dense peak.
   std::map<std::string, double> conv_best;
   std::map<std::string, ConvShape> conv_best_shape;
+  std::map<std::string, std::string> conv_best_impl;
   for (const auto& p : d.conv) {
     if (p.cold_weights) continue;
     const std::string dtype(to_string(p.shape.dtype));
@@ -46,9 +47,11 @@ std::string device_summary(const Device& d) {
     if (p.flops_per_s > best) {
       best = p.flops_per_s;
       conv_best_shape[dtype] = p.shape;
+      conv_best_impl[dtype] = p.impl.substr(0, p.impl.find(';'));  // what ran, not the search
     }
   }
-  // A best layer above the datasheet: its counted FLOPs include the taps on the padding.
+  // A best layer above the datasheet: its counted FLOPs include the taps on the padding, which a
+  // kernel may skip (oneDNN's do), and a Winograd or FFT algorithm (cuDNN's) multiplies less.
   std::string padding_notes;
   for (const auto& [dtype, rate] : conv_best) {
     const auto ds = lookup(d.datasheet.flops_per_s, dtype);
@@ -59,9 +62,10 @@ std::string device_summary(const Device& d) {
     if (ds && rate > *ds && inside < 1)
       padding_notes += fmt::format(
           "conv {} (best layer) {}: FLOPs counted over the whole padded window, as frameworks "
-          "count them; {:.0f}% of its taps fall on the input ({} on it), and oneDNN skips the "
-          "rest\n",
-          dtype, shape.str(), 100 * inside, format_flops_per_s(rate * inside));
+          "count them; {:.0f}% of its taps fall on the input ({} on it); a kernel may skip the "
+          "rest, or multiply less (Winograd, FFT); it ran {}\n",
+          dtype, shape.str(), 100 * inside, format_flops_per_s(rate * inside),
+          conv_best_impl[dtype].empty() ? "an unrecorded implementation" : conv_best_impl[dtype]);
   }
   for (const auto& [dtype, rate] : d.peaks.vector_flops_per_s) {
     const auto ds = lookup(d.datasheet.vector_flops_per_s, dtype);
