@@ -11,7 +11,8 @@
 
 namespace truepeak {
 
-// C[batch][m][n] = A[batch][m][k] * B[batch][k][n]; row-major, no transposes.
+// C[batch][m][n] = A[batch][m][k] * B[batch][k][n]. How B is stored is the backend's to say
+// (Kernel::layout): both take it as a linear layer's weights, B^T = W[batch][n][k].
 // For int8 the output is int32; for the floating types it is the input type.
 struct GemmShape {
   DType dtype = DType::f32;

@@ -50,13 +50,17 @@ class GemmKernel final : public Kernel {
       return batched ? dnnl::memory::dims{shape.batch, rows, cols} : dnnl::memory::dims{rows, cols};
     };
     const tag row_major = batched ? tag::abc : tag::ab;
+    // B (k x n) stored as the weights of a linear layer, W[n][k]: oneDNN's "ba" (batched "acb").
+    const tag linear_weights = batched ? tag::acb : tag::ba;
     const auto a_desc = plain_desc(dims(shape.m, shape.k), types.a, row_major);
-    const auto b_plain = plain_desc(dims(shape.k, shape.n), types.b, row_major);
+    const auto b_plain = plain_desc(dims(shape.k, shape.n), types.b, linear_weights);
     const auto c_desc = plain_desc(dims(shape.m, shape.n), types.c, row_major);
 
-    // Every operand is row-major, as an eager framework (PyTorch's matmul and linear) hands it to
-    // oneDNN: the library packs the weights inside each call, and that cost is part of what such
-    // a runtime delivers. For a small M (decode) the packing is most of the time.
+    // The operands as an eager framework hands them to oneDNN: activations and output row-major,
+    // the weights as PyTorch's Linear stores them, W[n][k] (ONEDNN_VERBOSE: wei ba), the same
+    // product as the GPU backend's "TN" GEMM. The library packs the weights inside each call, and
+    // that cost is part of what such a runtime delivers; for a small M (decode) it is most of
+    // the time.
     const auto desc = TRUEPEAK_DNNL(dnnl::matmul::desc(a_desc, b_plain, c_desc));
     pd_ = TRUEPEAK_DNNL(dnnl::matmul::primitive_desc(desc, context_.engine));
     primitive_ = TRUEPEAK_DNNL(dnnl::matmul(pd_));
@@ -68,7 +72,8 @@ class GemmKernel final : public Kernel {
     fill_memory(a_, 0x6a);
     fill_memory(b_plain_, 0x6b);
     b_ = reorder_to(context_, b_plain_, pd_.weights_desc());
-    layout_ = pd_.weights_desc() == b_plain ? "row-major" : "row-major, blocked weights";
+    layout_ = pd_.weights_desc() == b_plain ? "row-major, weights [n][k]"
+                                            : "row-major, blocked weights";
     args_ = {{DNNL_ARG_SRC, a_}, {DNNL_ARG_WEIGHTS, b_}, {DNNL_ARG_DST, c_}};
 
     weights_ = WeightCopies(context_, b_, weight_span_bytes);

@@ -90,7 +90,7 @@ std::int64_t check_gemm(const GemmShape& shape, const void* a, const void* b, co
     double sum = 0, abs_sum = 0;
     for (std::int64_t p = 0; p < k; ++p) {
       const double product = load(shape.dtype, a, (batch * m + i) * k + p) *
-                             load(shape.dtype, b, (batch * k + p) * n + j);
+                             load(shape.dtype, b, (batch * n + j) * k + p);
       sum += product;
       abs_sum += std::fabs(product);
     }

@@ -17,7 +17,7 @@ namespace truepeak::cpu {
 // output adds its rounding (2^-8 relative).
 double output_tolerance(DType dtype, std::int64_t terms, double abs_sum, double reference);
 
-// A = [batch][m][k], B = [batch][k][n], C = [batch][m][n].
+// A = [batch][m][k], B stored as a linear layer's weights [batch][n][k], C = [batch][m][n].
 std::int64_t check_gemm(const GemmShape& shape, const void* a, const void* b, const void* c,
                         std::int64_t max_samples = 2048);
 

@@ -23,7 +23,7 @@ std::vector<float> naive_gemm(const GemmShape& s, const std::vector<float>& a,
       for (std::int64_t j = 0; j < s.n; ++j) {
         float sum = 0;
         for (std::int64_t p = 0; p < s.k; ++p)
-          sum += a[(q * s.m + i) * s.k + p] * b[(q * s.k + p) * s.n + j];
+          sum += a[(q * s.m + i) * s.k + p] * b[(q * s.n + j) * s.k + p];
         c[(q * s.m + i) * s.n + j] = sum;
       }
   return c;
@@ -72,7 +72,7 @@ TEST(ReferenceCheck, GemmInt8IsExact) {
   std::vector<std::int32_t> c(12);
   for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 4; ++j)
-      for (int p = 0; p < 5; ++p) c[i * 4 + j] += a[i * 5 + p] * b[p * 4 + j];
+      for (int p = 0; p < 5; ++p) c[i * 4 + j] += a[i * 5 + p] * b[j * 5 + p];
   EXPECT_NO_THROW(check_gemm(shape, a.data(), b.data(), c.data()));
   c[7] += 1;
   EXPECT_THROW(check_gemm(shape, a.data(), b.data(), c.data()), CheckFailed);
@@ -86,7 +86,7 @@ TEST(ReferenceCheck, GemmBf16ToleratesOutputRoundingOnly) {
   for (int i = 0; i < 4; ++i)
     for (int j = 0; j < 4; ++j) {
       float sum = 0;
-      for (int p = 0; p < 64; ++p) sum += bf16_to_f32(a[i * 64 + p]) * bf16_to_f32(b[p * 4 + j]);
+      for (int p = 0; p < 64; ++p) sum += bf16_to_f32(a[i * 64 + p]) * bf16_to_f32(b[j * 64 + p]);
       c[i * 4 + j] = f32_to_bf16(sum);
     }
   EXPECT_NO_THROW(check_gemm(shape, a.data(), b.data(), c.data()));
