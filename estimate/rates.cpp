@@ -210,32 +210,14 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
     const double e = std::log(roofline_s(flops, bytes) / (flops / flops_per_s));
     return std::isfinite(e) ? std::optional<double>(e) : std::nullopt;
   };
-  // A cold-weight point's rate, at most as slow as its warm twin plus twice its weights' bytes at
-  // main-memory bandwidth: reading the weights once more from memory adds no more than that, even
-  // where none of it overlaps the compute. A slower one was measured in a busy spell (here a 3x3
-  // of 128 channels on 28x28 at 1.06 ms cold against 0.70 warm, 0.69 in ResNet-18, where its
-  // 590 KB of weights come from memory).
-  std::map<std::string, double> warm_rates;
-  const auto keep_fastest = [&](const std::string& key, double rate) {
-    warm_rates[key] = std::max(warm_rates[key], rate);
-  };
-  for (const auto& g : device.gemm)
-    if (!g.cold_weights && g.shape.dtype == dtype && g.flops_per_s > 0)
-      keep_fastest(g.shape.str(), typical(g.flops_per_s, g.timing));
-  for (const auto& c : device.conv)
-    if (!c.cold_weights && conv_used(c)) keep_fastest(c.shape.str() + " " + c.layout, typical(c.flops_per_s, c.timing));
-  const auto plausible_cold = [&](const std::string& twin, double flops, double weight_bytes,
-                                  double rate) {
-    const auto it = warm_rates.find(twin);
-    if (it == warm_rates.end() || !(rate > 0)) return rate;
-    const double bound_s = flops / it->second + 2 * weight_bytes / dram_Bps_;
-    return std::max(rate, flops / bound_s);
-  };
+  // A cold-weight point is taken as measured. Its weights may cost more than one read from main
+  // memory: a blocked convolution kernel passes over its weight blocks once per tile of the output
+  // (a 512-channel 3x3 on 7x7 at batch 1, 9.4 MB of weights: 0.48 ms warm, 0.76 cold, 0.79 inside
+  // ResNet-18 on a Zen 5 VM, where one more read of the weights would allow 0.62).
   std::vector<Point> cold;
   for (const auto& g : device.gemm) {
     if (g.shape.dtype != dtype) continue;
-    double rate = typical(g.flops_per_s, g.timing);
-    if (g.cold_weights) rate = plausible_cold(g.shape.str(), g.shape.flops(), g.shape.weight_bytes(), rate);
+    const double rate = typical(g.flops_per_s, g.timing);
     const auto e = efficiency(g.shape.flops(), g.shape.bytes(), rate);
     if (!e) continue;
     const double b = static_cast<double>(g.shape.batch);
@@ -252,8 +234,7 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
                  static_cast<double>(s.k / s.groups), static_cast<double>(s.c / s.groups * s.r * s.s)};
     // At its padded shape, with the padded work in its measured time.
     const auto [f, fb] = pad_channels(g, s.c, s.k, s.groups, depthwise);
-    double rate = typical(c.flops_per_s, c.timing);
-    if (c.cold_weights) rate = plausible_cold(s.str() + " " + c.layout, s.flops(), s.weight_bytes(), rate);
+    const double rate = typical(c.flops_per_s, c.timing);
     const auto e = efficiency(s.flops() * f, s.bytes() * fb, rate * f);
     if (!e) continue;
     const auto cls = static_cast<std::size_t>(conv_class(s.groups, depthwise));

@@ -422,11 +422,11 @@ TEST(FixtureCold, LinearsOfAModelLargerThanTheCachesTakeTheColdWeightPoints) {
   }
 }
 
-TEST(FixtureCold, AColdFigureIsAtMostTheWarmOnePlusTwiceItsWeightsFromMemory) {
-  // Reading 256 KiB of weights from DRAM (5e10 B/s) once more adds at most 2 x 5.24 us to the
-  // warm 10 us: a cold point measured at 30 us is taken at 20.49 us, one at 18 us as it is.
-  const double bound = 10e-6 + 2 * 256.0 * 256 * 4 / 5e10;
-  for (const auto& [cold, expected] : {std::pair{30e-6, bound}, std::pair{18e-6, 18e-6}}) {
+TEST(FixtureCold, AColdFigureIsTakenAsMeasuredEvenPastOneMoreReadOfItsWeights) {
+  // Reading 256 KiB of weights from DRAM (5e10 B/s) once more would add 5.24 us to the warm
+  // 10 us; a kernel that passes over them several times takes longer, and a cold point measured
+  // at 30 us is taken at 30 us, one at 18 us at 18 us.
+  for (const auto& [cold, expected] : {std::pair{30e-6, 30e-6}, std::pair{18e-6, 18e-6}}) {
     const Profile p = warm_and_cold_gemm(10e-6, cold);
     const auto rows = estimate(testing::linear_stack(8, 256), p.devices.at(0), batch(1)).ops;
     for (std::size_t i = 0; i < rows.size(); ++i)
