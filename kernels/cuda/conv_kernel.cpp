@@ -1,10 +1,13 @@
 // Forward convolution through cuDNN 9, by both of its interfaces: the graph API's engines (what
 // frameworks run; kernels/cuda/cudnn_graph.hpp) and the legacy API's algorithms
 // (cudnnConvolutionForward, heuristics of cudnnGetConvolutionForwardAlgorithm_v7). The candidates
-// of each that fit the workspace limit are timed, and the fastest is kept with its workspace.
+// of each that fit the workspace limit are timed; check() checks every one that ran against the
+// reference, and the fastest that passes is kept with its workspace.
 //
-// f32 runs with CUDNN_FMA_MATH: true f32 arithmetic (cuDNN would otherwise use TF32 tensor cores,
-// which is a different dtype). f16 and bf16 accumulate in f32 on the tensor cores.
+// f32 is true f32 arithmetic: the legacy algorithms run with CUDNN_FMA_MATH and the graph engines
+// that round to TF32 are left out (cuDNN would otherwise use TF32 tensor cores, a different
+// dtype). f16 and bf16 take the math each candidate comes with; the check's tolerance is that of
+// f32 accumulation, so a candidate that accumulates in 16 bits and loses more fails it.
 // Cache state: inputs and outputs rotate through enough sets to cover twice the L2 size.
 #include <fmt/format.h>
 
@@ -52,12 +55,15 @@ class CudnnContext {
     handle_ = CudnnHandle(handle);
   }
   cudnnHandle_t get() const { return handle_.get(); }
-  // Shared by every layer of the backend: about a minute of compiling in all.
+  // Shared by every layer of the backend.
   CompileBudget& compile_budget() { return compile_budget_; }
 
  private:
+  // Runtime-compiled plans a calibration may build: the default GPU suite's depthwise layers
+  // take 39 (a quarter of a second each on an H200).
+  static constexpr int kCompiledPlans = 64;
   CudnnHandle handle_;
-  CompileBudget compile_budget_{60.0};
+  CompileBudget compile_budget_{kCompiledPlans};
 };
 
 std::shared_ptr<CudnnContext> make_cudnn_context(int device) {
@@ -178,8 +184,8 @@ class ConvKernel final : public Kernel {
     fill_random(w_.get(), types_.elem, w_stride_ * sets_ / types_.bytes, 62, stream_.get());
     fill_random(y_.get(), types_.elem, y_stride_ * sets_ / types_.bytes, 63, stream_.get());
 
-    const double call_s = choose_fastest();
-    inner_ = static_cast<int>(std::clamp(std::ceil(kTargetSampleS / call_s), 1.0, 64.0));
+    time_candidates();
+    choose(order_.front());
   }
 
   std::string name() const override { return "conv " + shape_.str() + (nhwc_ ? " nhwc" : " nchw"); }
@@ -190,8 +196,45 @@ class ConvKernel final : public Kernel {
   }
   std::string layout() const override { return nhwc_ ? "nhwc" : "nchw"; }
 
+  // Every candidate that ran, against the reference: the fastest that passes is kept.
   void check() override {
     use_device(device_);
+    std::string failures;
+    std::vector<std::size_t> passed;
+    int graph_passed = 0;
+    for (const std::size_t i : order_) {
+      choose(i);
+      try {
+        check_chosen();
+        passed.push_back(i);
+        if (!candidates_[i].legacy) ++graph_passed;
+      } catch (const CheckFailed& e) {
+        failures += fmt::format(" {} ({});", candidates_[i].name, e.what());
+      }
+    }
+    if (passed.empty())
+      throw CheckFailed(fmt::format("{}: no candidate passed the check:{}", name(), failures));
+    timed_ += fmt::format(" checked: {} passed ({} graph)", passed.size(), graph_passed);
+    if (!failures.empty()) timed_ += ", failed:" + failures;
+    choose(passed.front());
+  }
+
+  double run_s() override {
+    use_device(device_);
+    timer_->start(stream_.get());
+    for (int i = 0; i < inner_; ++i) {
+      next_set_ = (next_set_ + 1) % sets_;
+      TP_CUDNN_CHECK(forward(candidates_[*chosen_], next_set_));
+    }
+    timer_->stop(stream_.get());
+    return timer_->elapsed_s() / inner_;
+  }
+
+ private:
+  static std::int64_t round_up(std::int64_t bytes) { return (bytes + 255) / 256 * 256; }
+
+  // The chosen candidate on buffer set 0 against the reference, on sampled outputs.
+  void check_chosen() {
     TP_CUDNN_CHECK(forward(candidates_[*chosen_], 0));
     std::mt19937_64 rng(0xc0de);
     const std::int64_t oh = shape_.out_h(), ow = shape_.out_w();
@@ -229,20 +272,6 @@ class ConvKernel final : public Kernel {
     }
   }
 
-  double run_s() override {
-    use_device(device_);
-    timer_->start(stream_.get());
-    for (int i = 0; i < inner_; ++i) {
-      next_set_ = (next_set_ + 1) % sets_;
-      TP_CUDNN_CHECK(forward(candidates_[*chosen_], next_set_));
-    }
-    timer_->stop(stream_.get());
-    return timer_->elapsed_s() / inner_;
-  }
-
- private:
-  static std::int64_t round_up(std::int64_t bytes) { return (bytes + 255) / 256 * 256; }
-
   // A candidate: a graph-API plan (graph_index) or a legacy algorithm (legacy), with its
   // workspace.
   struct Candidate {
@@ -250,6 +279,7 @@ class ConvKernel final : public Kernel {
     std::size_t graph_index = 0;
     std::int64_t workspace_bytes = 0;
     std::string name;
+    double call_s = 0;  // seconds per call when timed; 0: it did not run
   };
 
   void choose_algorithm(std::int64_t workspace_limit) {
@@ -263,8 +293,12 @@ class ConvKernel final : public Kernel {
       }
       if (!graph_->notes().empty()) notes_ += " graph: " + graph_->notes() + ";";
     } catch (const Error& e) {
+      // The message ends with cuDNN's status name; the file and line of the call stay out.
+      const std::string what = e.what();
+      const auto status = what.rfind(": ");
       graph_.reset();
-      notes_ += fmt::format(" graph API: {};", e.what());
+      notes_ += fmt::format(" graph API: no operation graph ({});",
+                            status == std::string::npos ? what : what.substr(status + 2));
     }
     std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
     int returned = 0;
@@ -311,34 +345,47 @@ class ConvKernel final : public Kernel {
   }
 
   // Heuristic orders are guesses, and on some parts a first choice is many times slower than
-  // another candidate (1x1 and depthwise layers): the candidates that run are timed and the
-  // fastest is kept. Returns its seconds per call.
-  double choose_fastest() {
+  // another candidate (1x1 and depthwise layers): every candidate that runs is timed, and order_
+  // lists them fastest first.
+  void time_candidates() {
     std::string failures;
-    double best_s = 0;
     int timed_graph = 0, timed_legacy = 0;
     for (std::size_t i = 0; i < candidates_.size(); ++i) {
-      const Candidate& candidate = candidates_[i];
+      Candidate& candidate = candidates_[i];
+      use(candidate);
       const cudnnStatus_t status = forward(candidate, 0);
       if (status != CUDNN_STATUS_SUCCESS) {
         failures += fmt::format(" {}: {};", candidate.name, cudnnGetErrorString(status));
         continue;
       }
       ++(candidate.legacy ? timed_legacy : timed_graph);
-      const double call_s = time_calls(candidate);
-      if (!chosen_ || call_s < best_s) {
-        chosen_ = i;
-        best_s = call_s;
-      }
+      candidate.call_s = time_calls(candidate);
+      order_.push_back(i);
     }
-    if (!chosen_)
+    if (order_.empty())
       throw Unsupported(fmt::format("no cuDNN engine or algorithm ran conv {}:{}{}", shape_.str(),
                                     failures, notes_));
-    const Candidate& best = candidates_[*chosen_];
-    impl_ = fmt::format("cudnn {} workspace={}; timed {} graph + {} legacy;{}", best.name,
-                        format_bytes(static_cast<double>(best.workspace_bytes)), timed_graph,
-                        timed_legacy, notes_);
-    return best_s;
+    std::stable_sort(order_.begin(), order_.end(), [&](std::size_t a, std::size_t b) {
+      return candidates_[a].call_s < candidates_[b].call_s;
+    });
+    timed_ = fmt::format("timed {} graph + {} legacy;{}", timed_graph, timed_legacy, notes_);
+  }
+
+  // Makes candidate `i` the one that runs, with its math type, and sizes the timed batches to it.
+  void choose(std::size_t i) {
+    chosen_ = i;
+    const Candidate& c = candidates_[i];
+    use(c);
+    inner_ = static_cast<int>(std::clamp(std::ceil(kTargetSampleS / c.call_s), 1.0, 64.0));
+    impl_ = fmt::format("cudnn {} workspace={}; {}", c.name,
+                        format_bytes(static_cast<double>(c.workspace_bytes)), timed_);
+  }
+
+  // The legacy API's math type lives in the shared convolution descriptor: set once for the
+  // candidate about to run, not in every call.
+  void use(const Candidate& candidate) {
+    if (candidate.legacy)
+      TP_CUDNN_CHECK(cudnnSetConvolutionMathType(conv_desc_.get(), math_for(*candidate.legacy)));
   }
 
   // f32 stays f32 (FMA math, never TF32); the others take the math the heuristic chose.
@@ -352,8 +399,6 @@ class ConvKernel final : public Kernel {
     auto* w = static_cast<char*>(w_.get()) + set * w_stride_;
     auto* y = static_cast<char*>(y_.get()) + set * y_stride_;
     if (!candidate.legacy) return graph_->execute(candidate.graph_index, x, w, y, workspace_.get());
-    // The math type lives in the shared convolution descriptor: set it for this algorithm.
-    TP_CUDNN_CHECK(cudnnSetConvolutionMathType(conv_desc_.get(), math_for(*candidate.legacy)));
     const float alpha = 1.0f, beta = 0.0f;
     return cudnnConvolutionForward(cudnn_->get(), &alpha, x_desc_.get(), x, w_desc_.get(), w,
                                    conv_desc_.get(), candidate.legacy->algo, workspace_.get(),
@@ -373,8 +418,9 @@ class ConvKernel final : public Kernel {
   ConvDesc conv_desc_;
   std::optional<GraphConv> graph_;
   std::vector<Candidate> candidates_;
+  std::vector<std::size_t> order_;  // the candidates that ran, fastest first
   std::optional<std::size_t> chosen_;
-  std::string impl_, notes_;  // notes_: what was left out of the candidates, and why
+  std::string impl_, notes_, timed_;  // notes_: what was left out of the candidates, and why
   std::int64_t x_elems_ = 0, w_elems_ = 0, y_elems_ = 0;
   std::int64_t x_stride_ = 0, w_stride_ = 0, y_stride_ = 0;
   std::int64_t workspace_bytes_ = 0;

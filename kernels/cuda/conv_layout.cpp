@@ -1,5 +1,7 @@
 #include "kernels/cuda/conv_layout.hpp"
 
+#include <algorithm>
+
 namespace truepeak::cuda_detail {
 
 namespace {
@@ -27,10 +29,30 @@ std::optional<std::string> engine_excluded(DType dtype, const EngineNotes& notes
   return std::nullopt;
 }
 
-std::optional<std::string> CompileBudget::refuse(int built_for_layer) const {
-  if (built_for_layer > 0) return "compiled at run time (one a layer)";
-  if (left_s_ <= 0) return "compiled at run time (compile budget spent)";
+std::optional<std::string> CompileBudget::refuse(int tried_for_layer) const {
+  if (tried_for_layer > 0) return "compiled at run time (one a layer)";
+  if (left_ <= 0) return "compiled at run time (the calibration's budget is spent)";
   return std::nullopt;
+}
+
+bool EngineChoice::already_planned(bool fallback, std::int64_t engine) const {
+  return fallback && std::find(planned_.begin(), planned_.end(), engine) != planned_.end();
+}
+
+std::optional<std::string> EngineChoice::refused(const EngineNotes& notes) const {
+  if (auto reason = engine_excluded(dtype_, notes)) return reason;
+  if (notes.runtime_compiled) return budget_.refuse(compiled_tries_);
+  return std::nullopt;
+}
+
+void EngineChoice::trying(const EngineNotes& notes) {
+  if (!notes.runtime_compiled) return;
+  ++compiled_tries_;
+  budget_.spend();
+}
+
+void EngineChoice::planned(bool fallback, std::int64_t engine) {
+  if (!fallback) planned_.push_back(engine);
 }
 
 }  // namespace truepeak::cuda_detail

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/shapes.hpp"
 
@@ -37,24 +38,46 @@ struct EngineNotes {
 
 // Why a measurement of `dtype` does not use this engine, or nullopt. f32 is measured as true f32
 // arithmetic: an engine that rounds its inputs to TF32 measures another dtype (the legacy API's
-// FMA math type ensures the same).
+// FMA math type ensures the same). f16 and bf16 take the engines as they come.
 std::optional<std::string> engine_excluded(DType dtype, const EngineNotes& notes);
 
-// Runtime-compiled engines compile a kernel for their layer when the plan is built (about a
-// second each), and for some layers (16-bit depthwise ones on Hopper) the heuristics rank one
-// first, as frameworks run it. A calibration builds at most one such plan a layer, until the
-// compiling it has done adds up to the budget.
+// Runtime-compiled engines compile a kernel for their layer when the plan is built (a fraction of
+// a second to a second each), and for some layers (16-bit depthwise ones on Hopper) the
+// heuristics rank one first, as frameworks run it. A calibration tries to build at most one such
+// plan a layer, and at most `plans` in all: a count, so that two runs build the same ones.
 class CompileBudget {
  public:
-  explicit CompileBudget(double budget_s) : left_s_(budget_s) {}
+  explicit CompileBudget(int plans) : left_(plans) {}
   // Why the next runtime-compiled plan of a layer is not built, or nullopt;
-  // `built_for_layer`: how many the layer has already.
-  std::optional<std::string> refuse(int built_for_layer) const;
-  void spend(double seconds) { left_s_ -= seconds; }
-  double left_s() const { return left_s_; }
+  // `tried_for_layer`: how many the layer has tried already.
+  std::optional<std::string> refuse(int tried_for_layer) const;
+  void spend() { --left_; }
+  int left() const { return left_; }
 
  private:
-  double left_s_;
+  int left_;
+};
+
+// Which engine configurations of one layer's heuristic lists (mode A's, then the fallback
+// list's) get a plan built and timed.
+class EngineChoice {
+ public:
+  EngineChoice(DType dtype, CompileBudget& budget) : dtype_(dtype), budget_(budget) {}
+  // A fallback configuration of an engine that mode A's list already gave a plan: nothing new.
+  bool already_planned(bool fallback, std::int64_t engine) const;
+  // Why this engine's plan is not built, or nullopt.
+  std::optional<std::string> refused(const EngineNotes& notes) const;
+  // A plan of this engine is about to be built: a runtime-compiled one spends the budget whether
+  // or not the build succeeds.
+  void trying(const EngineNotes& notes);
+  // Its plan was built (from mode A's list unless `fallback`).
+  void planned(bool fallback, std::int64_t engine);
+
+ private:
+  DType dtype_;
+  CompileBudget& budget_;
+  int compiled_tries_ = 0;
+  std::vector<std::int64_t> planned_;  // engines mode A's list gave a plan
 };
 
 }  // namespace truepeak::cuda_detail

@@ -3,9 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
-#include <map>
-#include <set>
 #include <utility>
 
 #include "core/error.hpp"
@@ -136,9 +133,10 @@ std::vector<BackendDescriptor> heuristic_configs(const BackendDescriptor& graph,
     raw.push_back(configs.back().get());
   }
   std::int64_t returned = 0;
-  TP_CUDNN_CHECK(cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
-                                          CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &returned,
-                                          raw.data()));
+  if (cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                               CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &returned,
+                               raw.data()) != CUDNN_STATUS_SUCCESS)
+    return {};
   configs.resize(static_cast<std::size_t>(std::clamp<std::int64_t>(returned, 0, count)));
   return configs;
 }
@@ -146,8 +144,8 @@ std::vector<BackendDescriptor> heuristic_configs(const BackendDescriptor& graph,
 }  // namespace
 
 GraphConv::GraphConv(cudnnHandle_t handle, const ConvShape& shape, bool nhwc,
-                     cudnnDataType_t data_type, std::int64_t workspace_limit, std::size_t max_plans,
-                     CompileBudget& compile_budget)
+                     cudnnDataType_t data_type, std::int64_t workspace_limit_bytes,
+                     std::size_t max_plans, CompileBudget& compile_budget)
     : handle_(handle) {
   const ConvGraphTensors t = conv_graph_tensors(shape, nhwc);
   keep_.push_back(tensor(t.x, kX, data_type));
@@ -171,50 +169,47 @@ GraphConv::GraphConv(cudnnHandle_t handle, const ConvShape& shape, bool nhwc,
   keep_.push_back(std::move(op));
 
   std::map<std::string, int> left_out;  // reason -> engines
-  int compiled = 0;                     // runtime-compiled plans built for this layer
-  std::set<std::int64_t> seen;          // engines of the fallback list that mode A already proposed
+  EngineChoice choice(shape.dtype, compile_budget);
   const std::pair<cudnnBackendHeurMode_t, const char*> modes[] = {
       {CUDNN_HEUR_MODE_A, "A"}, {CUDNN_HEUR_MODE_FALLBACK, "fallback"}};
   for (const auto& [mode, mode_name] : modes) {
     if (plans_.size() >= max_plans) break;
+    const bool fallback = mode == CUDNN_HEUR_MODE_FALLBACK;
     std::vector<BackendDescriptor> configs = heuristic_configs(graph_, mode);
     for (std::size_t rank = 0; rank < configs.size() && plans_.size() < max_plans; ++rank) {
-      const EngineInfo engine = engine_info(configs[rank]);
-      const bool fallback = mode == CUDNN_HEUR_MODE_FALLBACK;
-      if (fallback && seen.count(engine.index)) continue;
-      if (!fallback) seen.insert(engine.index);
-      auto reason = engine_excluded(shape.dtype, engine.notes);
-      if (!reason && engine.notes.runtime_compiled) reason = compile_budget.refuse(compiled);
-      if (reason) {
-        ++left_out[*reason];
-        continue;
+      // One configuration that cuDNN cannot describe or plan costs that configuration alone.
+      try {
+        const EngineInfo engine = engine_info(configs[rank]);
+        if (choice.already_planned(fallback, engine.index)) continue;
+        if (const auto reason = choice.refused(engine.notes)) {
+          ++left_out[*reason];
+          continue;
+        }
+        BackendDescriptor plan = create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+        set_handle(plan, true, handle);
+        set_descriptor(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, configs[rank]);
+        choice.trying(engine.notes);
+        if (cudnnBackendFinalize(plan.get()) != CUDNN_STATUS_SUCCESS) {
+          ++left_out["failed to build"];
+          continue;
+        }
+        std::int64_t workspace = 0, count = 0;
+        TP_CUDNN_CHECK(cudnnBackendGetAttribute(plan.get(),
+                                                CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                                CUDNN_TYPE_INT64, 1, &count, &workspace));
+        if (workspace > workspace_limit_bytes) {
+          ++left_out["over the workspace limit"];
+          continue;
+        }
+        choice.planned(fallback, engine.index);
+        plans_.push_back(
+            {std::move(plan), workspace,
+             fmt::format("engine={}{} heur={}#{}", engine.index,
+                         engine.notes.runtime_compiled ? " (compiled)" : "", mode_name, rank)});
+        keep_.push_back(std::move(configs[rank]));
+      } catch (const Error&) {
+        ++left_out["unreadable"];
       }
-      BackendDescriptor plan = create(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
-      set_handle(plan, true, handle);
-      set_descriptor(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, configs[rank]);
-      const auto start = std::chrono::steady_clock::now();
-      const cudnnStatus_t built = cudnnBackendFinalize(plan.get());
-      if (engine.notes.runtime_compiled) {
-        ++compiled;
-        compile_budget.spend(
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-      }
-      if (built != CUDNN_STATUS_SUCCESS) {
-        ++left_out["failed to build"];
-        continue;
-      }
-      std::int64_t workspace = 0, count = 0;
-      TP_CUDNN_CHECK(cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
-                                              CUDNN_TYPE_INT64, 1, &count, &workspace));
-      if (workspace > workspace_limit) {
-        ++left_out["over the workspace limit"];
-        continue;
-      }
-      plans_.push_back(
-          {std::move(plan), workspace,
-           fmt::format("engine={}{} heur={}#{}", engine.index,
-                       engine.notes.runtime_compiled ? " (compiled)" : "", mode_name, rank)});
-      keep_.push_back(std::move(configs[rank]));
     }
   }
   for (const auto& [reason, engines] : left_out)
@@ -225,13 +220,23 @@ cudnnStatus_t GraphConv::execute(std::size_t index, void* x, void* w, void* y, v
   const std::array<void*, 4> key{x, w, y, workspace};
   auto found = variant_packs_.find(key);
   if (found == variant_packs_.end()) {
-    BackendDescriptor pack = create(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+    cudnnBackendDescriptor_t raw = nullptr;
+    if (const auto status =
+            cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &raw);
+        status != CUDNN_STATUS_SUCCESS)
+      return status;
+    BackendDescriptor pack(raw);
     const std::array<std::int64_t, 3> uids{kX, kW, kY};
     std::array<void*, 3> pointers{x, w, y};
-    set(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, uids.data());
-    set(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, pointers.data());
-    set(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace);
-    TP_CUDNN_CHECK(cudnnBackendFinalize(pack.get()));
+    for (const cudnnStatus_t status :
+         {cudnnBackendSetAttribute(raw, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3,
+                                   uids.data()),
+          cudnnBackendSetAttribute(raw, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR,
+                                   3, pointers.data()),
+          cudnnBackendSetAttribute(raw, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1,
+                                   &workspace),
+          cudnnBackendFinalize(raw)})
+      if (status != CUDNN_STATUS_SUCCESS) return status;
     found = variant_packs_.emplace(key, std::move(pack)).first;
   }
   return cudnnBackendExecute(handle_, plans_.at(index).plan.get(), found->second.get());

@@ -30,12 +30,13 @@ struct GraphPlan {
 
 class GraphConv {
  public:
-  // Plans for at most `max_plans` engines that need no more than `workspace_limit` bytes;
-  // runtime-compiled ones as `compile_budget` allows, which pays for their building. Engines left
-  // out (engine_excluded, the budget) and plans that fail to build are counted in notes().
-  // Throws truepeak::Error when the graph itself cannot be built.
+  // Plans for at most `max_plans` engines that need no more than `workspace_limit_bytes`;
+  // runtime-compiled ones as `compile_budget` allows (EngineChoice). Engines left out, plans that
+  // fail to build and configurations cuDNN cannot describe are counted in notes(). Throws
+  // truepeak::Error only when the operation graph itself cannot be built.
   GraphConv(cudnnHandle_t handle, const ConvShape& shape, bool nhwc, cudnnDataType_t data_type,
-            std::int64_t workspace_limit, std::size_t max_plans, CompileBudget& compile_budget);
+            std::int64_t workspace_limit_bytes, std::size_t max_plans,
+            CompileBudget& compile_budget);
   GraphConv(const GraphConv&) = delete;
   GraphConv& operator=(const GraphConv&) = delete;
 
@@ -44,8 +45,9 @@ class GraphConv {
   // to build".
   const std::string& notes() const { return notes_; }
 
-  // Queues plan `index` on the handle's stream with these buffers. The variant pack of each set
-  // of pointers is built once and kept, so that a timed loop pays only the launch.
+  // Queues plan `index` on the handle's stream with these buffers; cuDNN's status, never a throw.
+  // The variant pack of each set of pointers is built once and kept, so that a timed loop pays
+  // only the launch.
   cudnnStatus_t execute(std::size_t index, void* x, void* w, void* y, void* workspace);
 
  private:

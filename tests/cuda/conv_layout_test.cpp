@@ -86,15 +86,59 @@ TEST(ConvLayout, RuntimeCompiledEnginesAreNotExcludedByDtype) {
 }
 
 TEST(ConvLayout, CompileBudgetAllowsOneALayerUntilItIsSpent) {
-  CompileBudget budget(2.0);
+  CompileBudget budget(2);
   EXPECT_FALSE(budget.refuse(0).has_value());
   EXPECT_EQ(budget.refuse(1), "compiled at run time (one a layer)");
-  budget.spend(1.5);
-  EXPECT_FALSE(budget.refuse(0).has_value());  // 0.5 s left: the next layer may still compile
-  budget.spend(0.75);
-  EXPECT_DOUBLE_EQ(budget.left_s(), -0.25);
-  EXPECT_EQ(budget.refuse(0), "compiled at run time (compile budget spent)");
+  budget.spend();
+  EXPECT_FALSE(budget.refuse(0).has_value());  // one left: the next layer may still compile
+  budget.spend();
+  EXPECT_EQ(budget.left(), 0);
+  EXPECT_EQ(budget.refuse(0), "compiled at run time (the calibration's budget is spent)");
   EXPECT_EQ(budget.refuse(2), "compiled at run time (one a layer)");
+}
+
+TEST(ConvLayout, EngineChoiceKeepsModeAsPlansAndTriesTheFallbacksOthers) {
+  CompileBudget budget(10);
+  EngineChoice choice(DType::bf16, budget);
+  const EngineNotes plain;
+  // Mode A gives engines 62 and 58 plans; 45's plan fails to build, so it never counts as planned.
+  for (const std::int64_t engine : {62, 58, 45}) {
+    EXPECT_FALSE(choice.already_planned(false, engine));
+    EXPECT_FALSE(choice.refused(plain).has_value());
+    choice.trying(plain);
+    if (engine != 45) choice.planned(false, engine);
+  }
+  EXPECT_TRUE(choice.already_planned(true, 62));
+  EXPECT_TRUE(choice.already_planned(true, 58));
+  EXPECT_FALSE(choice.already_planned(true, 45));  // the fallback list's config of it is tried
+  EXPECT_FALSE(choice.already_planned(true, 7));
+  EXPECT_FALSE(choice.already_planned(false, 62));  // within mode A, other knobs of an engine
+  EXPECT_EQ(budget.left(), 10);                     // no runtime compilation so far
+}
+
+TEST(ConvLayout, EngineChoiceTriesOneCompiledPlanALayerAndSpendsTheBudgetOnTheTry) {
+  CompileBudget budget(2);
+  EngineNotes compiled;
+  compiled.runtime_compiled = true;
+  {
+    EngineChoice layer(DType::f16, budget);
+    EXPECT_FALSE(layer.refused(compiled).has_value());
+    layer.trying(compiled);  // its build fails: the try is spent all the same
+    EXPECT_EQ(layer.refused(compiled), "compiled at run time (one a layer)");
+    EXPECT_FALSE(layer.refused(EngineNotes{}).has_value());
+  }
+  {
+    EngineChoice layer(DType::f16, budget);
+    layer.trying(compiled);
+  }
+  EngineChoice last(DType::f16, budget);
+  EXPECT_EQ(last.refused(compiled), "compiled at run time (the calibration's budget is spent)");
+  // f32's exclusion comes first: a TF32 engine is refused for that, compiled or not.
+  EngineNotes tf32;
+  tf32.tensor_core = true;
+  tf32.runtime_compiled = true;
+  EngineChoice f32(DType::f32, budget);
+  EXPECT_EQ(f32.refused(tf32), engine_excluded(DType::f32, tf32));
 }
 
 }  // namespace
