@@ -236,7 +236,7 @@ def ratio(measured, reference):
 def row(what, measured, reference, unit, scale, bar, ref_label):
     m = f"{measured / scale:9.2f} {unit}" if measured else "      n/a"
     r = f"{reference / scale:9.2f} {unit}" if reference else "      n/a"
-    rows.append(f"{what:<26} {m:>16} {r:>16} {ratio(measured, reference):>7}  bar {bar:<8} ({ref_label})")
+    rows.append(f"{what:<34} {m:>16} {r:>16} {ratio(measured, reference):>7}  bar {bar:<8} ({ref_label})")
 
 # bf16 GEMM: the best point vs the dense datasheet peak.
 bf16 = max([g["flops_per_s"] for g in d.get("gemm", []) if g.get("dtype") == "bf16"] or [0])
@@ -277,7 +277,7 @@ row("bidirectional pinned", bidir, 2 * link if link else None, "GB/s", 1e9, "-",
 overhead = d.get("overhead", {})
 for key, label in (("op_s", "empty kernel launch"), ("graph_op_s", "launch in a CUDA graph")):
     v = overhead.get(key)
-    rows.append(f"{label:<26} {(f'{v * 1e6:9.2f} us') if v else '      n/a':>16}" + ("  bar <= 5 us" if key == "op_s" else ""))
+    rows.append(f"{label:<34} {(f'{v * 1e6:9.2f} us') if v else '      n/a':>16}" + ("  bar <= 5 us" if key == "op_s" else ""))
 
 # The peer (scripts/peers/torch_gpu.py), measured after the calibration on the same GPU.
 if len(sys.argv) > 3:
@@ -287,11 +287,11 @@ if len(sys.argv) > 3:
         peer = None
     if peer:
         rows.append("")
-        rows.append(f"{'against PyTorch ' + peer.get('torch', '?'):<26} {'truepeak':>16} {'PyTorch':>16} {'ratio':>7}")
+        rows.append(f"{'against PyTorch ' + peer.get('torch', '?'):<34} {'truepeak':>16} {'PyTorch':>16} {'ratio':>7}")
         def peer_row(what, mine, theirs, unit, scale):
             m = f"{mine / scale:9.2f} {unit}" if mine else "      n/a"
             t = f"{theirs / scale:9.2f} {unit}" if theirs else "      n/a"
-            rows.append(f"{what:<26} {m:>16} {t:>16} {ratio(mine, theirs):>7}")
+            rows.append(f"{what:<34} {m:>16} {t:>16} {ratio(mine, theirs):>7}")
         for g in peer.get("gemm", []):
             if g.get("layout") != "tn":
                 continue
@@ -314,7 +314,7 @@ if len(sys.argv) > 3:
         peer_row("h2d pinned 1 GiB", mine, (peer.get("h2d_pinned_Bps") or {}).get("best"), "GB/s", 1e9)
 
 print(f"{d.get('name')}  ({profile.get('machine', {}).get('label')}, complete={profile.get('complete')})")
-print(f"{'':<26} {'measured':>16} {'reference':>16} {'ratio':>7}")
+print(f"{'':<34} {'measured':>16} {'reference':>16} {'ratio':>7}")
 print("\n".join(rows))
 skipped = d.get("skipped", [])
 if skipped:

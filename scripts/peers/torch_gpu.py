@@ -6,7 +6,7 @@ Measures, with CUDA events, on random data:
     layout truepeak times) and as a plain x @ w ("NN");
   - a device-to-device copy of 1 GiB (bytes read plus bytes written);
   - a pinned host-to-device copy of 1 GiB;
-    - the convolution layers of truepeak's quick GPU suite (batch 32: ResNet's 3x3 and 1x1, the
+  - the convolution layers of truepeak's quick GPU suite (batch 32: ResNet's 3x3 and 1x1, the
     7x7/2 stem, a MobileNetV2 depthwise 3x3), through cuDNN as PyTorch runs them with
     torch.backends.cudnn.benchmark on (every algorithm tried, the fastest kept) and TF32 off.
     Their kernels take microseconds, less than PyTorch's host work per call, so they are timed
@@ -63,6 +63,8 @@ CONVS = [
 def convolutions(dev, gen, repeats, torch):
     """Best and median FLOP/s of each layer in CONVS (FLOPs of a direct convolution)."""
     torch.backends.cudnn.benchmark = True
+    if hasattr(torch.backends.cudnn, "benchmark_limit"):
+        torch.backends.cudnn.benchmark_limit = 0  # every engine cuDNN offers, not the first 10
     torch.backends.cudnn.allow_tf32 = False
     dtypes = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
     l2 = torch.cuda.get_device_properties(dev).L2_cache_size
@@ -85,16 +87,17 @@ def convolutions(dev, gen, repeats, torch):
                 conv(x, w, stride=stride, padding=pad, groups=groups)
         torch.cuda.current_stream(dev).wait_stream(side)
         graph = torch.cuda.CUDAGraph()
+        outputs = []  # kept, so that each call writes an output of its own, as truepeak's sets do
         with torch.cuda.graph(graph):
             for i in range(calls):
-                conv(xs[i % sets], w, stride=stride, padding=pad, groups=groups)
+                outputs.append(conv(xs[i % sets], w, stride=stride, padding=pad, groups=groups))
         out = summary(timed(graph.replay, repeats, 0.2, torch), flops * calls)
         rows.append({"dtype": dtype, "layout": layout, "n": n, "c": c, "h": hw, "w": hw, "k": k,
                      "r": rs, "s": rs, "stride": stride, "pad": pad, "groups": groups,
                      "best_flops_per_s": out["best"], "median_flops_per_s": out["median"]})
         print(f"torch conv {dtype} {layout} n{n} c{c} {hw}x{hw} k{k} {rs}x{rs}/{stride} g{groups}: "
               f"best {out['best'] / 1e12:.1f} TFLOP/s, median {out['median'] / 1e12:.1f}", flush=True)
-        del x, w, xs, graph
+        del x, w, xs, graph, outputs
     return rows
 
 
