@@ -34,7 +34,8 @@ class Kernel {
   virtual double run_s() = 0;
   // Implementation that ran, where the library says (oneDNN impl name, cuBLASLt algo id, ...).
   virtual std::string impl() const { return {}; }
-  // Memory layout of the operands ("nchw", "nhwc", "blocked", "row-major"); empty if not relevant.
+  // Memory layout of the operands ("nchw", "nhwc", "blocked", "row-major, weights [n][k]",
+  // "tn"); empty if not relevant.
   virtual std::string layout() const { return {}; }
 };
 

@@ -41,7 +41,7 @@ struct GemmPoint {
   Timing timing;
   double flops_per_s = 0;  // shape.flops() / timing.time_s
   std::string impl;        // implementation that ran, where known
-  std::string layout;      // operand layouts, e.g. "row-major" or "row-major, blocked weights"
+  std::string layout;      // operand layouts, e.g. "row-major, weights [n][k]" or "tn"
   bool cold_weights = false;  // B read from main memory on every call (copies past the caches)
 };
 

@@ -1,6 +1,7 @@
 // Reference checks for the library kernels: outputs (all of them for small problems, a spread
 // sample otherwise) are compared with a naive double-precision computation from the same inputs.
-// Operands are plain row-major (GEMM) or NCHW / (G)OIHW (convolution) in their own data type:
+// Operands are plain (GEMM: A and C row-major, B as a linear layer's weights [n][k]) or NCHW /
+// (G)OIHW (convolution) in their own data type:
 // f32 as float, bf16 as uint16_t bits, int8 inputs as int8_t with int32 output. Each function
 // throws CheckFailed naming the first wrong element; it returns the number of elements checked.
 #pragma once
