@@ -416,6 +416,12 @@ TEST(Summary, ABestLayerAboveTheDatasheetSaysWhichShareOfItsTapsIsReal) {
             std::string::npos)
       << text;
   EXPECT_NE(text.find("82% of its taps fall on the input"), std::string::npos) << text;
+  EXPECT_NE(text.find("it ran an unrecorded implementation\n"), std::string::npos) << text;
+  // What ran: the implementation up to its first ';' (the candidates' search stays out).
+  profile.devices[0].conv[0].impl = "cudnn algo=7 math=3 workspace=57 MiB; timed 8 graph + 6 legacy";
+  EXPECT_NE(profile_summary(profile).find("it ran cudnn algo=7 math=3 workspace=57 MiB\n"),
+            std::string::npos)
+      << profile_summary(profile);
   // Below the datasheet, or without padding, no note.
   profile.devices[0].conv[0].flops_per_s = 450e9;
   EXPECT_EQ(profile_summary(profile).find("padded window"), std::string::npos);
