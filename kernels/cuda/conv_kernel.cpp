@@ -214,8 +214,8 @@ class ConvKernel final : public Kernel {
     }
     if (passed.empty())
       throw CheckFailed(fmt::format("{}: no candidate passed the check:{}", name(), failures));
-    timed_ += fmt::format(" checked: {} passed ({} graph)", passed.size(), graph_passed);
-    if (!failures.empty()) timed_ += ", failed:" + failures;
+    timed_ += fmt::format(" checked: {} passed ({} graph){};", passed.size(), graph_passed,
+                          failures.empty() ? "" : ", failed:" + failures);
     choose(passed.front());
   }
 
