@@ -37,27 +37,28 @@ std::string device_summary(const Device& d) {
     t.add_row({"GEMM " + dtype, format_flops_per_s(rate), ds ? format_flops_per_s(*ds) : kNone, ratio(rate, ds)});
   }
   // Best conv per dtype (warm weights), against the same dtype's dense peak.
-  std::map<std::string, double> conv_best;
-  std::map<std::string, ConvShape> conv_best_shape;
-  std::map<std::string, std::string> conv_best_impl;
+  struct BestConv {
+    double rate = 0;
+    const ConvPoint* point = nullptr;
+  };
+  std::map<std::string, BestConv> conv_best;
   for (const auto& p : d.conv) {
     if (p.cold_weights) continue;
-    const std::string dtype(to_string(p.shape.dtype));
-    auto& best = conv_best[dtype];
-    if (p.flops_per_s > best) {
-      best = p.flops_per_s;
-      conv_best_shape[dtype] = p.shape;
-      conv_best_impl[dtype] = p.impl.substr(0, p.impl.find(';'));  // what ran, not the search
-    }
+    auto& best = conv_best[std::string(to_string(p.shape.dtype))];
+    if (p.flops_per_s > best.rate) best = {p.flops_per_s, &p};
   }
   // A best layer above the datasheet: its counted FLOPs include the taps on the padding, which a
   // kernel may skip (oneDNN's do), and a Winograd or FFT algorithm (cuDNN's) multiplies less.
   std::string padding_notes;
-  for (const auto& [dtype, rate] : conv_best) {
+  for (const auto& [dtype, best] : conv_best) {
+    const double rate = best.rate;
     const auto ds = lookup(d.datasheet.flops_per_s, dtype);
     t.add_row({"conv " + dtype + " (best layer)", format_flops_per_s(rate), ds ? format_flops_per_s(*ds) : kNone,
                ratio(rate, ds)});
-    const auto& shape = conv_best_shape[dtype];
+    const ConvShape shape = best.point ? best.point->shape : ConvShape{};
+    // What ran, not the candidates' search that follows the first ';'.
+    const std::string impl =
+        best.point ? best.point->impl.substr(0, best.point->impl.find(';')) : std::string();
     const double inside = shape.inside_tap_share();
     if (ds && rate > *ds && inside < 1)
       padding_notes += fmt::format(
@@ -65,7 +66,7 @@ std::string device_summary(const Device& d) {
           "count them; {:.0f}% of its taps fall on the input ({} on it); a kernel may skip the "
           "rest, or multiply less (Winograd, FFT); it ran {}\n",
           dtype, shape.str(), 100 * inside, format_flops_per_s(rate * inside),
-          conv_best_impl[dtype].empty() ? "an unrecorded implementation" : conv_best_impl[dtype]);
+          impl.empty() ? "an unrecorded implementation" : impl);
   }
   for (const auto& [dtype, rate] : d.peaks.vector_flops_per_s) {
     const auto ds = lookup(d.datasheet.vector_flops_per_s, dtype);
