@@ -317,7 +317,6 @@ class ConvKernel final : public Kernel {
                                                   &needed) != CUDNN_STATUS_SUCCESS)
         continue;
       if (static_cast<std::int64_t>(needed) > workspace_limit) continue;
-      perf[i].memory = needed;
       candidates_.push_back({perf[i], 0, static_cast<std::int64_t>(needed),
                              fmt::format("algo={} math={}", static_cast<int>(perf[i].algo),
                                          static_cast<int>(math_for(perf[i])))});

@@ -162,8 +162,7 @@ GraphConv::GraphConv(cudnnHandle_t handle, const ConvShape& shape, bool nhwc,
   set(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
   TP_CUDNN_CHECK(cudnnBackendFinalize(op.get()));
   graph_ = create(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
-  cudnnBackendDescriptor_t raw_op = op.get();
-  set(graph_, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &raw_op);
+  set_descriptor(graph_, CUDNN_ATTR_OPERATIONGRAPH_OPS, op);
   set_handle(graph_, false, handle);
   TP_CUDNN_CHECK(cudnnBackendFinalize(graph_.get()));
   keep_.push_back(std::move(op));
