@@ -179,6 +179,9 @@ class Sentinel {
   int slow_rounds_ = 0;
 };
 
+// The peak watch's category of the main-memory triad points.
+constexpr const char* kMemoryCategory = "stream triad main memory";
+
 // Without bursts, the pool is what the end confirms.
 PeakWatch::Options watch_options(const Plan& plan) {
   PeakWatch::Options o;
@@ -187,13 +190,14 @@ PeakWatch::Options watch_options(const Plan& plan) {
   o.share = plan.watch_share;
   o.keep_kernels = plan.watch_keeps_kernels;
   o.burst_rule = plan.burst_rule;
+  o.spell_s = plan.watch_spell_s;
+  o.spell_budget_s = plan.watch_spell_budget_s;
+  o.spell_categories = {kMemoryCategory};
   o.admit_within = plan.watch_admit_within;
   o.most = plan.watch_share > 0 ? std::max(plan.watch_most, o.pool) : o.pool;
   return o;
 }
 
-// The peak watch's category of the main-memory triad points.
-constexpr const char* kMemoryCategory = "stream triad main memory";
 constexpr const char* kClockCategory = "clock";
 
 // The working-set sweep in the order measured: every op at every size of `stream_bytes`, then the

@@ -145,14 +145,31 @@ double PeakWatch::claim(const Category& cat) {
   return std::clamp(1.0 / near_share, 1.0, kMaxClaim);
 }
 
-bool PeakWatch::burst(double min_claim, const std::atomic<bool>* stop) {
+double PeakWatch::gain_since(const Candidate& c, std::size_t from) {
+  if (c.samples.size() <= from || !(c.typical_s > 0)) return 0;
+  const double fastest =
+      *std::min_element(c.samples.begin() + static_cast<std::ptrdiff_t>(from), c.samples.end());
+  return c.typical_s / fastest;
+}
+
+bool PeakWatch::spell_starts(const Category& cat, const Candidate& c, std::size_t from, double best_rate) const {
+  if (options_.spell_s <= 0 || cat.spell_time_s >= options_.spell_budget_s || c.failed ||
+      c.samples.size() <= from)
+    return false;
+  const auto& names = options_.spell_categories;
+  if (std::find(names.begin(), names.end(), cat.name) == names.end()) return false;
+  const double fastest =
+      *std::min_element(c.samples.begin() + static_cast<std::ptrdiff_t>(from), c.samples.end());
+  return gain_since(c, from) >= kSpellGain && c.work / fastest >= kNearBest * best_rate;
+}
+
+bool PeakWatch::burst(double min_claim, const std::atomic<bool>* stop, Clock::time_point until) {
   const auto [cat, c] = next_for_burst(min_claim);
   if (!c) return false;
   const double best_rate = c->rate();
   const std::size_t before = c->samples.size();
   const auto start = Clock::now();
   time(*c, options_.burst_rule, false, stop);
-  const double spent = seconds_since(start);
   // Only a burst that timed something tells how settled the category is.
   if (c->samples.size() > before) {
     const double fastest = *std::min_element(c->samples.begin() + static_cast<std::ptrdiff_t>(before),
@@ -160,11 +177,30 @@ bool PeakWatch::burst(double min_claim, const std::atomic<bool>* stop) {
     if (c->work / fastest >= kNearBest * best_rate) ++cat->near_best;
     ++cat->bursts;
   }
+  const double spent = seconds_since(start);
   burst_time_s_ += spent;
   cat->burst_time_s += spent;
   c->burst_time_s += spent;
   ++c->bursts;
   ++bursts_;
+  // A fast spell: more bursts of the candidate while they keep finding it. Its time is the
+  // watch's (the share), not charged to the category or the candidate: their bursts go on as
+  // before, to find the next spell.
+  if (spell_starts(*cat, *c, before, best_rate)) {
+    const auto spell_start = Clock::now();
+    const double spell_s = std::min(options_.spell_s, options_.spell_budget_s - cat->spell_time_s);
+    const auto spell_end = std::min(until, spell_start + std::chrono::duration_cast<Clock::duration>(
+                                                             std::chrono::duration<double>(spell_s)));
+    ++cat->spells;
+    for (std::size_t from = c->samples.size(); Clock::now() < spell_end && !raised(stop) && !c->failed;
+         from = c->samples.size()) {
+      time(*c, options_.burst_rule, false, stop);
+      if (gain_since(*c, from) < kSpellGain) break;
+    }
+    const double in_spell = seconds_since(spell_start);
+    cat->spell_time_s += in_spell;
+    burst_time_s_ += in_spell;
+  }
   return true;
 }
 
@@ -178,8 +214,9 @@ void PeakWatch::tick(double elapsed_s, const std::atomic<bool>* stop) {
 double PeakWatch::extend(double seconds, double min_claim, const std::atomic<bool>* stop) {
   if (closed_ || seconds <= 0) return 0;
   const auto start = Clock::now();
-  while (seconds_since(start) < seconds && !raised(stop))
-    if (!burst(min_claim, stop)) break;
+  const auto until = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  while (Clock::now() < until && !raised(stop))
+    if (!burst(min_claim, stop, until)) break;
   extended_s_ += seconds_since(start);
   return seconds_since(start);
 }
@@ -255,7 +292,8 @@ nlohmann::json PeakWatch::report() const {
                       {"categories", nlohmann::json::array()}, {"candidates", nlohmann::json::array()}};
   for (const auto& cat : categories_) {
     j["categories"].push_back({{"category", cat.name}, {"bursts", cat.bursts}, {"near_best", cat.near_best},
-                               {"burst_time_s", cat.burst_time_s}});
+                               {"burst_time_s", cat.burst_time_s}, {"spells", cat.spells},
+                               {"spell_time_s", cat.spell_time_s}});
     for (const auto& c : cat.candidates) {
       nlohmann::json e = {{"category", cat.name}, {"what", c.what}, {"samples", c.samples.size()},
                           {"bursts", c.bursts}, {"burst_time_s", c.burst_time_s}};

@@ -20,6 +20,10 @@
 // weighted by (rate / the category's best)^4. Settled categories get about the same time, a
 // 0.1 ms GEMM many more bursts than a 30 ms convolution, the candidates near the top most of
 // their category's time, and a late arrival is not made up for all at once.
+//
+// A burst that finds its candidate much faster than its typical time has found a fast spell, and
+// the watch stays on it (Options::spell_s): the spell's top is then drawn from many samples, not
+// from the three that found it.
 #pragma once
 
 #include <atomic>
@@ -53,6 +57,16 @@ class PeakWatch {
     // percent of one another; only bursts lift such a point back.
     double admit_within = 0;
     int most = 0;
+    // In the categories of `spell_categories`, a burst that finds its candidate in a fast spell
+    // (its fastest sample at least kSpellGain times the rate of the candidate's typical time, and
+    // near its best or beyond) is followed by more bursts of it while they stay that fast, for up
+    // to `spell_s`, and up to `spell_budget_s` a category in all. Main memory here ran its triad
+    // at 60-70 GB/s for minutes at a time, then at 130-155 for a minute or so: three samples of
+    // such a spell land anywhere from 110 to 150, a second of them on its top. Spells count to
+    // the share, not to their category's claim.
+    std::vector<std::string> spell_categories = {};
+    double spell_s = 0;
+    double spell_budget_s = 0;
   };
   // Writes a candidate's figures back to its point: the summary of all its samples and the
   // implementation and layout of the kernel that ran the fastest one.
@@ -136,6 +150,8 @@ class PeakWatch {
     double burst_time_s = 0;
     int bursts = 0;
     int near_best = 0;  // bursts whose fastest sample came within kNearBest of their candidate's best
+    int spells = 0;     // fast spells found (Options::spell_s)
+    double spell_time_s = 0;
   };
   // A burst this close to its candidate's best rate (or faster) finds the figure where it was, to
   // the precision that two calibrations should agree on (3%). Within 1%, even the FMA kernel's
@@ -144,6 +160,9 @@ class PeakWatch {
   // A category whose bursts seldom come near its best claims up to this many times the burst time
   // of one whose bursts always do.
   static constexpr double kMaxClaim = 4.0;
+  // A burst this much faster than its candidate's typical time found a fast spell: more than the
+  // few percent of a compute kernel's ordinary jitter, less than main memory's 2x between spells.
+  static constexpr double kSpellGain = 1.2;
   static double claim(const Category& cat);
 
   // Times `c` with `rule`, adds the samples and writes the figures back; `look`: a full look
@@ -153,9 +172,16 @@ class PeakWatch {
   // The category and candidate whose claim on burst time is the least met; categories whose claim
   // is below `min_claim` are passed over.
   std::pair<Category*, Candidate*> next_for_burst(double min_claim = 0);
-  // One burst of the next candidate: its time counted to it, its category and the watch.
-  // False when no candidate is left to time.
-  bool burst(double min_claim, const std::atomic<bool>* stop);
+  // One burst of the next candidate (and the spell it finds, if it finds one, to `until` at the
+  // latest): its time counted to it, its category and the watch. False when no candidate is left
+  // to time.
+  bool burst(double min_claim, const std::atomic<bool>* stop,
+             std::chrono::steady_clock::time_point until = std::chrono::steady_clock::time_point::max());
+  // Whether the burst of `c` that took its samples from `from` on found a fast spell to stay on
+  // (`best_rate`: its rate before the burst).
+  bool spell_starts(const Category& cat, const Candidate& c, std::size_t from, double best_rate) const;
+  // The fastest of `c`'s samples from `from` on, as a rate over its typical time's.
+  static double gain_since(const Candidate& c, std::size_t from);
   // The candidates of `cat` that confirm() would measure: the `confirmed` fastest that have not
   // failed, fastest first.
   std::vector<const Candidate*> to_be_confirmed(const Category& cat) const;

@@ -83,6 +83,10 @@ struct Plan {
   int watch_most = 0;
   bool watch_keeps_kernels = false;
   StopRule burst_rule;
+  // How long the watch stays on a main-memory triad whose burst found a fast spell, and how long
+  // in all (PeakWatch::Options).
+  double watch_spell_s = 0;
+  double watch_spell_budget_s = 0;
   // When the points are done before the deadline, the time it leaves after the confirmation goes
   // to more bursts (`closing_watch`), shared as the watch shares its time, among the categories
   // whose claim (PeakWatch) is at least `closing_watch_min_claim` (0: all of them). Without it a

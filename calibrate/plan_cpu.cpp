@@ -322,6 +322,14 @@ Plan cpu_plan(const DeviceDescription& device, Suite suite) {
   plan.watch_keeps_kernels = true;
   plan.burst_rule = rule(3, 0.02, 0, 0, 0.0);
   plan.burst_rule.max_samples = 3;
+  // Seen here: main memory's triad at 60-70 GB/s for minutes, then at 130-155 for a minute or so;
+  // two runs whose bursts each caught such a spell found 129.6 and 122.3 GB/s in three samples a
+  // burst, and a second of samples inside one ran it at 151-156. So the watch stays on a triad
+  // burst that finds a spell. Only main memory's: with every category's, the FMA, whose first
+  // look fell in a slow spell of the clock, took 39 s of spells in one run and left the GEMMs a
+  // second or two of bursts.
+  plan.watch_spell_s = quick ? 0.5 : 2.0;
+  plan.watch_spell_budget_s = quick ? 1.0 : 6.0;
   // The default suite looks at every vector op, GEMM and convolution of up to 20 ms a second
   // time (a busy spell here slows a batch-1 convolution by a third and lasts seconds); the quick
   // one has no time for it.

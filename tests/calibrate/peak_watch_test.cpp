@@ -242,6 +242,114 @@ TEST(PeakWatch, ExtendEndsAtOnceWhenEveryCategoryIsSettledOrTheWatchIsClosed) {
   EXPECT_EQ(watch.extend(5.0, 0.0, nullptr), 0.0);
 }
 
+TEST(PeakWatch, ABurstThatFindsAFastSpellStaysOnItWhileItLasts) {
+  // Typical time 1 ms; the kernel then runs nine samples at 0.5 ms (a fast spell: main memory
+  // while the other tenants rest), then at 1 ms again. One burst finds the spell; the watch stays
+  // on it, three samples a burst, until a burst comes back at the typical time.
+  const auto spell = [] {
+    std::vector<double> times(9, 0.5e-3);
+    times.push_back(1e-3);
+    return times;
+  };
+  PeakWatch::Options options{3, 3, 1.0, true, burst_rule()};
+  options.spell_s = 10;
+  options.spell_budget_s = 100;
+  options.spell_categories = {"memory"};
+  PeakWatch watch(options);
+  Applied a;
+  watch.offer("memory", "triad", 1e9, no_make(), std::make_unique<ScriptedKernel>(spell()), {1e-3, 1e-3, 1e-3},
+              record(a));
+  watch.tick(1e-9, nullptr);  // time for one burst
+  EXPECT_EQ(watch.bursts(), 1);
+  EXPECT_EQ(a.summary.samples, 3 + 9 + 3);
+  EXPECT_DOUBLE_EQ(a.summary.min_s, 0.5e-3);
+  const auto report = watch.report();
+  EXPECT_EQ(report["categories"][0]["spells"], 1);
+  EXPECT_GE(report["categories"][0]["spell_time_s"].get<double>(), 0.0);
+
+  // Without spell time the burst is its three samples.
+  PeakWatch plain({3, 3, 1.0, true, burst_rule()});
+  Applied b;
+  plain.offer("memory", "triad", 1e9, no_make(), std::make_unique<ScriptedKernel>(spell()), {1e-3, 1e-3, 1e-3},
+              record(b));
+  plain.tick(1e-9, nullptr);
+  EXPECT_EQ(b.summary.samples, 3 + 3);
+  EXPECT_EQ(plain.report()["categories"][0]["spells"], 0);
+
+  // Nor in a category not named for spells.
+  PeakWatch other(options);
+  Applied c;
+  other.offer("fma f32", "fma", 1e9, no_make(), std::make_unique<ScriptedKernel>(spell()), {1e-3, 1e-3, 1e-3},
+              record(c));
+  other.tick(1e-9, nullptr);
+  EXPECT_EQ(c.summary.samples, 3 + 3);
+}
+
+TEST(PeakWatch, OrdinaryJitterIsNoSpellAndASpellEndsAtItsTime) {
+  PeakWatch::Options options{3, 3, 1.0, true, burst_rule()};
+  options.spell_s = 10;
+  options.spell_budget_s = 100;
+  options.spell_categories = {"memory"};
+  // 9% faster than the typical time: jitter, not a spell.
+  PeakWatch watch(options);
+  Applied a;
+  offer_scripted(watch, "memory", "jitter", 1e9, 1e-3, 0.92e-3, 0.0, a);
+  watch.tick(1e-9, nullptr);
+  EXPECT_EQ(a.summary.samples, 1 + 3);
+  EXPECT_EQ(watch.report()["categories"][0]["spells"], 0);
+
+  // Faster than the typical time but well short of the best seen: no spell either.
+  PeakWatch short_of_best(options);
+  Applied d;
+  short_of_best.offer("memory", "triad", 1e9, no_make(),
+                      std::make_unique<ScriptedKernel>(std::vector<double>{0.75e-3}), {0.5e-3, 1e-3, 1e-3},
+                      record(d));
+  short_of_best.tick(1e-9, nullptr);
+  EXPECT_EQ(d.summary.samples, 3 + 3);
+
+  // A spell that never ends takes the spell time and no more; 1 ms of wall time a sample.
+  options.spell_s = 0.05;
+  PeakWatch timed(options);
+  Applied b;
+  offer_scripted(timed, "memory", "triad", 1e9, 1e-3, 0.5e-3, 0.001, b);
+  const auto start = std::chrono::steady_clock::now();
+  timed.tick(1e-9, nullptr);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_GE(took, 0.05);
+  EXPECT_LT(took, 1.0);
+  EXPECT_GE(b.summary.samples, 1 + 3 + 3 * 4);
+  const auto report = timed.report();
+  EXPECT_EQ(report["categories"][0]["spells"], 1);
+  EXPECT_GE(report["categories"][0]["spell_time_s"].get<double>(), 0.05);
+  // The spell counts to the watch's share, not to its category's claim.
+  EXPECT_GE(report["burst_time_s"].get<double>(), took * 0.9);
+  EXPECT_LT(report["categories"][0]["burst_time_s"].get<double>(),
+            report["categories"][0]["spell_time_s"].get<double>());
+
+  // Spells end when the category's budget is spent: 0.05 s in all, whatever each may take.
+  options.spell_s = 10;
+  options.spell_budget_s = 0.05;
+  PeakWatch budgeted(options);
+  Applied e;
+  offer_scripted(budgeted, "memory", "triad", 1e9, 1e-3, 0.5e-3, 0.001, e);
+  budgeted.tick(1000.0, nullptr);  // eight bursts, each as fast as the first
+  EXPECT_EQ(budgeted.bursts(), 8);
+  const auto spent_report = budgeted.report();
+  const double in_spells = spent_report["categories"][0]["spell_time_s"].get<double>();
+  EXPECT_GE(in_spells, 0.05);
+  EXPECT_LT(in_spells, 0.5);
+  EXPECT_EQ(spent_report["categories"][0]["spells"], 1);
+
+  // extend() ends a spell at the end of its own time.
+  options.spell_budget_s = 100;
+  PeakWatch extended(options);
+  Applied c;
+  offer_scripted(extended, "memory", "triad", 1e9, 1e-3, 0.5e-3, 0.001, c);
+  const double spent = extended.extend(0.05, 0.0, nullptr);
+  EXPECT_GE(spent, 0.05);
+  EXPECT_LT(spent, 1.0);
+}
+
 TEST(PeakWatch, CandidatesOfDifferentRatesAreSettledWhenEachRepeatsItsOwnBest) {
   // "gemm f32" holds two shapes, one at 90% of the other's rate, each as fast in every burst as
   // it ever was: as settled as the single FMA candidate, so the two categories share evenly.
