@@ -320,6 +320,60 @@ class HostProbeTest(ClockedTest):
         self.assertIn("or that had no quiet round (host probe), ran extra rounds, up to 8", text)
 
 
+class HostWaitTest(ClockedTest):
+    """wait_for_host: after the rounds, the runs wait for the host to run as at calibration."""
+
+    def setUp(self):
+        super().setUp()
+        self.saved_sleep = validate.time.sleep
+        validate.time.sleep = lambda seconds: setattr(self.clock, "now", self.clock.now + seconds)
+
+    def tearDown(self):
+        validate.time.sleep = self.saved_sleep
+        super().tearDown()
+
+    def wait_args(self, host_wait):
+        return types.SimpleNamespace(host_wait=host_wait, runs=1, visit_ms=0)
+
+    def test_the_runs_wait_for_the_host_then_go_on_until_a_quiet_round(self):
+        # The probe ran at 1.3 through the planned rounds (slower than at calibration: every round
+        # quiet against that); it is polled at 1.3, 1.3, then 1.0. Against the new fastest the
+        # case has no quiet round, so it runs one more, which is.
+        case = case_with_times(self.clock, "m", [1.0])
+        probe = FakeProbe([1.3] * 6 + [1.0])
+        validate.timed_rounds([case], self.args(rounds=4, extra=0), probes={"frozen": probe})
+        self.assertEqual(validate.quiet_rounds(case, probe), 4)
+        wait = validate.wait_for_host([case], self.wait_args(60), None, {"frozen": probe},
+                                      lambda: ["frozen"] if probe.fastest_s > 1.1 else [])
+        self.assertEqual(probe.samples, 4 + 3 + 1)
+        self.assertEqual(case.host_s, [1.3] * 4 + [1.0])
+        self.assertEqual(len(case.times_s), 5)
+        self.assertEqual(wait["rounds"], 1)
+        self.assertEqual(wait["as_calibrated"], {"frozen": True})
+        self.assertAlmostEqual(wait["waited_s"], 3 * validate.HOST_POLL_S + 1.0)
+        self.assertIn("every probe got there", validate.host_wait_text(wait))
+
+    def test_the_wait_is_bounded_and_says_which_probe_never_got_there(self):
+        case = case_with_times(self.clock, "m", [1.0])
+        probe = FakeProbe([1.3])
+        validate.timed_rounds([case], self.args(rounds=4, extra=0), probes={"frozen": probe})
+        wait = validate.wait_for_host([case], self.wait_args(10), None, {"frozen": probe}, lambda: ["frozen"])
+        self.assertGreaterEqual(wait["waited_s"], 10)
+        self.assertLess(wait["waited_s"], 10 + 2 * validate.HOST_POLL_S)
+        self.assertEqual((wait["rounds"], len(case.times_s)), (0, 4))
+        self.assertEqual(wait["as_calibrated"], {"frozen": False})
+        self.assertIn("still slower at the end: frozen", validate.host_wait_text(wait))
+
+    def test_no_wait_when_the_host_already_runs_as_at_calibration(self):
+        case = case_with_times(self.clock, "m", [1.0])
+        probe = FakeProbe([1.0])
+        validate.timed_rounds([case], self.args(rounds=4, extra=0), probes={"frozen": probe})
+        before = self.clock.now
+        wait = validate.wait_for_host([case], self.wait_args(60), None, {"frozen": probe}, lambda: [])
+        self.assertEqual(self.clock.now, before)
+        self.assertEqual((wait["rounds"], wait["waited_s"]), (0, 0))
+
+
 class MeasuredFileTest(unittest.TestCase):
     """--measured files: round ends are optional (files from before them), and checked."""
 
