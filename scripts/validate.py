@@ -502,6 +502,55 @@ class Overheads:
         return {k: t.per_op_us() for k, t in self.timers.items()}
 
 
+FROZEN_KIND_LINKS = 64  # links of the chains that time a frozen graph's elementwise ops (frozen_kind_timers)
+
+
+def frozen_kind_timers(kinds):
+    """The fixed cost of each elementwise op kind of `kinds` in a frozen graph: chains of links of a
+    1x1 convolution (16 channels, 4x4) and the op (on its output, and for a binary op on the link's
+    input too), timed as the per-op chains are (ChainTimer). A link's cost less a convolution's
+    (the frozen chain's per-op cost) is the op's (frozen_kind_us). Measured here, a frozen graph's
+    ReLU6 cost 1.0 us, its ReLU 3.4, its sigmoid 3.5, its add 11.3, where a convolution costs 10.1:
+    the elementwise ops that PyTorch runs in its own in-place kernels on oneDNN's tensors skip most
+    of what a oneDNN call costs."""
+    import torch
+    from torch import nn
+    modules = layout_probe_modules()
+
+    class Link(nn.Module):
+        def __init__(self, op, operands):
+            super().__init__()
+            self.conv, self.op, self.operands = nn.Conv2d(16, 16, 1), op, operands
+
+        def forward(self, x):
+            y = self.conv(x)
+            return self.op(y, x) if self.operands == 2 else self.op(y)
+
+    def chains(kind):
+        op, operands = modules[kind]
+
+        def make(n):
+            x = torch.randn(1, 16, 4, 4)
+            net = nn.Sequential(*[Link(op, operands) for _ in range(n)]).eval()
+            graph = torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.trace(net, x)))
+            return lambda: graph(x)
+        return make
+
+    torch.manual_seed(0)
+    with torch.no_grad():
+        return Overheads({kind: ChainTimer(chains(kind), 1, links=FROZEN_KIND_LINKS) for kind in kinds
+                          if kind.startswith("elementwise:") and kind in modules})
+
+
+def frozen_kind_us(link_us, frozen_us):
+    """Each kind's own cost in a frozen graph: its link's cost (frozen_kind_timers) less a
+    convolution's (`frozen_us`), 0 where noise puts it below; kinds whose link noise left
+    unmeasured are left out, and all of them without the convolution's."""
+    if frozen_us is None:
+        return {}
+    return {kind: max(0.0, us - frozen_us) for kind, us in link_us.items() if us is not None}
+
+
 def gpu_overheads(device):
     """Issue time of one eager op on a GPU: the time per op of chains of tiny ops, each chain
     ended by a synchronize, as (time of 64 pairs - time of 1) / 126. CNN layers are mostly
@@ -1102,11 +1151,14 @@ def find_key(doc, key):
     return None
 
 
-def estimate(args, case, onnx_path, overhead_us=None, layout=None, own_rates=None, product_us=None):
+def estimate(args, case, onnx_path, overhead_us=None, layout=None, own_rates=None, product_us=None,
+             kind_us=None):
     """`own_rates`: the rates of PyTorch's own kernels in the case's runtime (kind -> elements/s):
     for a frozen graph, of the ops its layout runs plain (so with the layout only); in eager mode,
     of every op outside oneDNN. `product_us`: an eager run's cost per linear and matmul, where its
-    products pay more than its other ops (runtime_overheads' "eager-product")."""
+    products pay more than its other ops (runtime_overheads' "eager-product"). `kind_us`: a
+    frozen graph's cost per op of the elementwise kinds that differ from a convolution's
+    (frozen_kind_us)."""
     cmd = [args.truepeak, "estimate", "--profile", args.profile, "--model", onnx_path, "--format", "json",
            "--batch", str(case.batch), "--dtype", case.dtype]
     if case.seq and case.model != "gpt2_decode":
@@ -1119,6 +1171,8 @@ def estimate(args, case, onnx_path, overhead_us=None, layout=None, own_rates=Non
         cmd += ["--op-overhead-us", f"{overhead_us:.3f}"]
     if product_us is not None and case.runtime == "eager":
         cmd += ["--kind-overhead-us", f"linear={product_us:.3f},matmul={product_us:.3f}"]
+    if kind_us and case.runtime == "frozen":
+        cmd += ["--kind-overhead-us", ",".join(f"{k}={v:.3f}" for k, v in sorted(kind_us.items()))]
     if getattr(args, "typical_times", False):
         cmd += ["--typical-times"]
     if case.runtime == "frozen" or (case.runtime == "eager" and case.dtype == "f32" and not on_gpu(args.device)):
@@ -1558,6 +1612,8 @@ def fmt(value, spec):
 def overhead_text(runtime, us):
     if runtime == "eager-product":
         return f"eager PyTorch's linears and matmuls through oneDNN {fmt(us, '.1f')} us"
+    if runtime.startswith("frozen "):
+        return f"frozen PyTorch's {runtime.split(' ', 1)[1]} {fmt(us, '.1f')} us"
     return f"{runtime} PyTorch {fmt(us, '.1f')} us"
 
 
@@ -1917,10 +1973,17 @@ def main():
     if not measured_doc and (not args.library_overhead or args.measure_only):
         timers = gpu_overheads(args.device) if gpu else runtime_overheads()
 
+    kind_timers = [None]  # the frozen graphs' elementwise kinds, once the layout is known
+
     def overheads_now():
         if measured_doc:
             return None if args.library_overhead else measured_doc.get("runtime_overhead_us")
-        return timers.us() if timers else None
+        if not timers:
+            return None
+        us = timers.us()
+        if kind_timers[0]:
+            us.update({f"frozen {kind}": v for kind, v in frozen_kind_us(kind_timers[0].us(), us.get("frozen")).items()})
+        return us
 
     layout = None
     # The layouts of this machine's PyTorch, for the estimates of the cases it times here.
@@ -1939,7 +2002,12 @@ def main():
             own["frozen"] = OwnKernelRates(frozen_kernels())
         if "eager" in runtimes:
             own["eager"] = OwnKernelRates(eager_kernels(), before=eager_layer())
-    samplers = [t.sample for t in (timers, *own.values()) if t]
+    # A frozen graph's cost per elementwise op, for the kinds its layout runs blocked (those that
+    # run plain change layout too, which the estimate costs as copies of their own).
+    if not gpu and not measured_doc and not args.library_overhead and layout and "error" not in layout \
+            and any(c.runtime == "frozen" for c in cases):
+        kind_timers[0] = frozen_kind_timers(layout["blocked_ops"])
+    samplers = [t.sample for t in (timers, kind_timers[0], *own.values()) if t]
     each_round = (lambda: [sample() for sample in samplers]) if samplers else None
     # The host's speed before every round of every case (CPU: a shared machine's neighbours come
     # and go); a case runs extra rounds until one of its rounds was quiet.
@@ -1988,7 +2056,9 @@ def main():
         estimates[case.key] = estimate(args, case, paths[case.model],
                                        None if overheads is None else overheads[case.runtime], layout,
                                        own_rates.get(case.runtime),
-                                       None if overheads is None or gpu else overheads.get("eager-product"))
+                                       None if overheads is None or gpu else overheads.get("eager-product"),
+                                       {k.split(" ", 1)[1]: v for k, v in (overheads or {}).items()
+                                        if k.startswith("frozen ")})
         e = estimates[case.key]
         print(f"  {case.key}: predicted {fmt(e.get('latency_s') and e['latency_s'] * 1e3, '.2f')} ms"
               + (f" ({e['error']})" if "error" in e else ""), file=sys.stderr, flush=True)

@@ -169,6 +169,44 @@ class InPlaceKindsTest(unittest.TestCase):
         self.assertEqual(cmd[cmd.index("--in-place-ops") + 1], "elementwise:add,elementwise:relu")
 
 
+class FrozenKindOverheadTest(unittest.TestCase):
+    def test_a_kinds_cost_is_its_link_less_a_convolution(self):
+        links = {"elementwise:clip": 11.1, "elementwise:add": 21.5, "elementwise:relu": 9.0,
+                 "elementwise:mul": None}
+        self.assertEqual(validate.frozen_kind_us(links, 10.0),
+                         {"elementwise:clip": 11.1 - 10.0, "elementwise:add": 21.5 - 10.0, "elementwise:relu": 0.0})
+        self.assertEqual(validate.frozen_kind_us(links, None), {})
+
+    def run_estimate(self, case, **kwargs):
+        seen = {}
+
+        def fake_run(cmd, **run_kwargs):
+            seen["cmd"] = cmd
+            return types.SimpleNamespace(returncode=2, stdout="", stderr="stop here")
+        args = types.SimpleNamespace(truepeak="truepeak", profile="p.json", device="cpu", typical_times=False)
+        real = validate.subprocess.run
+        validate.subprocess.run = fake_run
+        try:
+            validate.estimate(args, case, "m.onnx", **kwargs)
+        finally:
+            validate.subprocess.run = real
+        return seen["cmd"]
+
+    def test_a_frozen_case_is_told_its_kinds_costs_and_an_eager_one_not(self):
+        kinds = {"elementwise:relu": 3.4, "elementwise:clip": 1.0}
+        frozen = validate.Case("mobilenet_v2", 1, "f32", None, None, None, "frozen")
+        cmd = self.run_estimate(frozen, overhead_us=10.0, kind_us=kinds)
+        self.assertEqual(cmd[cmd.index("--kind-overhead-us") + 1], "elementwise:clip=1.000,elementwise:relu=3.400")
+        eager = validate.Case("bert_base", 1, "bf16", None, None, None, "eager")
+        cmd = self.run_estimate(eager, overhead_us=3.0, product_us=14.0, kind_us=kinds)
+        self.assertEqual(cmd.count("--kind-overhead-us"), 1)
+        self.assertEqual(cmd[cmd.index("--kind-overhead-us") + 1], "linear=14.000,matmul=14.000")
+
+    def test_the_report_names_each_kinds_cost(self):
+        self.assertEqual(validate.overhead_text("frozen elementwise:clip", 1.04), "frozen PyTorch's elementwise:clip 1.0 us")
+        self.assertEqual(validate.overhead_text("frozen", 10.04), "frozen PyTorch 10.0 us")
+
+
 class FakeProbe:
     """A host probe whose samples are scripted (the last one from then on)."""
 
