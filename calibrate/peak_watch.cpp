@@ -33,12 +33,7 @@ void PeakWatch::offer(const std::string& category, const std::string& what, doub
                       std::unique_ptr<Kernel> kernel, const std::vector<double>& samples,
                       Apply apply, double typical_s) {
   if (samples.empty() || work <= 0 || options_.pool <= 0) return;
-  auto cat = std::find_if(categories_.begin(), categories_.end(),
-                          [&](const Category& c) { return c.name == category; });
-  if (cat == categories_.end()) {
-    categories_.push_back({category, {}, Clock::now(), 0, 0, 0});
-    cat = categories_.end() - 1;
-  }
+  Category* cat = &category_named(category);
   Candidate c;
   c.what = what;
   c.work = work;
@@ -67,6 +62,37 @@ void PeakWatch::offer(const std::string& category, const std::string& what, doub
   auto slowest = std::min_element(kept.begin(), kept.end(),
                                   [](const Candidate& a, const Candidate& b) { return a.rate() < b.rate(); });
   if (c.rate() > slowest->rate()) *slowest = std::move(c);  // the old kernel is freed here
+}
+
+PeakWatch::Category& PeakWatch::category_named(const std::string& name) {
+  auto cat = std::find_if(categories_.begin(), categories_.end(), [&](const Category& c) { return c.name == name; });
+  if (cat != categories_.end()) return *cat;
+  Category added;
+  added.name = name;
+  added.since = Clock::now();
+  categories_.push_back(std::move(added));
+  return categories_.back();
+}
+
+void PeakWatch::accompany(const std::string& category, const std::string& what, double work,
+                          std::unique_ptr<Kernel> kernel, const std::vector<double>& samples, Apply apply) {
+  if (!kernel || samples.empty() || work <= 0 || !options_.keep_kernels || options_.spell_s <= 0) return;
+  const auto& names = options_.spell_categories;
+  if (std::find(names.begin(), names.end(), category) == names.end()) return;
+  Category* cat = &category_named(category);
+  Candidate c;
+  c.what = what;
+  c.work = work;
+  c.make = [] () -> std::unique_ptr<Kernel> { throw Error("a companion's kernel is not made again"); };
+  c.samples = samples;
+  c.best_s = *std::min_element(samples.begin(), samples.end());
+  c.typical_s = median(samples);
+  c.impl = kernel->impl();
+  c.layout = kernel->layout();
+  c.kernel = std::move(kernel);
+  c.apply = std::move(apply);
+  c.since = Clock::now();
+  cat->companions.push_back(std::move(c));
 }
 
 bool PeakWatch::time(Candidate& c, const StopRule& rule, bool look, const std::atomic<bool>* stop) {
@@ -197,6 +223,11 @@ bool PeakWatch::burst(double min_claim, const std::atomic<bool>* stop, Clock::ti
       time(*c, options_.burst_rule, false, stop);
       if (gain_since(*c, from) < kSpellGain) break;
     }
+    // The category's other points, in the same spell.
+    for (auto& companion : cat->companions) {
+      if (Clock::now() >= until || raised(stop)) break;
+      if (!companion.failed) time(companion, options_.burst_rule, false, stop);
+    }
     const double in_spell = seconds_since(spell_start);
     cat->spell_time_s += in_spell;
     burst_time_s_ += in_spell;
@@ -298,6 +329,12 @@ nlohmann::json PeakWatch::report() const {
       nlohmann::json e = {{"category", cat.name}, {"what", c.what}, {"samples", c.samples.size()},
                           {"bursts", c.bursts}, {"burst_time_s", c.burst_time_s}};
       if (c.confirmed) e["confirmed"] = true;
+      if (c.failed) e["failed"] = c.failure;
+      j["candidates"].push_back(std::move(e));
+    }
+    for (const auto& c : cat.companions) {
+      nlohmann::json e = {{"category", cat.name}, {"what", c.what}, {"samples", c.samples.size()},
+                          {"companion", true}};
       if (c.failed) e["failed"] = c.failure;
       j["candidates"].push_back(std::move(e));
     }

@@ -285,6 +285,45 @@ TEST(PeakWatch, ABurstThatFindsAFastSpellStaysOnItWhileItLasts) {
   EXPECT_EQ(c.summary.samples, 3 + 3);
 }
 
+TEST(PeakWatch, CompanionsAreTimedAfterEachSpellOfTheirCategoryOnly) {
+  PeakWatch::Options options{3, 3, 1.0, true, burst_rule()};
+  options.spell_s = 10;
+  options.spell_budget_s = 100;
+  options.spell_categories = {"memory"};
+  std::vector<double> spell(9, 0.5e-3);
+  spell.push_back(1e-3);
+  PeakWatch watch(options);
+  Applied triad, copy, other;
+  watch.offer("memory", "triad", 1e9, no_make(), std::make_unique<ScriptedKernel>(spell), {1e-3, 1e-3, 1e-3},
+              record(triad));
+  // A copy first timed at 2 ms, 1.5 ms in the spell; a companion of a category without spells is not taken.
+  watch.accompany("memory", "copy", 1e9, std::make_unique<ScriptedKernel>(std::vector<double>{1.5e-3}), {2e-3},
+                  record(copy));
+  watch.accompany("gemm f32", "other", 1e9, std::make_unique<ScriptedKernel>(std::vector<double>{1e-3}), {2e-3},
+                  record(other));
+  watch.tick(1e-9, nullptr);  // one burst, which finds the spell
+  EXPECT_EQ(copy.calls, 1);
+  EXPECT_EQ(copy.summary.samples, 1 + 3);
+  EXPECT_DOUBLE_EQ(copy.summary.min_s, 1.5e-3);
+  EXPECT_EQ(other.calls, 0);
+  // Another burst finds no spell (1 ms, the typical time): the companion waits.
+  watch.tick(1e-9 + 1.0, nullptr);
+  EXPECT_GE(triad.calls, 5);
+  EXPECT_EQ(copy.calls, 1);
+  const auto report = watch.report();
+  int companions = 0;
+  for (const auto& c : report["candidates"]) companions += c.value("companion", false);
+  EXPECT_EQ(companions, 1);
+
+  // Without kept kernels there are no companions.
+  options.keep_kernels = false;
+  PeakWatch unkept(options);
+  Applied d;
+  unkept.accompany("memory", "copy", 1e9, std::make_unique<ScriptedKernel>(std::vector<double>{1e-3}), {2e-3},
+                   record(d));
+  EXPECT_EQ(unkept.report()["candidates"].size(), 0u);
+}
+
 TEST(PeakWatch, OrdinaryJitterIsNoSpellAndASpellEndsAtItsTime) {
   PeakWatch::Options options{3, 3, 1.0, true, burst_rule()};
   options.spell_s = 10;
