@@ -516,10 +516,13 @@ class DeviceRun {
                            [this, i, elements](const Summary& s, const std::string&, const std::string&) {
                              auto& p = device_.vector_ops[i];
                              if (elements / s.min_s > p.elements_per_s) {
+                               // The typical time stays the lowest median of the point's looks.
+                               const double typical = p.timing.typical_s;
                                p.elements_per_s = elements / s.min_s;
                                p.timing = timing_of(s);
+                               if (typical > 0) p.timing.typical_s = std::min(typical, p.timing.typical_s);
                              }
-                           });
+                           }, m->summary.typical_s);
         }
       } else {
         no_revisit();

@@ -34,6 +34,8 @@ void PeakWatch::offer(const std::string& category, const std::string& what, doub
                       Apply apply, double typical_s) {
   if (samples.empty() || work <= 0 || options_.pool <= 0) return;
   Category* cat = &category_named(category);
+  // Its time runs from its first candidate (companions may have named it before).
+  if (cat->candidates.empty() && cat->bursts == 0) cat->since = Clock::now();
   Candidate c;
   c.what = what;
   c.work = work;
@@ -75,7 +77,8 @@ PeakWatch::Category& PeakWatch::category_named(const std::string& name) {
 }
 
 void PeakWatch::accompany(const std::string& category, const std::string& what, double work,
-                          std::unique_ptr<Kernel> kernel, const std::vector<double>& samples, Apply apply) {
+                          std::unique_ptr<Kernel> kernel, const std::vector<double>& samples, Apply apply,
+                          double typical_s) {
   if (!kernel || samples.empty() || work <= 0 || !options_.keep_kernels || options_.spell_s <= 0) return;
   const auto& names = options_.spell_categories;
   if (std::find(names.begin(), names.end(), category) == names.end()) return;
@@ -86,7 +89,7 @@ void PeakWatch::accompany(const std::string& category, const std::string& what, 
   c.make = [] () -> std::unique_ptr<Kernel> { throw Error("a companion's kernel is not made again"); };
   c.samples = samples;
   c.best_s = *std::min_element(samples.begin(), samples.end());
-  c.typical_s = median(samples);
+  c.typical_s = typical_s > 0 ? typical_s : median(samples);
   c.impl = kernel->impl();
   c.layout = kernel->layout();
   c.kernel = std::move(kernel);
@@ -217,7 +220,7 @@ bool PeakWatch::burst(double min_claim, const std::atomic<bool>* stop, Clock::ti
     const double spell_s = std::min(options_.spell_s, options_.spell_budget_s - cat->spell_time_s);
     const auto spell_end = std::min(until, spell_start + std::chrono::duration_cast<Clock::duration>(
                                                              std::chrono::duration<double>(spell_s)));
-    ++cat->spells;
+    if (spell_start < spell_end) ++cat->spells;
     for (std::size_t from = c->samples.size(); Clock::now() < spell_end && !raised(stop) && !c->failed;
          from = c->samples.size()) {
       time(*c, options_.burst_rule, false, stop);
@@ -225,7 +228,7 @@ bool PeakWatch::burst(double min_claim, const std::atomic<bool>* stop, Clock::ti
     }
     // The category's other points, in the same spell.
     for (auto& companion : cat->companions) {
-      if (Clock::now() >= until || raised(stop)) break;
+      if (spell_start >= spell_end || Clock::now() >= until || raised(stop)) break;
       if (!companion.failed) time(companion, options_.burst_rule, false, stop);
     }
     const double in_spell = seconds_since(spell_start);
@@ -259,6 +262,7 @@ void PeakWatch::confirm(const std::function<StopRule(const std::string& category
                                                  const std::string& reason)>& failed) {
   closed_ = true;
   for (auto& cat : categories_) {
+    cat.companions.clear();  // their kernels are let go: no more spells
     // The fastest first; a failed candidate takes no place among the confirmed.
     std::stable_sort(cat.candidates.begin(), cat.candidates.end(), [](const Candidate& a, const Candidate& b) {
       return a.failed != b.failed ? b.failed : a.rate() > b.rate();

@@ -63,7 +63,8 @@ class PeakWatch {
     // to `spell_s`, and up to `spell_budget_s` a category in all. Main memory here ran its triad
     // at 60-70 GB/s for minutes at a time, then at 130-155 for a minute or so: three samples of
     // such a spell land anywhere from 110 to 150, a second of them on its top. Spells count to
-    // the share, not to their category's claim.
+    // the share, not to their category's claim; the companions' bursts after a spell (accompany)
+    // count to the budget, and may take it a little past.
     std::vector<std::string> spell_categories = {};
     double spell_s = 0;
     double spell_budget_s = 0;
@@ -89,9 +90,10 @@ class PeakWatch {
   // copies, in-place updates and reorders) otherwise keep the figure of whichever spell their one
   // look fell in: here a reorder of 100 MB ran at 4.9 G elements/s in one calibration and 8.0 in
   // another, and the estimate of a network whose layout changes move such tensors moved by 20%
-  // with it. Its kernel is kept (Options::keep_kernels) or it is not taken.
+  // with it. Its kernel is kept (Options::keep_kernels) or it is not taken; the confirmation lets
+  // it go. `typical_s` as for offer().
   void accompany(const std::string& category, const std::string& what, double work, std::unique_ptr<Kernel> kernel,
-                 const std::vector<double>& samples, Apply apply);
+                 const std::vector<double>& samples, Apply apply, double typical_s = 0);
 
   // Runs bursts while bursts have taken less than the share of `elapsed_s`.
   void tick(double elapsed_s, const std::atomic<bool>* stop);

@@ -1272,34 +1272,45 @@ def settled(case, rounds, gain):
     return len(history) > rounds and history[-1 - rounds] <= history[-1] * (1 + gain)
 
 
-def measure(cases, args, each_round=None, probes=None, slow_runtimes=None):
+def measure(cases, args, each_round=None, probes=None, host_state=None):
     """Warm-up, then `rounds` rounds of every case. A case runs extra rounds, up to --extra-rounds
     of them, while its fastest run still improved by more than 1% over its last 3 rounds, or while
     none of its rounds was quiet (`probes`: runtime -> HostProbe): interference comes in spells of
     seconds to minutes here, and a spell that covered a case's rounds leaves its fastest run above
     the machine's. Every run counts (interference only adds time). `each_round` runs after every
-    round (the per-op overhead chains). Then, with `slow_runtimes` (a function: the runtimes whose
-    probe is still slower than at calibration), the wait of --host-wait (wait_for_host); returns
-    its record, or None."""
+    round (the per-op overhead chains). Then, with `host_state` (a function: each runtime's probe
+    over its profile point), the wait of --host-wait (wait_for_host); returns its record, or None."""
     import torch
     with torch.no_grad():
         timed_rounds(cases, args, each_round, probes)
-        if slow_runtimes and probes and getattr(args, "host_wait", 0) > 0:
-            return wait_for_host(cases, args, each_round, probes, slow_runtimes)
+        if host_state and probes and getattr(args, "host_wait", 0) > 0:
+            return wait_for_host(cases, args, each_round, probes, host_state)
     return None
 
 
-def wait_for_host(cases, args, each_round, probes, slow_runtimes):
+def slower_than_calibrated(state):
+    """The runtimes of a host state (runtime -> the probe over its profile point, None where it
+    was not compared) whose probe ran more than HOST_MATCH slower than at calibration."""
+    return {k for k, v in state.items() if v is not None and v > 1 + HOST_MATCH}
+
+
+def wait_for_host(cases, args, each_round, probes, host_state):
     """Up to --host-wait seconds: while a runtime's probe has not yet run as fast as at calibration
-    (slow_runtimes()), its probe is timed again every HOST_POLL_S; the cases of the runtimes that
-    have, and that had no quiet round against the probe's fastest, run more rounds. Returns what
-    it did: seconds waited, rounds run, and each probed runtime's state at the end."""
+    (host_state(): runtime -> its probe's fastest over the profile's point, None where there is no
+    comparison), its probe is timed again, every HOST_POLL_S when nothing else runs; the cases of
+    the other runtimes that had no quiet round against their probe's fastest run more rounds.
+    Returns what it did: seconds waited, rounds run, and each probed runtime's state at the end
+    (True: as at calibration, False: still slower, None: not compared)."""
     start = time.perf_counter()
     rounds = 0
     while time.perf_counter() - start < args.host_wait:
-        slow = set(slow_runtimes()) & set(probes)
+        slow = slower_than_calibrated(host_state()) & set(probes)
         late = [c for c in cases if c.runtime in probes and c.runtime not in slow
                 and quiet_rounds(c, probes[c.runtime]) == 0]
+        if not slow and not late:
+            break
+        for runtime in slow:
+            probes[runtime].sample()
         if late:
             run_round(late, args.runs, probes, visit_s(args))
             rounds += 1
@@ -1307,19 +1318,17 @@ def wait_for_host(cases, args, each_round, probes, slow_runtimes):
                 each_round()
             print(f"  host round {rounds}: " + ", ".join(f"{c.key} {min(c.times_s) * 1e3:.1f}" for c in late)
                   + host_text(late, probes), file=sys.stderr, flush=True)
-        elif slow:
-            for runtime in slow:
-                probes[runtime].sample()
-            time.sleep(HOST_POLL_S)
         else:
-            break
-    slow = set(slow_runtimes()) & set(probes)
+            time.sleep(HOST_POLL_S)
+    state = host_state()
+    slow = slower_than_calibrated(state) & set(probes)
     waited = time.perf_counter() - start
     if waited > 0.1:
         print(f"  waited {waited:.0f} s for the host to run as at calibration"
               + (f"; still slower: {', '.join(sorted(slow))}" if slow else ""), file=sys.stderr, flush=True)
     return {"waited_s": waited, "rounds": rounds, "limit_s": args.host_wait,
-            "as_calibrated": {runtime: runtime not in slow for runtime in probes}}
+            "as_calibrated": {runtime: None if state.get(runtime) is None else runtime not in slow
+                              for runtime in probes}}
 
 
 def behind(case, probes):
@@ -1740,10 +1749,13 @@ def probes_text(probes):
 def host_wait_text(wait):
     """The wait for the host to run as at calibration (wait_for_host), in a line."""
     state = wait.get("as_calibrated") or {}
-    slow = [k for k, ok in state.items() if not ok]
+    slow = [k for k, ok in state.items() if ok is False]
+    unknown = [k for k, ok in state.items() if ok is None]
     return (f"Wait for the host to run as at calibration (each probe within {HOST_MATCH:.0%} of its profile point), "
             f"up to {wait['limit_s']:.0f} s: {wait['waited_s']:.0f} s, {wait['rounds']} more round(s); "
-            + (f"still slower at the end: {', '.join(slow)}" if slow else "every probe got there"))
+            + (f"still slower at the end: {', '.join(slow)}" if slow else
+               "every probe compared got there" if unknown else "every probe got there")
+            + (f"; not compared (no profile point, or noise): {', '.join(unknown)}" if unknown else ""))
 
 
 def rates_where(runtime):
@@ -1861,7 +1873,8 @@ def main():
     parser.add_argument("--host-wait", type=float, default=300,
                         help="on the CPU, after the rounds: wait up to this many seconds for each host probe to "
                              "run within 3%% of its profile point (as at calibration), then run more rounds of the "
-                             "cases with no quiet round; 0: no wait (default %(default)s)")
+                             "cases with no quiet round; 0: no wait (default %(default)s; with another machine's "
+                             "profile the wait takes all of it)")
     parser.add_argument("--seq", type=int, default=128, help="sequence (prefill) length of the transformers")
     parser.add_argument("--context", type=int, default=128, help="KV-cache length of the decode step")
     parser.add_argument("--threads", type=int, default=None, help="default: the profile's, else all cores")
@@ -2039,10 +2052,10 @@ def main():
     if not measured_doc:
         profile_doc = read_profile(args.profile)
 
-        def slow_runtimes():
+        def host_state():
             summary = host_summary(probes, profile_doc, overheads_now())
-            return [k for k, v in summary.items() if v.get("over_profile") and v["over_profile"] > 1 + HOST_MATCH]
-        host_wait = measure(cases, args, each_round, probes, slow_runtimes if probes else None)
+            return {k: summary.get(k, {}).get("over_profile") for k in probes}
+        host_wait = measure(cases, args, each_round, probes, host_state if probes else None)
     overheads = overheads_now()
     if overheads:
         print("  PyTorch per-op overhead: " + ", ".join(

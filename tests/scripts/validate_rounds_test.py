@@ -382,7 +382,7 @@ class HostWaitTest(ClockedTest):
         validate.timed_rounds([case], self.args(rounds=4, extra=0), probes={"frozen": probe})
         self.assertEqual(validate.quiet_rounds(case, probe), 4)
         wait = validate.wait_for_host([case], self.wait_args(60), None, {"frozen": probe},
-                                      lambda: ["frozen"] if probe.fastest_s > 1.1 else [])
+                                      lambda: {"frozen": probe.fastest_s})
         self.assertEqual(probe.samples, 4 + 3 + 1)
         self.assertEqual(case.host_s, [1.3] * 4 + [1.0])
         self.assertEqual(len(case.times_s), 5)
@@ -395,7 +395,7 @@ class HostWaitTest(ClockedTest):
         case = case_with_times(self.clock, "m", [1.0])
         probe = FakeProbe([1.3])
         validate.timed_rounds([case], self.args(rounds=4, extra=0), probes={"frozen": probe})
-        wait = validate.wait_for_host([case], self.wait_args(10), None, {"frozen": probe}, lambda: ["frozen"])
+        wait = validate.wait_for_host([case], self.wait_args(10), None, {"frozen": probe}, lambda: {"frozen": 1.3})
         self.assertGreaterEqual(wait["waited_s"], 10)
         self.assertLess(wait["waited_s"], 10 + 2 * validate.HOST_POLL_S)
         self.assertEqual((wait["rounds"], len(case.times_s)), (0, 4))
@@ -407,9 +407,35 @@ class HostWaitTest(ClockedTest):
         probe = FakeProbe([1.0])
         validate.timed_rounds([case], self.args(rounds=4, extra=0), probes={"frozen": probe})
         before = self.clock.now
-        wait = validate.wait_for_host([case], self.wait_args(60), None, {"frozen": probe}, lambda: [])
+        wait = validate.wait_for_host([case], self.wait_args(60), None, {"frozen": probe}, lambda: {"frozen": 1.0})
         self.assertEqual(self.clock.now, before)
         self.assertEqual((wait["rounds"], wait["waited_s"]), (0, 0))
+
+    def test_a_slow_runtimes_probe_is_timed_while_another_runtimes_cases_run(self):
+        # The frozen probe reached the profile's speed after the rounds (its case now has no quiet
+        # round); the eager probe is still slow and must be timed on every pass, not only when
+        # nothing else runs: it gets there on its third sample in the wait.
+        cnn = case_with_times(self.clock, "cnn", [1.0])
+        llm = validate.Case("llm", 1, "bf16", None, None, None, "eager")
+        llm.runner = lambda: setattr(self.clock, "now", self.clock.now + 1.0)
+        frozen = FakeProbe([1.3] * 4 + [1.0, 1.3])
+        eager = FakeProbe([1.3] * 6 + [1.0])
+        validate.timed_rounds([cnn, llm], self.args(rounds=4, extra=0), probes={"frozen": frozen, "eager": eager})
+        frozen.sample()  # its fastest is now 1.0
+        wait = validate.wait_for_host([cnn, llm], self.wait_args(60), None, {"frozen": frozen, "eager": eager},
+                                      lambda: {"frozen": frozen.fastest_s, "eager": eager.fastest_s})
+        self.assertEqual(eager.samples, 4 + 3 + 1)
+        self.assertEqual(wait["as_calibrated"], {"frozen": True, "eager": True})
+        self.assertGreaterEqual(validate.quiet_rounds(llm, eager), 1)
+
+    def test_a_probe_without_a_comparison_is_said_so(self):
+        case = case_with_times(self.clock, "m", [1.0])
+        probe = FakeProbe([1.0])
+        validate.timed_rounds([case], self.args(rounds=4, extra=0), probes={"frozen": probe})
+        wait = validate.wait_for_host([case], self.wait_args(60), None, {"frozen": probe}, lambda: {"frozen": None})
+        self.assertEqual(wait["as_calibrated"], {"frozen": None})
+        self.assertIn("not compared", validate.host_wait_text(wait))
+        self.assertNotIn("every probe got there", validate.host_wait_text(wait))
 
 
 class MeasuredFileTest(unittest.TestCase):
