@@ -242,6 +242,16 @@ TEST(PeakWatch, ExtendEndsAtOnceWhenEveryCategoryIsSettledOrTheWatchIsClosed) {
   EXPECT_EQ(watch.extend(5.0, 0.0, nullptr), 0.0);
 }
 
+// Bursts as in the other tests, a share of all the time, and spells of up to 10 s (100 s in all)
+// in the category "memory".
+PeakWatch::Options spell_options() {
+  PeakWatch::Options options{3, 3, 1.0, true, burst_rule()};
+  options.spell_s = 10;
+  options.spell_budget_s = 100;
+  options.spell_categories = {"memory"};
+  return options;
+}
+
 TEST(PeakWatch, ABurstThatFindsAFastSpellStaysOnItWhileItLasts) {
   // Typical time 1 ms; the kernel then runs nine samples at 0.5 ms (a fast spell: main memory
   // while the other tenants rest), then at 1 ms again. One burst finds the spell; the watch stays
@@ -251,10 +261,7 @@ TEST(PeakWatch, ABurstThatFindsAFastSpellStaysOnItWhileItLasts) {
     times.push_back(1e-3);
     return times;
   };
-  PeakWatch::Options options{3, 3, 1.0, true, burst_rule()};
-  options.spell_s = 10;
-  options.spell_budget_s = 100;
-  options.spell_categories = {"memory"};
+  PeakWatch::Options options = spell_options();
   PeakWatch watch(options);
   Applied a;
   watch.offer("memory", "triad", 1e9, no_make(), std::make_unique<ScriptedKernel>(spell()), {1e-3, 1e-3, 1e-3},
@@ -286,10 +293,7 @@ TEST(PeakWatch, ABurstThatFindsAFastSpellStaysOnItWhileItLasts) {
 }
 
 TEST(PeakWatch, CompanionsAreTimedAfterEachSpellOfTheirCategoryOnly) {
-  PeakWatch::Options options{3, 3, 1.0, true, burst_rule()};
-  options.spell_s = 10;
-  options.spell_budget_s = 100;
-  options.spell_categories = {"memory"};
+  PeakWatch::Options options = spell_options();
   std::vector<double> spell(9, 0.5e-3);
   spell.push_back(1e-3);
   PeakWatch watch(options);
@@ -330,10 +334,7 @@ TEST(PeakWatch, CompanionsAreTimedAfterEachSpellOfTheirCategoryOnly) {
 }
 
 TEST(PeakWatch, OrdinaryJitterIsNoSpellAndASpellEndsAtItsTime) {
-  PeakWatch::Options options{3, 3, 1.0, true, burst_rule()};
-  options.spell_s = 10;
-  options.spell_budget_s = 100;
-  options.spell_categories = {"memory"};
+  PeakWatch::Options options = spell_options();
   // 9% faster than the typical time: jitter, not a spell.
   PeakWatch watch(options);
   Applied a;

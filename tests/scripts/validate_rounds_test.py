@@ -139,6 +139,23 @@ class SampleFastestTest(ClockedTest):
         self.assertEqual(best["a"], 2.0)
 
 
+def estimate_command(case, **kwargs):
+    """The `truepeak estimate` command validate.estimate runs for `case` (the run itself faked)."""
+    seen = {}
+
+    def fake_run(cmd, **run_kwargs):
+        seen["cmd"] = cmd
+        return types.SimpleNamespace(returncode=2, stdout="", stderr="stop here")
+    args = types.SimpleNamespace(truepeak="truepeak", profile="p.json", device="cpu", typical_times=False)
+    real = validate.subprocess.run
+    validate.subprocess.run = fake_run
+    try:
+        validate.estimate(args, case, "m.onnx", **kwargs)
+    finally:
+        validate.subprocess.run = real
+    return seen["cmd"]
+
+
 class InPlaceKindsTest(unittest.TestCase):
     def test_the_frozen_graphs_in_place_nodes_by_the_estimators_names(self):
         nodes = ["prim::Constant", "prim::mkldnn_convolution", "prim::MKLDNNHardTanh_", "aten::relu_",
@@ -153,19 +170,7 @@ class InPlaceKindsTest(unittest.TestCase):
     def test_the_estimate_is_told(self):
         case = validate.Case("resnet18", 1, "f32", None, None, None, "frozen", conv_layout="blocked",
                              in_place_ops=["elementwise:add", "elementwise:relu"])
-        seen = {}
-
-        def fake_run(cmd, **kwargs):
-            seen["cmd"] = cmd
-            return types.SimpleNamespace(returncode=2, stdout="", stderr="stop here")
-        args = types.SimpleNamespace(truepeak="truepeak", profile="p.json", device="cpu", typical_times=False)
-        real = validate.subprocess.run
-        validate.subprocess.run = fake_run
-        try:
-            validate.estimate(args, case, "m.onnx")
-        finally:
-            validate.subprocess.run = real
-        cmd = seen["cmd"]
+        cmd = estimate_command(case)
         self.assertEqual(cmd[cmd.index("--in-place-ops") + 1], "elementwise:add,elementwise:relu")
 
 
@@ -177,28 +182,13 @@ class FrozenKindOverheadTest(unittest.TestCase):
                          {"elementwise:clip": 11.1 - 10.0, "elementwise:add": 21.5 - 10.0, "elementwise:relu": 0.0})
         self.assertEqual(validate.frozen_kind_us(links, None), {})
 
-    def run_estimate(self, case, **kwargs):
-        seen = {}
-
-        def fake_run(cmd, **run_kwargs):
-            seen["cmd"] = cmd
-            return types.SimpleNamespace(returncode=2, stdout="", stderr="stop here")
-        args = types.SimpleNamespace(truepeak="truepeak", profile="p.json", device="cpu", typical_times=False)
-        real = validate.subprocess.run
-        validate.subprocess.run = fake_run
-        try:
-            validate.estimate(args, case, "m.onnx", **kwargs)
-        finally:
-            validate.subprocess.run = real
-        return seen["cmd"]
-
     def test_a_frozen_case_is_told_its_kinds_costs_and_an_eager_one_not(self):
         kinds = {"elementwise:relu": 3.4, "elementwise:clip": 1.0}
         frozen = validate.Case("mobilenet_v2", 1, "f32", None, None, None, "frozen")
-        cmd = self.run_estimate(frozen, overhead_us=10.0, kind_us=kinds)
+        cmd = estimate_command(frozen, overhead_us=10.0, kind_us=kinds)
         self.assertEqual(cmd[cmd.index("--kind-overhead-us") + 1], "elementwise:clip=1.000,elementwise:relu=3.400")
         eager = validate.Case("bert_base", 1, "bf16", None, None, None, "eager")
-        cmd = self.run_estimate(eager, overhead_us=3.0, product_us=14.0, kind_us=kinds)
+        cmd = estimate_command(eager, overhead_us=3.0, product_us=14.0, kind_us=kinds)
         self.assertEqual(cmd.count("--kind-overhead-us"), 1)
         self.assertEqual(cmd[cmd.index("--kind-overhead-us") + 1], "linear=14.000,matmul=14.000")
 
