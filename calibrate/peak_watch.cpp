@@ -36,20 +36,8 @@ void PeakWatch::offer(const std::string& category, const std::string& what, doub
   Category* cat = &category_named(category);
   // Its time runs from its first candidate (companions may have named it before).
   if (cat->candidates.empty() && cat->bursts == 0) cat->since = Clock::now();
-  Candidate c;
-  c.what = what;
-  c.work = work;
-  c.make = std::move(make);
-  c.samples = samples;
-  c.best_s = *std::min_element(samples.begin(), samples.end());
-  c.typical_s = typical_s > 0 ? typical_s : median(samples);
-  if (kernel) {
-    c.impl = kernel->impl();
-    c.layout = kernel->layout();
-  }
+  Candidate c = candidate(what, work, std::move(make), kernel.get(), samples, std::move(apply), typical_s);
   if (options_.keep_kernels) c.kernel = std::move(kernel);
-  c.apply = std::move(apply);
-  c.since = Clock::now();
 
   auto& kept = cat->candidates;
   double best_rate = 0;
@@ -66,6 +54,29 @@ void PeakWatch::offer(const std::string& category, const std::string& what, doub
   if (c.rate() > slowest->rate()) *slowest = std::move(c);  // the old kernel is freed here
 }
 
+PeakWatch::Candidate PeakWatch::candidate(const std::string& what, double work, Make make, const Kernel* kernel,
+                                          const std::vector<double>& samples, Apply apply, double typical_s) {
+  Candidate c;
+  c.what = what;
+  c.work = work;
+  c.make = std::move(make);
+  c.samples = samples;
+  c.best_s = *std::min_element(samples.begin(), samples.end());
+  c.typical_s = typical_s > 0 ? typical_s : median(samples);
+  if (kernel) {
+    c.impl = kernel->impl();
+    c.layout = kernel->layout();
+  }
+  c.apply = std::move(apply);
+  c.since = Clock::now();
+  return c;
+}
+
+bool PeakWatch::has_spells(const std::string& category) const {
+  const auto& names = options_.spell_categories;
+  return options_.spell_s > 0 && std::find(names.begin(), names.end(), category) != names.end();
+}
+
 PeakWatch::Category& PeakWatch::category_named(const std::string& name) {
   auto cat = std::find_if(categories_.begin(), categories_.end(), [&](const Category& c) { return c.name == name; });
   if (cat != categories_.end()) return *cat;
@@ -79,23 +90,13 @@ PeakWatch::Category& PeakWatch::category_named(const std::string& name) {
 void PeakWatch::accompany(const std::string& category, const std::string& what, double work,
                           std::unique_ptr<Kernel> kernel, const std::vector<double>& samples, Apply apply,
                           double typical_s) {
-  if (!kernel || samples.empty() || work <= 0 || !options_.keep_kernels || options_.spell_s <= 0) return;
-  const auto& names = options_.spell_categories;
-  if (std::find(names.begin(), names.end(), category) == names.end()) return;
-  Category* cat = &category_named(category);
-  Candidate c;
-  c.what = what;
-  c.work = work;
-  c.make = [] () -> std::unique_ptr<Kernel> { throw Error("a companion's kernel is not made again"); };
-  c.samples = samples;
-  c.best_s = *std::min_element(samples.begin(), samples.end());
-  c.typical_s = typical_s > 0 ? typical_s : median(samples);
-  c.impl = kernel->impl();
-  c.layout = kernel->layout();
+  if (!kernel || samples.empty() || work <= 0 || !options_.keep_kernels || !has_spells(category)) return;
+  const auto not_made_again = []() -> std::unique_ptr<Kernel> {
+    throw Error("a companion's kernel is not made again");
+  };
+  Candidate c = candidate(what, work, not_made_again, kernel.get(), samples, std::move(apply), typical_s);
   c.kernel = std::move(kernel);
-  c.apply = std::move(apply);
-  c.since = Clock::now();
-  cat->companions.push_back(std::move(c));
+  category_named(category).companions.push_back(std::move(c));
 }
 
 bool PeakWatch::time(Candidate& c, const StopRule& rule, bool look, const std::atomic<bool>* stop) {
@@ -174,22 +175,19 @@ double PeakWatch::claim(const Category& cat) {
   return std::clamp(1.0 / near_share, 1.0, kMaxClaim);
 }
 
+double PeakWatch::fastest_since(const Candidate& c, std::size_t from) {
+  return *std::min_element(c.samples.begin() + static_cast<std::ptrdiff_t>(from), c.samples.end());
+}
+
 double PeakWatch::gain_since(const Candidate& c, std::size_t from) {
   if (c.samples.size() <= from || !(c.typical_s > 0)) return 0;
-  const double fastest =
-      *std::min_element(c.samples.begin() + static_cast<std::ptrdiff_t>(from), c.samples.end());
-  return c.typical_s / fastest;
+  return c.typical_s / fastest_since(c, from);
 }
 
 bool PeakWatch::spell_starts(const Category& cat, const Candidate& c, std::size_t from, double best_rate) const {
-  if (options_.spell_s <= 0 || cat.spell_time_s >= options_.spell_budget_s || c.failed ||
-      c.samples.size() <= from)
+  if (!has_spells(cat.name) || cat.spell_time_s >= options_.spell_budget_s || c.failed || c.samples.size() <= from)
     return false;
-  const auto& names = options_.spell_categories;
-  if (std::find(names.begin(), names.end(), cat.name) == names.end()) return false;
-  const double fastest =
-      *std::min_element(c.samples.begin() + static_cast<std::ptrdiff_t>(from), c.samples.end());
-  return gain_since(c, from) >= kSpellGain && c.work / fastest >= kNearBest * best_rate;
+  return gain_since(c, from) >= kSpellGain && c.work / fastest_since(c, from) >= kNearBest * best_rate;
 }
 
 bool PeakWatch::burst(double min_claim, const std::atomic<bool>* stop, Clock::time_point until) {
@@ -201,9 +199,7 @@ bool PeakWatch::burst(double min_claim, const std::atomic<bool>* stop, Clock::ti
   time(*c, options_.burst_rule, false, stop);
   // Only a burst that timed something tells how settled the category is.
   if (c->samples.size() > before) {
-    const double fastest = *std::min_element(c->samples.begin() + static_cast<std::ptrdiff_t>(before),
-                                             c->samples.end());
-    if (c->work / fastest >= kNearBest * best_rate) ++cat->near_best;
+    if (c->work / fastest_since(*c, before) >= kNearBest * best_rate) ++cat->near_best;
     ++cat->bursts;
   }
   const double spent = seconds_since(start);

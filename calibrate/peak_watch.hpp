@@ -194,8 +194,15 @@ class PeakWatch {
   // Whether the burst of `c` that took its samples from `from` on found a fast spell to stay on
   // (`best_rate`: its rate before the burst).
   bool spell_starts(const Category& cat, const Candidate& c, std::size_t from, double best_rate) const;
-  // The fastest of `c`'s samples from `from` on, as a rate over its typical time's.
+  // The fastest of `c`'s samples from `from` on (there must be one).
+  static double fastest_since(const Candidate& c, std::size_t from);
+  // That sample as a rate over its typical time's (0 without such a sample).
   static double gain_since(const Candidate& c, std::size_t from);
+  // A candidate of these figures (its kernel's implementation and layout, not the kernel).
+  static Candidate candidate(const std::string& what, double work, Make make, const Kernel* kernel,
+                             const std::vector<double>& samples, Apply apply, double typical_s);
+  // Whether `category` has spells (Options::spell_categories, with spell time).
+  bool has_spells(const std::string& category) const;
   // The candidates of `cat` that confirm() would measure: the `confirmed` fastest that have not
   // failed, fastest first.
   std::vector<const Candidate*> to_be_confirmed(const Category& cat) const;

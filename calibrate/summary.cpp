@@ -37,28 +37,23 @@ std::string device_summary(const Device& d) {
     t.add_row({"GEMM " + dtype, format_flops_per_s(rate), ds ? format_flops_per_s(*ds) : kNone, ratio(rate, ds)});
   }
   // Best conv per dtype (warm weights), against the same dtype's dense peak.
-  struct BestConv {
-    double rate = 0;
-    const ConvPoint* point = nullptr;
-  };
-  std::map<std::string, BestConv> conv_best;
+  std::map<std::string, const ConvPoint*> conv_best;
   for (const auto& p : d.conv) {
     if (p.cold_weights) continue;
-    auto& best = conv_best[std::string(to_string(p.shape.dtype))];
-    if (p.flops_per_s > best.rate) best = {p.flops_per_s, &p};
+    const ConvPoint*& best = conv_best[std::string(to_string(p.shape.dtype))];
+    if (!best || p.flops_per_s > best->flops_per_s) best = &p;
   }
   // A best layer above the datasheet: its counted FLOPs include the taps on the padding, which a
   // kernel may skip (oneDNN's do), and a Winograd or FFT algorithm (cuDNN's) multiplies less.
   std::string padding_notes;
   for (const auto& [dtype, best] : conv_best) {
-    const double rate = best.rate;
+    const double rate = best->flops_per_s;
     const auto ds = lookup(d.datasheet.flops_per_s, dtype);
     t.add_row({"conv " + dtype + " (best layer)", format_flops_per_s(rate), ds ? format_flops_per_s(*ds) : kNone,
                ratio(rate, ds)});
-    const ConvShape shape = best.point ? best.point->shape : ConvShape{};
+    const ConvShape& shape = best->shape;
     // What ran, not the candidates' search that follows the first ';'.
-    const std::string impl =
-        best.point ? best.point->impl.substr(0, best.point->impl.find(';')) : std::string();
+    const std::string impl = best->impl.substr(0, best->impl.find(';'));
     const double inside = shape.inside_tap_share();
     if (ds && rate > *ds && inside < 1)
       padding_notes += fmt::format(
