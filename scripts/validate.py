@@ -1303,8 +1303,9 @@ def wait_for_host(cases, args, each_round, probes, host_state):
     (True: as at calibration, False: still slower, None: not compared)."""
     start = time.perf_counter()
     rounds = 0
+    probed = {c.runtime for c in cases if c.runtime in probes}  # the runtimes that have cases here
     while time.perf_counter() - start < args.host_wait:
-        slow = slower_than_calibrated(host_state()) & set(probes)
+        slow = slower_than_calibrated(host_state()) & probed
         late = [c for c in cases if c.runtime in probes and c.runtime not in slow
                 and quiet_rounds(c, probes[c.runtime]) == 0]
         if not slow and not late:
@@ -1321,14 +1322,14 @@ def wait_for_host(cases, args, each_round, probes, host_state):
         else:
             time.sleep(HOST_POLL_S)
     state = host_state()
-    slow = slower_than_calibrated(state) & set(probes)
+    slow = slower_than_calibrated(state) & probed
     waited = time.perf_counter() - start
     if waited > 0.1:
         print(f"  waited {waited:.0f} s for the host to run as at calibration"
               + (f"; still slower: {', '.join(sorted(slow))}" if slow else ""), file=sys.stderr, flush=True)
     return {"waited_s": waited, "rounds": rounds, "limit_s": args.host_wait,
             "as_calibrated": {runtime: None if state.get(runtime) is None else runtime not in slow
-                              for runtime in probes}}
+                              for runtime in sorted(probed)}}
 
 
 def behind(case, probes):
@@ -1945,9 +1946,10 @@ def main():
     if args.layers and (gpu or measured_doc or args.measure_only):
         usage_error("validate.py: --layers times oneDNN's primitives on this CPU; it is not available with "
                     "--device cuda:N, --measured or --measure-only")
+    profile_doc = read_profile(args.profile)
     if args.threads is None:
-        args.threads = profile_threads(args.profile) or os.cpu_count()
-    EAGER["dtype"] = cpu_eager_dtype(read_profile(args.profile))
+        args.threads = profile_threads(profile_doc) or os.cpu_count()
+    EAGER["dtype"] = cpu_eager_dtype(profile_doc)
     if args.probe:
         return probe(args)
     if args.layout_probe:
@@ -2050,8 +2052,6 @@ def main():
 
     host_wait = None
     if not measured_doc:
-        profile_doc = read_profile(args.profile)
-
         def host_state():
             summary = host_summary(probes, profile_doc, overheads_now())
             return {k: summary.get(k, {}).get("over_profile") for k in probes}
@@ -2130,7 +2130,7 @@ def main():
         "extra_rounds": where.get("extra_rounds") if where else args.extra_rounds,
         "layout": layout,
         "own_kernel_rates": own_rates or None,
-        "host_probes": host_summary(probes, read_profile(args.profile), overheads) if probes else None,
+        "host_probes": host_summary(probes, profile_doc, overheads) if probes else None,
         "host_wait": host_wait,
     }
     print(write_report(rows, summary, meta, args.out))
@@ -2211,8 +2211,8 @@ def read_profile(path):
     return doc if isinstance(doc, dict) else None
 
 
-def profile_threads(path):
-    doc = read_profile(path)
+def profile_threads(doc):
+    """The threads the profile's CPU was calibrated with (`doc`: read_profile's), or None."""
     if doc is None:
         return None
     for device in doc.get("devices", []):

@@ -418,6 +418,16 @@ class HostWaitTest(ClockedTest):
         self.assertEqual(wait["as_calibrated"], {"frozen": True, "eager": True})
         self.assertGreaterEqual(validate.quiet_rounds(llm, eager), 1)
 
+    def test_only_the_runtimes_with_cases_are_waited_for(self):
+        # An eager probe with no eager case here: slow or not, it is neither timed nor reported.
+        case = case_with_times(self.clock, "m", [1.0])
+        frozen, eager = FakeProbe([1.0]), FakeProbe([1.3])
+        validate.timed_rounds([case], self.args(rounds=4, extra=0), probes={"frozen": frozen})
+        wait = validate.wait_for_host([case], self.wait_args(60), None, {"frozen": frozen, "eager": eager},
+                                      lambda: {"frozen": 1.0, "eager": 1.3})
+        self.assertEqual((wait["waited_s"], eager.samples), (0, 0))
+        self.assertEqual(wait["as_calibrated"], {"frozen": True})
+
     def test_a_probe_without_a_comparison_is_said_so(self):
         case = case_with_times(self.clock, "m", [1.0])
         probe = FakeProbe([1.0])
