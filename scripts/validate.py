@@ -69,6 +69,10 @@ How the runs are made:
 - --layers (CPU) times each case's oneDNN primitives in a child process (ONEDNN_VERBOSE, a few
   runs, each primitive at its fastest) and sets them beside the estimate's rows, layer by layer:
   which convolutions and matmuls the estimate misses, and what runs outside them.
+- --breakdown profiles each case (PyTorch's profiler, the fastest of 3 runs) and sets its time per
+  op family beside the estimate's: on the CPU each op's self time, on a GPU the device time of the
+  kernels each op launched against each op's predicted kernel time. With --measure-only the
+  breakdown goes into FILE, and --measured reports it.
 """
 import argparse
 import bisect
@@ -1206,7 +1210,7 @@ def run_estimate(cmd, frozen):
     doc = json.loads(out.stdout)
     ops = find_key(doc, "ops") or []
     return {"latency_s": find_key(doc, "latency_s"), "naive_s": find_key(doc, "naive_latency_s"),
-            "breakdown_ms": predicted_breakdown(doc),
+            "breakdown_ms": predicted_breakdown(doc, device_time="--device" in cmd),
             "layer_ms": predicted_layers(ops, frozen),
             "reorders": sum(1 for op in ops if ":reorder_" in op.get("kind", "")),
             "warnings": [l for l in out.stderr.splitlines() if l.strip()], "command": cmd}
@@ -1579,31 +1583,59 @@ def estimate_kind(kind):
             "concat": "copy", "reshape": "free"}.get(base, base)
 
 
-def measured_breakdown(case, repeats=3):
-    """Self time per op family from the fastest of a few profiled runs, in ms."""
+def device_self_us(event):
+    """The time of the GPU kernels that a profiled op launched itself, in microseconds."""
+    for name in ("self_device_time_total", "self_cuda_time_total"):
+        value = getattr(event, name, None)
+        if value is not None:
+            return value
+    return 0.0
+
+
+def on_host(event):
+    """Whether a profiler event is an op on the host (not a GPU kernel or copy)."""
+    return str(getattr(event, "device_type", "CPU")).rsplit(".", 1)[-1] == "CPU"
+
+
+def measured_breakdown(case, repeats=3, gpu=False):
+    """Time per op family from the fastest of a few profiled runs, in ms: on the CPU each op's
+    self time; on a GPU the time of the kernels each op launched (device time), with the kernels
+    no op claims under "unattributed"."""
     import torch
     from torch.profiler import ProfilerActivity, profile
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if gpu else [])
     best = None
     with torch.no_grad():
         for _ in range(repeats):
-            with profile(activities=[ProfilerActivity.CPU]) as prof:
+            with profile(activities=activities) as prof:
                 case.runner()
-            kinds = {}
+            kinds, kernels_us = {}, 0.0
             for event in prof.key_averages():
+                if gpu and not on_host(event):
+                    kernels_us += device_self_us(event)
+                    continue
                 k = torch_kind(event.key)
-                kinds[k] = kinds.get(k, 0.0) + event.self_cpu_time_total / 1e3
+                kinds[k] = kinds.get(k, 0.0) + (device_self_us(event) if gpu else event.self_cpu_time_total) / 1e3
+            if gpu:
+                kinds = {k: v for k, v in kinds.items() if v > 0}
+                rest = kernels_us / 1e3 - sum(kinds.values())
+                if rest > 1e-3:
+                    kinds["unattributed"] = rest
             if best is None or sum(kinds.values()) < sum(best.values()):
                 best = kinds
     return best
 
 
-def predicted_breakdown(doc):
+def predicted_breakdown(doc, device_time=False):
+    """The estimate's time per op family, in ms; with `device_time` (a GPU) each op's kernel time
+    alone, without the host's issue time beyond it, as the GPU's measured breakdown counts."""
     kinds = {}
     for op in find_key(doc, "ops") or []:
         if op.get("phase") not in (None, "forward", "prefill"):
             continue
         k = estimate_kind(op.get("kind", "other"))
-        kinds[k] = kinds.get(k, 0.0) + op.get("time_s", 0.0) * 1e3
+        t = op.get("time_s", 0.0) - (op.get("overhead_s", 0.0) if device_time else 0.0)
+        kinds[k] = kinds.get(k, 0.0) + t * 1e3
     return kinds
 
 
@@ -1685,8 +1717,10 @@ def write_report(rows, summary, meta, out_base):
               f"rows closer than naive: {summary['rows_better_than_naive']}/{summary['rows']}."]
     with_breakdown = [r for r in rows if r.get("measured_breakdown_ms")]
     if with_breakdown:
-        lines += ["", "Time per op family, ms: measured (PyTorch profiler self time, fastest of 3 profiled runs; "
-                  "profiling adds overhead) / predicted.", ""]
+        lines += ["", "Time per op family, ms: measured / predicted. " + (
+            "Measured: the GPU kernels each PyTorch op launched (profiler device time, fastest of 3 profiled "
+            "runs); predicted: each op's kernel time, without the host's issue time beyond it." if gpu else
+            "Measured: PyTorch profiler self time, fastest of 3 profiled runs; profiling adds overhead."), ""]
         kinds = sorted({k for r in with_breakdown for k in list(r["measured_breakdown_ms"]) +
                         list(r.get("predicted_breakdown_ms") or {})} - {"free"})
         lines += ["| model | batch | " + " | ".join(kinds) + " |", "|---|---:|" + "---:|" * len(kinds)]
@@ -1841,7 +1875,7 @@ def reestimate(args):
         measured = row["measured_ms"] / 1e3 if row.get("measured_ms") else None
         row.update(prediction_fields(e.get("latency_s"), e.get("naive_s"), measured))
         row.update({"estimate_error": e.get("error"), "estimate_warnings": e.get("warnings", []),
-                    "estimate_command": cmd, "predicted_breakdown_ms": None, "layers": None})
+                    "estimate_command": cmd, "predicted_breakdown_ms": e.get("breakdown_ms"), "layers": None})
         print(f"  {row['model']} b{row['batch']}: predicted {fmt(row['predicted_ms'], '.2f')} ms", file=sys.stderr,
               flush=True)
     meta = dict(meta, truepeak=truepeak,
@@ -1883,7 +1917,9 @@ def main():
                         help="output path without extension: writes OUT.md and OUT.json")
     parser.add_argument("--onnx-dir", default=None, help="keep the exported ONNX files here")
     parser.add_argument("--breakdown", action="store_true",
-                        help="also profile each case and compare time per op family with the estimate's")
+                        help="also profile each case and compare time per op family with the estimate's (on a "
+                             "GPU: the device time of the kernels each op launched; with --measure-only it is "
+                             "written to FILE, and --measured reports it)")
     parser.add_argument("--reuse-onnx", action="store_true", help="use ONNX files already in --onnx-dir")
     parser.add_argument("--no-probe", action="store_true",
                         help="skip the ONEDNN_VERBOSE probe runs (the primitive counts and PyTorch's layouts)")
@@ -1940,9 +1976,9 @@ def main():
     if measured_doc:
         args.device = measured_doc["device"]
     gpu = on_gpu(args.device)
-    if args.breakdown and (gpu or measured_doc):
-        usage_error("validate.py: --breakdown profiles CPU runs in this process; it is not available with "
-                 "--device cuda:N or --measured")
+    if args.breakdown and measured_doc:
+        usage_error("validate.py: --breakdown profiles the runs in this process; with --measured the breakdown "
+                    "is the one FILE holds (from --measure-only --breakdown)")
     if args.layers and (gpu or measured_doc or args.measure_only):
         usage_error("validate.py: --layers times oneDNN's primitives on this CPU; it is not available with "
                     "--device cuda:N, --measured or --measure-only")
@@ -2029,7 +2065,8 @@ def main():
     probes = host_probes() if not gpu and not measured_doc and not args.measure_only else None
     if args.measure_only:
         measure(cases, args, each_round, probes)
-        return write_measured(args, cases, overheads_now(), allocator)
+        breakdowns = {c.key: measured_breakdown(c, gpu=gpu) for c in cases} if args.breakdown else None
+        return write_measured(args, cases, overheads_now(), allocator, breakdowns)
     if measured_doc:
         missing = [c.key for c in cases if c.key not in measured_doc["times_s"]]
         if missing:
@@ -2075,10 +2112,10 @@ def main():
         e = estimates[case.key]
         print(f"  {case.key}: predicted {fmt(e.get('latency_s') and e['latency_s'] * 1e3, '.2f')} ms"
               + (f" ({e['error']})" if "error" in e else ""), file=sys.stderr, flush=True)
-    breakdowns = {}
+    breakdowns = dict((measured_doc or {}).get("breakdowns_ms") or {})
     if args.breakdown:
         for case in cases:
-            breakdowns[case.key] = measured_breakdown(case)
+            breakdowns[case.key] = measured_breakdown(case, gpu=gpu)
     layer_tables = {}
     if args.layers:
         for case in cases:
@@ -2136,8 +2173,9 @@ def main():
     print(write_report(rows, summary, meta, args.out))
 
 
-def write_measured(args, cases, overheads, allocator):
-    """--measure-only: the times of every case and the per-op overheads, for --measured."""
+def write_measured(args, cases, overheads, allocator, breakdowns=None):
+    """--measure-only: the times of every case and the per-op overheads (and, with --breakdown,
+    each case's time per op family), for --measured."""
     import torch
     gpu = on_gpu(args.device)
     doc = {
@@ -2156,6 +2194,8 @@ def write_measured(args, cases, overheads, allocator):
         "times_s": {c.key: c.times_s for c in cases},
         "round_ends": {c.key: c.round_ends for c in cases},
     }
+    if breakdowns:
+        doc["breakdowns_ms"] = breakdowns
     write_atomic(args.measure_only, json.dumps(doc, indent=1) + "\n")
     for c in cases:
         print(f"{c.key}: fastest {min(c.times_s) * 1e3:.3f} ms, median "
@@ -2179,6 +2219,10 @@ def load_measured(path):
     if not ok:
         usage_error(f"validate.py: --measured {path}: not a file written by --measure-only "
                  "(needs device, meta and times_s with positive times)")
+    breakdowns = doc.get("breakdowns_ms")
+    if breakdowns is not None and not (isinstance(breakdowns, dict) and all(
+            isinstance(b, dict) and all(isinstance(v, (int, float)) for v in b.values()) for b in breakdowns.values())):
+        usage_error(f"validate.py: --measured {path}: breakdowns_ms must map each case to ms per op family")
     ends = doc.get("round_ends")
     if ends is not None and not (isinstance(ends, dict) and all(
             isinstance(e, list) and all(isinstance(i, int) for i in e) and e == sorted(set(e))

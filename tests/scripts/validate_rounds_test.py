@@ -471,6 +471,95 @@ class MeasuredFileTest(unittest.TestCase):
             self.assertIn("round_ends", err)
             self.assertEqual(err.count("\n"), 1)
 
+    def test_a_breakdown_must_map_cases_to_times_per_family(self):
+        for bad, ok in (({"m b1 f32": {"gemm": 1.5, "copy": 0.2}}, True), ({"m b1 f32": [1.5]}, False),
+                        ({"m b1 f32": {"gemm": "1.5"}}, False), ([], False)):
+            doc = {"device": "cuda:0", "meta": {}, "times_s": {"m b1 f32": [1.0]}, "breakdowns_ms": bad}
+            with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+                json.dump(doc, f)
+            try:
+                with contextlib.redirect_stderr(io.StringIO()) as err:
+                    try:
+                        loaded = validate.load_measured(f.name)
+                    except SystemExit as stop:
+                        self.assertEqual(stop.code, 2)
+                        loaded = None
+            finally:
+                os.unlink(f.name)
+            self.assertEqual(loaded is not None, ok, bad)
+            if not ok:
+                self.assertIn("breakdowns_ms", err.getvalue())
+                self.assertEqual(err.getvalue().count("\n"), 1)
+
+
+class BreakdownTest(unittest.TestCase):
+    """--breakdown: time per op family, on a GPU the device time of the kernels each op launched."""
+
+    def fake_torch(self, events):
+        """torch and torch.profiler stand-ins whose profile yields `events` (key, device type,
+        self host us, self device us)."""
+        class Event:
+            def __init__(self, key, device, host_us, device_us):
+                self.key, self.device_type = key, f"DeviceType.{device}"
+                self.self_cpu_time_total, self.self_device_time_total = host_us, device_us
+
+        class Profile:
+            def __init__(self, activities):
+                self.activities = activities
+
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc):
+                return False
+
+            def key_averages(self):
+                return [Event(*e) for e in events]
+
+        @contextlib.contextmanager
+        def no_grad():
+            yield
+        profiler = types.SimpleNamespace(ProfilerActivity=types.SimpleNamespace(CPU="cpu", CUDA="cuda"),
+                                         profile=Profile)
+        return types.SimpleNamespace(no_grad=no_grad, profiler=profiler), profiler
+
+    def breakdown(self, events, gpu):
+        torch, profiler = self.fake_torch(events)
+        saved = {k: sys.modules.get(k) for k in ("torch", "torch.profiler")}
+        sys.modules["torch"], sys.modules["torch.profiler"] = torch, profiler
+        try:
+            case = validate.Case("m", 1, "bf16", None, None, lambda: None, "eager")
+            return validate.measured_breakdown(case, repeats=1, gpu=gpu)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    sys.modules.pop(k, None)
+                else:
+                    sys.modules[k] = v
+
+    EVENTS = [("aten::addmm", "CPU", 30.0, 400.0), ("aten::gelu", "CPU", 8.0, 120.0),
+              ("aten::view", "CPU", 2.0, 0.0), ("sm90_gemm_kernel", "CUDA", 0.0, 400.0),
+              ("vectorized_elementwise_kernel", "CUDA", 0.0, 120.0), ("memcpy_kernel", "CUDA", 0.0, 50.0)]
+
+    def test_on_a_gpu_the_kernels_are_counted_once_by_the_op_that_launched_them(self):
+        b = self.breakdown(self.EVENTS, gpu=True)
+        self.assertAlmostEqual(b["gemm"], 0.4)
+        self.assertAlmostEqual(b["elementwise"], 0.12)
+        self.assertAlmostEqual(b["unattributed"], 0.05)
+        self.assertNotIn("other", b)  # a view launches nothing
+
+    def test_on_the_cpu_the_ops_self_time_counts(self):
+        b = self.breakdown(self.EVENTS[:3], gpu=False)
+        self.assertEqual(b, {"gemm": 0.03, "elementwise": 0.008, "other": 0.002})
+
+    def test_the_predicted_device_time_leaves_the_issue_time_out(self):
+        doc = {"ops": [{"kind": "linear", "time_s": 5e-6, "overhead_s": 3e-6, "phase": "forward"},
+                       {"kind": "gelu", "time_s": 4e-6, "overhead_s": 0.0}]}
+        self.assertAlmostEqual(validate.predicted_breakdown(doc)["gemm"], 5e-3)
+        device = validate.predicted_breakdown(doc, device_time=True)
+        self.assertAlmostEqual(device["gemm"], 2e-3)
+        self.assertAlmostEqual(device["gelu"], 4e-3)
+
 
 if __name__ == "__main__":
     unittest.main()
