@@ -1597,32 +1597,42 @@ def on_host(event):
     return str(getattr(event, "device_type", "CPU")).rsplit(".", 1)[-1] == "CPU"
 
 
-def measured_breakdown(case, repeats=3, gpu=False):
+BREAKDOWN_OPS = 16  # the longest ops (by name and input shapes) a breakdown lists
+
+
+def measured_breakdown(case, repeats=3, gpu=False, ops=None):
     """Time per op family from the fastest of a few profiled runs, in ms: on the CPU each op's
     self time; on a GPU the time of the kernels each op launched (device time), with the kernels
-    no op claims under "unattributed"."""
+    no op claims under "unattributed". `ops`, a list, receives that run's longest ops by name and
+    input shapes: [name, shapes, calls, ms]."""
     import torch
     from torch.profiler import ProfilerActivity, profile
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if gpu else [])
-    best = None
+    best, best_ops = None, []
     with torch.no_grad():
         for _ in range(repeats):
-            with profile(activities=activities) as prof:
+            with profile(activities=activities, record_shapes=ops is not None) as prof:
                 case.runner()
-            kinds, kernels_us = {}, 0.0
-            for event in prof.key_averages():
+            kinds, kernels_us, longest = {}, 0.0, []
+            for event in prof.key_averages(group_by_input_shape=ops is not None):
                 if gpu and not on_host(event):
                     kernels_us += device_self_us(event)
                     continue
+                us = device_self_us(event) if gpu else event.self_cpu_time_total
                 k = torch_kind(event.key)
-                kinds[k] = kinds.get(k, 0.0) + (device_self_us(event) if gpu else event.self_cpu_time_total) / 1e3
+                kinds[k] = kinds.get(k, 0.0) + us / 1e3
+                if us > 0:
+                    longest.append([event.key, str(getattr(event, "input_shapes", "") or ""),
+                                    getattr(event, "count", 1), us / 1e3])
             if gpu:
                 kinds = {k: v for k, v in kinds.items() if v > 0}
                 rest = kernels_us / 1e3 - sum(kinds.values())
                 if rest > 1e-3:
                     kinds["unattributed"] = rest
             if best is None or sum(kinds.values()) < sum(best.values()):
-                best = kinds
+                best, best_ops = kinds, sorted(longest, key=lambda o: -o[3])[:BREAKDOWN_OPS]
+    if ops is not None:
+        ops[:] = best_ops
     return best
 
 
@@ -2065,8 +2075,10 @@ def main():
     probes = host_probes() if not gpu and not measured_doc and not args.measure_only else None
     if args.measure_only:
         measure(cases, args, each_round, probes)
-        breakdowns = {c.key: measured_breakdown(c, gpu=gpu) for c in cases} if args.breakdown else None
-        return write_measured(args, cases, overheads_now(), allocator, breakdowns)
+        breakdowns, longest = None, {}
+        if args.breakdown:
+            breakdowns = {c.key: measured_breakdown(c, gpu=gpu, ops=longest.setdefault(c.key, [])) for c in cases}
+        return write_measured(args, cases, overheads_now(), allocator, breakdowns, longest)
     if measured_doc:
         missing = [c.key for c in cases if c.key not in measured_doc["times_s"]]
         if missing:
@@ -2173,9 +2185,9 @@ def main():
     print(write_report(rows, summary, meta, args.out))
 
 
-def write_measured(args, cases, overheads, allocator, breakdowns=None):
+def write_measured(args, cases, overheads, allocator, breakdowns=None, longest=None):
     """--measure-only: the times of every case and the per-op overheads (and, with --breakdown,
-    each case's time per op family), for --measured."""
+    each case's time per op family and its longest ops), for --measured."""
     import torch
     gpu = on_gpu(args.device)
     doc = {
@@ -2196,6 +2208,7 @@ def write_measured(args, cases, overheads, allocator, breakdowns=None):
     }
     if breakdowns:
         doc["breakdowns_ms"] = breakdowns
+        doc["breakdown_ops"] = longest
     write_atomic(args.measure_only, json.dumps(doc, indent=1) + "\n")
     for c in cases:
         print(f"{c.key}: fastest {min(c.times_s) * 1e3:.3f} ms, median "

@@ -504,7 +504,7 @@ class BreakdownTest(unittest.TestCase):
                 self.self_cpu_time_total, self.self_device_time_total = host_us, device_us
 
         class Profile:
-            def __init__(self, activities):
+            def __init__(self, activities, record_shapes=False):
                 self.activities = activities
 
             def __enter__(self):
@@ -513,7 +513,7 @@ class BreakdownTest(unittest.TestCase):
             def __exit__(self, *exc):
                 return False
 
-            def key_averages(self):
+            def key_averages(self, group_by_input_shape=False):
                 return [Event(*e) for e in events]
 
         @contextlib.contextmanager
@@ -523,13 +523,13 @@ class BreakdownTest(unittest.TestCase):
                                          profile=Profile)
         return types.SimpleNamespace(no_grad=no_grad, profiler=profiler), profiler
 
-    def breakdown(self, events, gpu):
+    def breakdown(self, events, gpu, ops=None):
         torch, profiler = self.fake_torch(events)
         saved = {k: sys.modules.get(k) for k in ("torch", "torch.profiler")}
         sys.modules["torch"], sys.modules["torch.profiler"] = torch, profiler
         try:
             case = validate.Case("m", 1, "bf16", None, None, lambda: None, "eager")
-            return validate.measured_breakdown(case, repeats=1, gpu=gpu)
+            return validate.measured_breakdown(case, repeats=1, gpu=gpu, ops=ops)
         finally:
             for k, v in saved.items():
                 if v is None:
@@ -547,6 +547,12 @@ class BreakdownTest(unittest.TestCase):
         self.assertAlmostEqual(b["elementwise"], 0.12)
         self.assertAlmostEqual(b["unattributed"], 0.05)
         self.assertNotIn("other", b)  # a view launches nothing
+
+    def test_the_longest_ops_are_listed_longest_first(self):
+        ops = []
+        self.breakdown(self.EVENTS, gpu=True, ops=ops)
+        self.assertEqual([o[0] for o in ops], ["aten::addmm", "aten::gelu"])  # a view launches nothing
+        self.assertAlmostEqual(ops[0][3], 0.4)
 
     def test_on_the_cpu_the_ops_self_time_counts(self):
         b = self.breakdown(self.EVENTS[:3], gpu=False)
