@@ -74,6 +74,7 @@ void add_gemms(std::vector<GemmShape>& out, DType dtype, bool quick) {
       add(32, 8192, 8192);
       add(4096, 4096, 128);
       add(512, 512, 64, 64);
+      add(8192, 30001, 1024);  // rows not 16-byte aligned
     } else {
       for (const std::int64_t size : {4096, 8192}) add(size, size, size);
     }
@@ -95,6 +96,13 @@ void add_gemms(std::vector<GemmShape>& out, DType dtype, bool quick) {
   add(512, 512, 64, 64);
   add(512, 64, 512, 64);
   add(2048, 2048, 128, 32);
+  // Rows that are not 16-byte aligned (an odd n: the output's rows), which cuBLASLt runs in
+  // kernels of their own, several times slower: a vocabulary head of an odd size (GPT-2's 50257)
+  // is such a product. fp8 and int8 need aligned rows.
+  if (!low_precision) {
+    for (const std::int64_t m : {64, 1024, 8192}) add(m, 30001, 1024);
+    add(4096, 4095, 4096);
+  }
 }
 
 }  // namespace

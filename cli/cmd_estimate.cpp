@@ -176,12 +176,13 @@ estimate::OwnRates own_rates(const std::vector<std::string>& items) {
     const auto base = *estimate::parse_op_kind(kind.substr(0, kind.find(':')));
     if (base != OpKind::elementwise && base != OpKind::norm && base != OpKind::softmax &&
         base != OpKind::pool && base != OpKind::concat && base != OpKind::transpose &&
-        kind != estimate::kBiasFillKind && kind != "matmul")
+        kind != estimate::kBiasFillKind && kind != estimate::kConvBiasKind && kind != "matmul")
       throw InputError(fmt::format(
           "--own-rates {}: only elementwise, norm, softmax, pool, concat and transpose kinds, "
-          "{} (a linear's bias copied into its output) and matmul (FLOPs per second of the "
-          "products between activations), take a rate of their own",
-          item, estimate::kBiasFillKind));
+          "{} (a linear's bias copied into its output), {} (a convolution's bias added to its "
+          "output) and matmul (FLOPs per second of the products between activations), take a "
+          "rate of their own",
+          item, estimate::kBiasFillKind, estimate::kConvBiasKind));
     if (std::any_of(rates.begin(), rates.end(), [&](const auto& r) { return r.first == kind; }))
       throw InputError(fmt::format("--own-rates {}: {} is given twice", item, kind));
     rates.emplace_back(kind, rate);
@@ -452,6 +453,8 @@ void add_estimate_command(CLI::App& app, const Context&) {
                   "run plain; an op's elements are its outputs, a pool's its window elements "
                   "(inference; default: the profile's figures); linear:bias=RATE: the runtime "
                   "copies each linear's bias into its output before the product, at RATE output "
+                  "elements per second; conv2d:bias=RATE: the runtime adds each convolution's "
+                  "bias to its output after the product, in an op of its own, at RATE output "
                   "elements per second; matmul=RATE: the products between two activations run "
                   "in the runtime's own kernels at RATE FLOPs per second")
       ->delimiter(',');

@@ -343,18 +343,23 @@ Totals run_forward(const Graph& g, const Bindings& b, double e, const RateModel&
     // A runtime that first copies a linear's bias into its output and then lets the product add
     // to it (PyTorch's eager addmm) runs that copy as a kernel of its own, at the rate given as
     // linear:bias; a bias fused into the product's epilogue costs nothing apart.
+    // One that adds a convolution's bias to its output after the product (PyTorch's eager path
+    // through cuDNN), reading and writing the output once more, does so at the rate given as
+    // conv2d:bias.
     const auto bias = [](const TensorRef& w) { return w.shape.size() == 1; };
-    const auto fill = op.kind == OpKind::linear && !linears_as_convolutions
-                          ? own_rate(own_rates, kBiasFillKind)
-                          : std::nullopt;
+    const bool conv = op.kind == OpKind::conv2d;
+    const auto fill = op.kind == OpKind::linear && !linears_as_convolutions ? own_rate(own_rates, kBiasFillKind)
+                      : conv                                                 ? own_rate(own_rates, kConvBiasKind)
+                                                                             : std::nullopt;
     if (fill && std::any_of(op.weights.begin(), op.weights.end(), bias)) {
       const double out = static_cast<double>(num_elements(op.output.shape, b));
-      Work w = vector_work("forward", 0, out * e, fmt::format("bias into {:.0f} outputs", out));
+      Work w = vector_work("forward", 0, (conv ? 2 : 1) * out * e,
+                           fmt::format("bias {} {:.0f} outputs", conv ? "added to" : "into", out));
       w.elements = out;
       w.own_elements_per_s = *fill;
-      w.within_op = true;
+      w.within_op = !conv;  // an addition of its own is an op the runtime issues
       OpRow row = cost_row(op, w, rates, phase, weight_bytes, pass_bytes);
-      row.kind = kBiasFillKind;
+      row.kind = conv ? kConvBiasKind : kBiasFillKind;
       add_row(t, rows, row);
     }
   }

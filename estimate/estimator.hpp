@@ -67,6 +67,9 @@ using OwnRates = std::vector<std::pair<std::string, double>>;
 // The own-rate kind of a runtime's bias copy into a linear's output before the product
 // accumulates into it (output elements per second).
 inline constexpr const char* kBiasFillKind = "linear:bias";
+// The own-rate kind of a runtime's addition of a convolution's bias to its output after the
+// product, in a kernel of its own (output elements per second).
+inline constexpr const char* kConvBiasKind = "conv2d:bias";
 // The rate for `kind`: the row kind's, else the whole kind's.
 std::optional<double> own_rate(const OwnRates& rates, const std::string& kind);
 

@@ -223,7 +223,9 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
     const double b = static_cast<double>(g.shape.batch);
     const auto x = batched_gemm_points_ ? coords(b, g.shape.m, g.shape.n, g.shape.k)
                                         : coords(1, b * g.shape.m, g.shape.n, g.shape.k);
-    (g.cold_weights ? cold : gemm_points_).push_back({x, *e});
+    const bool unaligned = device.kind == "gpu" && !gemm_rows_aligned(
+        dtype, static_cast<double>(g.shape.n), static_cast<double>(g.shape.k));
+    (unaligned ? gemm_unaligned_points_ : g.cold_weights ? cold : gemm_points_).push_back({x, *e});
   }
   std::array<std::vector<Point>, 3> conv_cold;
   for (const auto& c : device.conv) {
@@ -251,6 +253,7 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
                  points.end());
   };
   dedupe(gemm_points_);
+  dedupe(gemm_unaligned_points_);
   for (auto& c : conv_points_) dedupe(c);
   // With cold weights: the warm points, each replaced by its cold measurement where there is one.
   const auto with_cold = [&](const std::vector<Point>& warm, std::vector<Point> cold_points) {
@@ -346,10 +349,17 @@ double RateModel::product_s(const std::vector<Point>& points, const Coords& quer
   return std::max(roof / interpolate(points, query, ceiling), flops / best_flops_per_s_);
 }
 
+bool gemm_rows_aligned(DType dtype, double n, double k) {
+  const double bytes = dtype_bytes(dtype);
+  return std::fmod(n * bytes, 16.0) == 0 && std::fmod(k * bytes, 16.0) == 0;
+}
+
 double RateModel::gemm_time_s(const GemmCoords& s, double flops, double bytes,
                               bool cold_weights) const {
   const auto q =
       batched_gemm_points_ ? coords(s.batch, s.m, s.n, s.k) : coords(1, s.batch * s.m, s.n, s.k);
+  if (!gemm_unaligned_points_.empty() && !gemm_rows_aligned(dtype_, s.n, s.k))
+    return product_s(gemm_unaligned_points_, q, flops, bytes);
   return product_s(cold_weights ? gemm_cold_points_ : gemm_points_, q, flops, bytes);
 }
 

@@ -21,6 +21,10 @@ struct GemmCoords {
   double batch = 1, m = 1, n = 1, k = 1;
 };
 
+// Whether a product's rows start 16-byte aligned in every operand, as a GPU library's fast kernels
+// need: the n outputs of a row (C is m x n) and the k inputs of a row of each operand, in `dtype`.
+bool gemm_rows_aligned(DType dtype, double n, double k);
+
 class RateModel {
  public:
   // Throws InputError when the device has nothing for the dtype (no points, no peaks).
@@ -43,7 +47,8 @@ class RateModel {
   // best measured rate of the dtype. Where the
   // operands sit (memory_s) is the cost model's other bound. `cold_weights`: the weights were
   // evicted since their last use (a model larger than the caches); the profile's cold-weight
-  // points then stand in for the warm ones of the same shape.
+  // points then stand in for the warm ones of the same shape. On a GPU, a product whose rows are
+  // not 16-byte aligned takes the profile's unaligned points where it has some.
   // `flops`: the product's work (a causal attention product does half of its coordinates').
   double gemm_time_s(const GemmCoords& shape, double flops, double bytes,
                      bool cold_weights = false) const;
@@ -151,6 +156,10 @@ class RateModel {
   std::int64_t blocked_channels_ = 0;  // channels a block of oneDNN's blocked layout (CPU; else 0)
   std::vector<Point> gemm_points_;       // log efficiency, warm caches
   std::vector<Point> gemm_cold_points_;  // the same with cold-weight measurements where made
+  // A GPU's points whose rows are not 16-byte aligned (gemm_rows_aligned): a library runs such
+  // products in kernels of their own, far slower (an odd vocabulary's head). Empty elsewhere, or
+  // where the profile measured none: such products then take the aligned points.
+  std::vector<Point> gemm_unaligned_points_;
   double largest_cache_bytes_ = 0;
   // Conv points by class: 0 dense (groups 1), 1 grouped, 2 depthwise.
   std::array<std::vector<Point>, 3> conv_points_;

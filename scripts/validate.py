@@ -907,24 +907,79 @@ def eager_kernels():
     return kernels
 
 
+def gpu_conv_kernels():
+    """The kernels of the CNNs' ops outside cuDNN on a GPU (OwnKernelRates' form), in bf16,
+    channels-last, on 16x64x56x56 and 128x64x56x56 tensors: the layout probe's elementwise ops and
+    pools, and the bias that PyTorch adds to a cuDNN convolution's output in an op of its own (a
+    folded batch norm's too), broadcast over the channels."""
+    import torch
+    kernels = {}
+    small, large = (16, 64, 56, 56), (128, 64, 56, 56)
+    for kind, (module, operands) in layout_probe_modules().items():
+        if kind in ("concat", "norm:batchnorm"):
+            continue
+        window = 56 * 56 if kind.startswith("pool:global") else module.kernel_size ** 2 if kind.startswith("pool:") else 1
+        kernels[kind] = (module, [small] * operands, [large] * operands, window, torch.bfloat16)
+    kernels["conv2d:bias"] = (lambda out, bias: out.add_(bias), [small, (1, 64, 1, 1)], [large, (1, 64, 1, 1)], 1,
+                              torch.bfloat16)
+    return kernels
+
+
+def gpu_eager_kernels():
+    """The kernels of the transformers' non-matmul ops on a GPU, in bf16 (OwnKernelRates' form), at
+    batch 8 and 64 of 128 tokens: eager_kernels' set without the bias copy (cuBLAS adds a linear's
+    bias in the product's epilogue)."""
+    import torch
+    from torch import nn
+    f = nn.functional
+    rows, more_rows = [(8 * 128, 768)], [(64 * 128, 768)]
+    wide, more_wide = [(8 * 128, 3072)], [(64 * 128, 3072)]
+    scores, more_scores = [(8 * 12 * 128, 128)], [(64 * 12 * 128, 128)]
+    bf16 = torch.bfloat16
+    return {
+        "elementwise:gelu": (f.gelu, wide, more_wide, 1, bf16),
+        "elementwise:gelu_tanh": (lambda x: f.gelu(x, approximate="tanh"), wide, more_wide, 1, bf16),
+        "elementwise:relu": (torch.relu, wide, more_wide, 1, bf16),
+        "elementwise:silu": (f.silu, wide, more_wide, 1, bf16),
+        "elementwise:tanh": (torch.tanh, rows, more_rows, 1, bf16),
+        "elementwise:sigmoid": (torch.sigmoid, rows, more_rows, 1, bf16),
+        "elementwise:add": (lambda a, b: a + b, rows * 2, more_rows * 2, 1, bf16),
+        "elementwise:mul": (lambda a, b: a * b, rows * 2, more_rows * 2, 1, bf16),
+        "elementwise:div": (lambda x: x / 8.0, scores, more_scores, 1, bf16),
+        "softmax": (lambda x: torch.softmax(x, dim=-1), scores, more_scores, 1, bf16),
+        "norm:layernorm": (layer_norm_class()(768), rows, more_rows, 1, bf16),
+        "transpose": (lambda x: x.transpose(1, 2).contiguous(), [(8, 128, 12, 64)], [(64, 128, 12, 64)], 1, bf16),
+        "concat": (lambda past, new: torch.cat([past, new], dim=2), [(8, 12, 128, 64), (8, 12, 1, 64)],
+                   [(64, 12, 128, 64), (64, 12, 1, 64)], 1, bf16),
+    }
+
+
 class OwnKernelRates:
     """Elements per second of PyTorch's own kernels, by estimator row kind. `kernels`: kind ->
     (call, small operand shapes, large operand shapes, elements per output, dtype). The rate is
     (elements at the large shapes - at the small) / (time at the large - at the small), each
     time the fastest run over every sample, so that the fixed cost of a call (charged as the
     per-op overhead) drops out. Sampled at the start and once a round, as the models are;
-    `before` (untimed) runs before every sample."""
+    `before` (untimed) runs before every sample. On a GPU (`device`), operands and modules go
+    there, 4-D operands channels-last with `channels_last`, and every run ends with a device
+    synchronize."""
 
-    def __init__(self, kernels, repeats=3, before=None):
+    def __init__(self, kernels, repeats=3, before=None, device="cpu", channels_last=False):
         import torch
         torch.manual_seed(0)
         self.repeats, self.before = repeats, before
         self.runs, self.elements = {}, {}
+        gpu = on_gpu(device)
         with torch.no_grad():
             for kind, (call, small, large, per_output, dtype) in kernels.items():
+                if isinstance(call, torch.nn.Module) and gpu:
+                    call = call.to(device, dtype)
                 for size, shapes in (("small", small), ("large", large)):
-                    xs = [torch.randn(*shape).to(dtype) for shape in shapes]
-                    self.runs[kind, size] = (lambda c=call, xs=xs: c(*xs))
+                    xs = [torch.randn(*shape).to(device, dtype) for shape in shapes]
+                    if channels_last:
+                        xs = [x.contiguous(memory_format=torch.channels_last) if x.dim() == 4 else x for x in xs]
+                    run = (lambda c=call, xs=xs: c(*xs))
+                    self.runs[kind, size] = synced(run) if gpu else run
                     self.elements[kind, size] = call(*xs).numel() * per_output
         self.best = {key: float("inf") for key in self.runs}
         self.sample(3 * repeats)
@@ -1193,7 +1248,7 @@ def estimate(args, case, onnx_path, overhead_us=None, layout=None, own_rates=Non
             cmd += ["--group-reorders", ",".join(str(w) for w in layout["group_reorders"])]
     if getattr(case, "in_place_ops", None):
         cmd += ["--in-place-ops", ",".join(case.in_place_ops)]
-    if own_rates and (with_layout or case.runtime == "eager"):
+    if own_rates and (with_layout or case.runtime in ("eager", "eager-conv")):
         cmd += ["--own-rates", ",".join(f"{k}={v:.4g}" for k, v in own_rates.items())]
     return run_estimate(cmd, case.runtime == "frozen")
 
@@ -1578,6 +1633,8 @@ def torch_kind(name):
 def estimate_kind(kind):
     if kind == "linear:bias":
         return "copy"  # aten::copy_ of the expanded bias
+    if kind == "conv2d:bias":
+        return "elementwise"  # aten::add_ of the bias after cuDNN's convolution
     base = kind.split(":")[0]
     return {"conv2d": "gemm", "linear": "gemm", "matmul": "gemm", "attention": "gemm", "transpose": "copy",
             "concat": "copy", "reshape": "free"}.get(base, base)
@@ -2063,6 +2120,10 @@ def main():
             own["frozen"] = OwnKernelRates(frozen_kernels())
         if "eager" in runtimes:
             own["eager"] = OwnKernelRates(eager_kernels(), before=eager_layer())
+    if gpu and not measured_doc:
+        # Both runtimes' kernels whatever the models: a file of one set's times serves the other's too.
+        own["eager"] = OwnKernelRates(gpu_eager_kernels(), device=args.device)
+        own["eager-conv"] = OwnKernelRates(gpu_conv_kernels(), device=args.device, channels_last=True)
     # A frozen graph's cost per elementwise op, for the kinds its layout runs blocked (those that
     # run plain change layout too, which the estimate costs as copies of their own).
     if not gpu and not measured_doc and not args.library_overhead and layout and "error" not in layout \
@@ -2078,7 +2139,8 @@ def main():
         breakdowns, longest = None, {}
         if args.breakdown:
             breakdowns = {c.key: measured_breakdown(c, gpu=gpu, ops=longest.setdefault(c.key, [])) for c in cases}
-        return write_measured(args, cases, overheads_now(), allocator, breakdowns, longest)
+        return write_measured(args, cases, overheads_now(), allocator, breakdowns, longest,
+                              {runtime: rates.rates() for runtime, rates in own.items()})
     if measured_doc:
         missing = [c.key for c in cases if c.key not in measured_doc["times_s"]]
         if missing:
@@ -2111,6 +2173,8 @@ def main():
             f"{k} {fmt(v, '.1f')} us" + ("" if v is not None else " (not measurable: the profile's)")
             for k, v in overheads.items()), file=sys.stderr, flush=True)
     own_rates = {runtime: rates.rates() for runtime, rates in own.items()}
+    if measured_doc and not args.profile_rates:
+        own_rates = dict(measured_doc.get("own_kernel_rates") or {})
     if own_rates:
         print("  " + rates_text(own_rates), file=sys.stderr, flush=True)
     estimates = {}
@@ -2185,9 +2249,10 @@ def main():
     print(write_report(rows, summary, meta, args.out))
 
 
-def write_measured(args, cases, overheads, allocator, breakdowns=None, longest=None):
-    """--measure-only: the times of every case and the per-op overheads (and, with --breakdown,
-    each case's time per op family and its longest ops), for --measured."""
+def write_measured(args, cases, overheads, allocator, breakdowns=None, longest=None, own_rates=None):
+    """--measure-only: the times of every case, the per-op overheads and the rates of PyTorch's own
+    kernels (and, with --breakdown, each case's time per op family and its longest ops), for
+    --measured."""
     import torch
     gpu = on_gpu(args.device)
     doc = {
@@ -2206,6 +2271,8 @@ def write_measured(args, cases, overheads, allocator, breakdowns=None, longest=N
         "times_s": {c.key: c.times_s for c in cases},
         "round_ends": {c.key: c.round_ends for c in cases},
     }
+    if own_rates:
+        doc["own_kernel_rates"] = own_rates
     if breakdowns:
         doc["breakdowns_ms"] = breakdowns
         doc["breakdown_ops"] = longest
@@ -2232,6 +2299,10 @@ def load_measured(path):
     if not ok:
         usage_error(f"validate.py: --measured {path}: not a file written by --measure-only "
                  "(needs device, meta and times_s with positive times)")
+    rates = doc.get("own_kernel_rates")
+    if rates is not None and not (isinstance(rates, dict) and all(
+            isinstance(r, dict) and all(isinstance(v, (int, float)) and v > 0 for v in r.values()) for r in rates.values())):
+        usage_error(f"validate.py: --measured {path}: own_kernel_rates must map each runtime to positive rates by kind")
     breakdowns = doc.get("breakdowns_ms")
     if breakdowns is not None and not (isinstance(breakdowns, dict) and all(
             isinstance(b, dict) and all(isinstance(v, (int, float)) for v in b.values()) for b in breakdowns.values())):

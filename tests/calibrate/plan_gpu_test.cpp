@@ -84,6 +84,19 @@ TEST(GpuPlan, FullGridCoversSquaresSkinnyAndBatched) {
   EXPECT_GT(full.transfer_bytes.size(), gpu_plan(kH200, Suite::quick).transfer_bytes.size());
 }
 
+TEST(GpuPlan, ProductsWithUnalignedRowsAreMeasuredWhereTheLibraryTakesThem) {
+  // An odd n leaves the output's rows unaligned (a vocabulary head of odd size); fp8 and int8
+  // kernels need aligned rows, so only the wider types measure them.
+  const Plan full = gpu_plan(kH200, Suite::full);
+  for (const DType dtype : {DType::bf16, DType::f16, DType::tf32, DType::f32})
+    EXPECT_TRUE(has_gemm(full, dtype, 8192, 30001, 1024)) << to_string(dtype);
+  for (const DType dtype : {DType::fp8_e4m3, DType::int8})
+    EXPECT_TRUE(std::none_of(full.gemm.begin(), full.gemm.end(), [&](const GemmShape& s) {
+      return s.dtype == dtype && s.n % 2 == 1;
+    })) << to_string(dtype);
+  EXPECT_TRUE(has_gemm(gpu_plan(kH200, Suite::quick), DType::bf16, 8192, 30001, 1024));
+}
+
 TEST(GpuPlan, StreamSweepSeparatesL2FromDeviceMemory) {
   for (const auto& device : {kH200, kA100, kT4}) {
     for (const Suite suite : {Suite::quick, Suite::full}) {

@@ -707,6 +707,63 @@ TEST(FixtureGpu, ConvUsesMeasuredConvPoints) {
   EXPECT_NEAR(est.ops.at(0).achieved_flops_per_s, 2.5e14, 1e3);
 }
 
+TEST(FixtureGpu, ProductsWithUnalignedRowsTakeTheUnalignedPoints) {
+  // Fixture: bf16 4096^3 at 8e14 FLOP/s. Add a product of odd n at a tenth of that rate.
+  Profile p = fixture("fixture_gpu_conv.json");
+  Device& gpu = p.devices.at(0);
+  const GemmShape odd{DType::bf16, 4096, 4095, 4096, 1};
+  const double slow = 8e13;
+  gpu.gemm.push_back({odd, {odd.flops() / slow, odd.flops() / slow, 0.01, 10}, slow, "fixture", "tn"});
+  const RateModel rates(gpu, DType::bf16);
+  const auto rate = [&](double n, double k) {
+    const GemmShape s{DType::bf16, 4096, static_cast<std::int64_t>(n), static_cast<std::int64_t>(k), 1};
+    return s.flops() / rates.gemm_time_s({1, 4096, n, k}, s.flops(), s.bytes());
+  };
+  EXPECT_NEAR(rate(4095, 4096), slow, 1e3);
+  EXPECT_NEAR(rate(4096, 4096), 8e14, 1e3);  // aligned: the odd point lends it nothing
+  EXPECT_LT(rate(4096, 4097), 2 * slow);     // an odd k leaves the operands' rows unaligned
+  EXPECT_TRUE(gemm_rows_aligned(DType::bf16, 4096, 776));
+  EXPECT_FALSE(gemm_rows_aligned(DType::bf16, 50257, 768));
+  EXPECT_FALSE(gemm_rows_aligned(DType::f32, 4098, 768));
+  // A CPU's library has no such kernels: its odd points are ordinary points, the nearest
+  // neighbours of the aligned shape beside them.
+  Profile c = fixture("fixture_cpu.json");
+  Device& cpu = c.devices.at(0);
+  const GemmShape cpu_odd{DType::f32, 64, 1001, 64, 1};
+  cpu.gemm.push_back({cpu_odd, {cpu_odd.flops() / 1e9, cpu_odd.flops() / 1e9, 0.01, 10}, 1e9, "fixture", "row-major"});
+  EXPECT_LT(RateModel(cpu, DType::f32).gemm_flops_per_s({1, 64, 1000, 64}), 2e9);
+}
+
+TEST(FixtureGpu, ARuntimeThatAddsAConvolutionsBiasApartPaysForTheAddition) {
+  // x [N, 64, 56, 56] -> 3x3 convolution with a bias, and the same without one.
+  const Profile p = fixture("fixture_gpu_conv.json");
+  const Device& gpu = p.devices.at(0);
+  const auto conv_model = [](bool bias) {
+    GraphBuilder b;
+    const auto& x = b.input("x", {Dim::symbol("N"), 64, 56, 56});
+    b.add(make_conv2d("c", x, 64, {3, 3, 1, 1, 1, 1}, bias));
+    Model m;
+    m.name = "conv";
+    m.forward = b.take();
+    return m;
+  };
+  Options o = batch(32, DType::bf16);
+  const auto fused = estimate(conv_model(true), gpu, o);
+  o.own_rates = {{kConvBiasKind, 1e11}};
+  const auto apart = estimate(conv_model(true), gpu, o);
+  ASSERT_EQ(apart.ops.size(), fused.ops.size() + 1);
+  const auto& add = apart.ops.back();
+  EXPECT_EQ(add.kind, kConvBiasKind);
+  const double out = 32.0 * 64 * 56 * 56;
+  EXPECT_NEAR(add.compute_s, out / 1e11, 1e-12);
+  EXPECT_DOUBLE_EQ(add.bytes, 2 * out * 2);  // the output read and written again, in bf16
+  // An op the runtime issues: at least the per-op issue time (fixture: 2.5 us).
+  EXPECT_GE(add.time_s, 2.5e-6);
+  EXPECT_NEAR(apart.latency_s, fused.latency_s + add.time_s, 1e-12);
+  // A convolution without a bias has nothing to add.
+  EXPECT_EQ(estimate(conv_model(false), gpu, o).ops.size(), 1u);
+}
+
 TEST(FixtureGpu, IssueTimeOverlapsTheKernels) {
   // On a GPU an op costs the longer of its kernel and its issue time (fixture: 2.5 us per op).
   const Profile p = fixture("fixture_gpu_conv.json");
