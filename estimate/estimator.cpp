@@ -357,7 +357,10 @@ Totals run_forward(const Graph& g, const Bindings& b, double e, const RateModel&
                            fmt::format("bias {} {:.0f} outputs", conv ? "added to" : "into", out));
       w.elements = out;
       w.own_elements_per_s = *fill;
-      w.within_op = !conv;  // an addition of its own is an op the runtime issues
+      w.within_op = !conv;
+      // The convolution's call issues the addition: its issue time is the convolution's (the
+      // runtime's per-op cost, measured on convolutions with a bias, holds it).
+      if (conv) w.overhead_s = 0.0;
       OpRow row = cost_row(op, w, rates, phase, weight_bytes, pass_bytes);
       row.kind = conv ? kConvBiasKind : kBiasFillKind;
       add_row(t, rows, row);
