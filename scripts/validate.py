@@ -871,33 +871,12 @@ def eager_kernels():
     decode step's KV-cache concatenation, and the copy of a linear's bias into its output that
     PyTorch's addmm makes before the product."""
     import torch
-    from torch import nn
-    f = nn.functional
-    rows, norm = [(128, 768)], [(512, 768)]
-    scores, more_scores = [(768, 128)], [(3072, 128)]
-    heads, more_heads = [(1, 128, 12, 64)], [(4, 128, 12, 64)]
-    bf16 = eager_torch_dtype()  # the eager runs' dtype (cpu_eager_dtype)
-    kernels = {
-        "elementwise:gelu": (f.gelu, rows, norm, 1, bf16),
-        "elementwise:gelu_tanh": (lambda x: f.gelu(x, approximate="tanh"), rows, norm, 1, bf16),
-        "elementwise:relu": (torch.relu, rows, norm, 1, bf16),
-        "elementwise:silu": (f.silu, rows, norm, 1, bf16),
-        "elementwise:tanh": (torch.tanh, rows, norm, 1, bf16),
-        "elementwise:sigmoid": (torch.sigmoid, rows, norm, 1, bf16),
-        "elementwise:add": (lambda a, b: a + b, rows * 2, norm * 2, 1, bf16),
-        "elementwise:mul": (lambda a, b: a * b, rows * 2, norm * 2, 1, bf16),
-        "elementwise:div": (lambda x: x / 8.0, scores, more_scores, 1, bf16),
-        "softmax": (lambda x: torch.softmax(x, dim=-1), scores, more_scores, 1, bf16),
-        "norm:layernorm": (layer_norm_class()(768), rows, norm, 1, bf16),
-        "transpose": (lambda x: x.transpose(1, 2).contiguous(), heads, more_heads, 1, bf16),
-        # A linear's bias, copied into its output before the product adds to it (aten::addmm).
-        "linear:bias": (lambda bias, out: out.copy_(bias.expand_as(out)), [(768,), (128, 768)],
-                        [(768,), (512, 768)], 1, bf16),
-        # A decode step's KV cache: the past keys (or values) and the new token's, [batch, 12
-        # heads, 128 tokens, 64], joined along the tokens.
-        "concat": (lambda past, new: torch.cat([past, new], dim=2), [(1, 12, 128, 64), (1, 12, 1, 64)],
-                   [(4, 12, 128, 64), (4, 12, 1, 64)], 1, bf16),
-    }
+    # The eager runs' dtype (cpu_eager_dtype); the scores of 6 and 24 rows of 128 queries.
+    kernels = transformer_kernels(1, 4, eager_torch_dtype(), score_rows=(768, 3072))
+    # A linear's bias, copied into its output before the product adds to it (aten::addmm).
+    kernels["linear:bias"] = (lambda bias, out: out.copy_(bias.expand_as(out)), [(768,), (128, 768)],
+                              [(768,), (512, 768)], 1, eager_torch_dtype())
+    bf16 = eager_torch_dtype()
     if EAGER["dtype"] == "f32":
         # PyTorch's f32 batched matmul (its BLAS), in FLOPs per second: the attention's scores
         # of 12 and of 48 heads of 128 tokens by 64; the linears' bias is in oneDNN's product.
@@ -930,27 +909,43 @@ def gpu_eager_kernels():
     batch 8 and 64 of 128 tokens: eager_kernels' set without the bias copy (cuBLAS adds a linear's
     bias in the product's epilogue)."""
     import torch
+    return transformer_kernels(8, 64, torch.bfloat16, wide_activations=True)
+
+
+def transformer_kernels(batch, more_batch, dtype, wide_activations=False, score_rows=None):
+    """OwnKernelRates' form of a transformer layer's kernels outside its products, over `batch` and
+    `more_batch` sequences of 128 tokens (the small and large sizes; the rows of the activations,
+    adds and layer norm): activations (over the FFN's 3072 features with `wide_activations`, else
+    768), adds, the attention's scale and softmax over rows of 128 keys, the mixed-precision layer
+    norm (its two conversions included), a transpose copy of [batch, 128 tokens, 12 heads, 64]
+    (PyTorch copies the heads apart and back together), and the decode step's KV-cache
+    concatenation: the past keys (or values) and the new token's, [batch, 12 heads, 128 tokens,
+    64], joined along the tokens. `score_rows`: the scores' rows of 128 keys at the two sizes
+    (default: every head's 128 queries of each sequence)."""
+    import torch
     from torch import nn
     f = nn.functional
-    rows, more_rows = [(8 * 128, 768)], [(64 * 128, 768)]
-    wide, more_wide = [(8 * 128, 3072)], [(64 * 128, 3072)]
-    scores, more_scores = [(8 * 12 * 128, 128)], [(64 * 12 * 128, 128)]
-    bf16 = torch.bfloat16
+    rows, more_rows = [(batch * 128, 768)], [(more_batch * 128, 768)]
+    width = 3072 if wide_activations else 768
+    act, more_act = [(batch * 128, width)], [(more_batch * 128, width)]
+    few, many = score_rows or (batch * 12 * 128, more_batch * 12 * 128)
+    scores, more_scores = [(few, 128)], [(many, 128)]
     return {
-        "elementwise:gelu": (f.gelu, wide, more_wide, 1, bf16),
-        "elementwise:gelu_tanh": (lambda x: f.gelu(x, approximate="tanh"), wide, more_wide, 1, bf16),
-        "elementwise:relu": (torch.relu, wide, more_wide, 1, bf16),
-        "elementwise:silu": (f.silu, wide, more_wide, 1, bf16),
-        "elementwise:tanh": (torch.tanh, rows, more_rows, 1, bf16),
-        "elementwise:sigmoid": (torch.sigmoid, rows, more_rows, 1, bf16),
-        "elementwise:add": (lambda a, b: a + b, rows * 2, more_rows * 2, 1, bf16),
-        "elementwise:mul": (lambda a, b: a * b, rows * 2, more_rows * 2, 1, bf16),
-        "elementwise:div": (lambda x: x / 8.0, scores, more_scores, 1, bf16),
-        "softmax": (lambda x: torch.softmax(x, dim=-1), scores, more_scores, 1, bf16),
-        "norm:layernorm": (layer_norm_class()(768), rows, more_rows, 1, bf16),
-        "transpose": (lambda x: x.transpose(1, 2).contiguous(), [(8, 128, 12, 64)], [(64, 128, 12, 64)], 1, bf16),
-        "concat": (lambda past, new: torch.cat([past, new], dim=2), [(8, 12, 128, 64), (8, 12, 1, 64)],
-                   [(64, 12, 128, 64), (64, 12, 1, 64)], 1, bf16),
+        "elementwise:gelu": (f.gelu, act, more_act, 1, dtype),
+        "elementwise:gelu_tanh": (lambda x: f.gelu(x, approximate="tanh"), act, more_act, 1, dtype),
+        "elementwise:relu": (torch.relu, act, more_act, 1, dtype),
+        "elementwise:silu": (f.silu, act, more_act, 1, dtype),
+        "elementwise:tanh": (torch.tanh, rows, more_rows, 1, dtype),
+        "elementwise:sigmoid": (torch.sigmoid, rows, more_rows, 1, dtype),
+        "elementwise:add": (lambda a, b: a + b, rows * 2, more_rows * 2, 1, dtype),
+        "elementwise:mul": (lambda a, b: a * b, rows * 2, more_rows * 2, 1, dtype),
+        "elementwise:div": (lambda x: x / 8.0, scores, more_scores, 1, dtype),
+        "softmax": (lambda x: torch.softmax(x, dim=-1), scores, more_scores, 1, dtype),
+        "norm:layernorm": (layer_norm_class()(768), rows, more_rows, 1, dtype),
+        "transpose": (lambda x: x.transpose(1, 2).contiguous(), [(batch, 128, 12, 64)],
+                      [(more_batch, 128, 12, 64)], 1, dtype),
+        "concat": (lambda past, new: torch.cat([past, new], dim=2), [(batch, 12, 128, 64), (batch, 12, 1, 64)],
+                   [(more_batch, 12, 128, 64), (more_batch, 12, 1, 64)], 1, dtype),
     }
 
 
