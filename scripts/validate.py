@@ -957,14 +957,19 @@ class OwnKernelRates:
     per-op overhead) drops out. Sampled at the start and once a round, as the models are;
     `before` (untimed) runs before every sample. On a GPU (`device`), operands and modules go
     there, 4-D operands channels-last with `channels_last`, and every run ends with a device
-    synchronize."""
+    synchronize; there the rate is the larger size's elements over the device time of the
+    kernels one call launches (the profiler's, the fastest of its samples): a call of the smaller
+    size is bound by the host's issue time, so a difference of wall times is no kernel's."""
+
+    MARK = "truepeak own "  # the profiler range of one call of a kind
 
     def __init__(self, kernels, repeats=3, before=None, device="cpu", channels_last=False):
         import torch
         torch.manual_seed(0)
         self.repeats, self.before = repeats, before
         self.runs, self.elements = {}, {}
-        gpu = on_gpu(device)
+        self.device_s = {}  # GPU: kind -> the fastest device time of one call of the larger size
+        gpu = self.gpu = on_gpu(device)
         with torch.no_grad():
             for kind, (call, small, large, per_output, dtype) in kernels.items():
                 if isinstance(call, torch.nn.Module) and gpu:
@@ -983,15 +988,39 @@ class OwnKernelRates:
         import torch
         with torch.no_grad():
             sample_fastest(self.runs, self.best, repeats or self.repeats, self.before)
+            if self.gpu:
+                self.sample_device_time(repeats or self.repeats)
+
+    def sample_device_time(self, repeats):
+        """Each kind's larger size, `repeats` calls in one profiled run: the device time of the
+        kernels each call launched (on average), kept where it is the fastest so far."""
+        from torch.profiler import ProfilerActivity, profile, record_function
+        kinds = sorted({k for k, _ in self.runs})
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            for kind in kinds:
+                for _ in range(repeats):
+                    with record_function(self.MARK + kind):
+                        self.runs[kind, "large"]()
+        for event in prof.key_averages():
+            if not event.key.startswith(self.MARK) or not on_host(event):
+                continue
+            kind = event.key[len(self.MARK):]
+            per_call_s = device_total_us(event) / max(getattr(event, "count", 1), 1) / 1e6
+            if per_call_s > 0:
+                self.device_s[kind] = min(self.device_s.get(kind, float("inf")), per_call_s)
 
     def rates(self):
         """{kind: elements per second}; where noise leaves the larger size no slower than a
-        quarter over the smaller, the larger's elements over its time."""
+        quarter over the smaller, the larger's elements over its time. On a GPU, the larger
+        size's elements over its kernels' device time where the profiler gave one."""
         out = {}
         for kind in {k for k, _ in self.runs}:
             ts, tl = self.best[kind, "small"], self.best[kind, "large"]
             es, el = self.elements[kind, "small"], self.elements[kind, "large"]
-            out[kind] = (el - es) / (tl - ts) if tl - ts > 0.25 * ts else el / tl
+            if kind in self.device_s:
+                out[kind] = el / self.device_s[kind]
+            else:
+                out[kind] = (el - es) / (tl - ts) if tl - ts > 0.25 * ts else el / tl
         return dict(sorted(out.items()))
 
 
@@ -1638,6 +1667,16 @@ def estimate_kind(kind):
 def device_self_us(event):
     """The time of the GPU kernels that a profiled op launched itself, in microseconds."""
     for name in ("self_device_time_total", "self_cuda_time_total"):
+        value = getattr(event, name, None)
+        if value is not None:
+            return value
+    return 0.0
+
+
+def device_total_us(event):
+    """The time of the GPU kernels that a profiled op and the ops inside it launched, in
+    microseconds."""
+    for name in ("device_time_total", "cuda_time_total"):
         value = getattr(event, name, None)
         if value is not None:
             return value

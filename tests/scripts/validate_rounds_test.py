@@ -567,5 +567,62 @@ class BreakdownTest(unittest.TestCase):
         self.assertAlmostEqual(device["gelu"], 4e-3)
 
 
+class GpuOwnRatesTest(unittest.TestCase):
+    """On a GPU, a kind's rate is its larger size's elements over the device time of its kernels."""
+
+    def rates_with(self, events, wall_s):
+        class Event:
+            def __init__(self, key, device, count, device_us):
+                self.key, self.device_type, self.count = key, f"DeviceType.{device}", count
+                self.device_time_total = device_us
+
+        class Profile:
+            def __init__(self, activities):
+                pass
+
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc):
+                return False
+
+            def key_averages(self):
+                return [Event(*e) for e in events]
+
+        profiler = types.SimpleNamespace(ProfilerActivity=types.SimpleNamespace(CPU="cpu", CUDA="cuda"),
+                                         profile=Profile, record_function=lambda name: contextlib.nullcontext())
+        rates = validate.OwnKernelRates.__new__(validate.OwnKernelRates)
+        rates.gpu, rates.device_s = True, {}
+        calls = []
+        rates.runs = {(k, size): (lambda k=k, size=size: calls.append((k, size)))
+                      for k in ("softmax", "norm:layernorm") for size in ("small", "large")}
+        rates.elements = {(k, size): n for k in ("softmax", "norm:layernorm") for size, n in (("small", 1e6), ("large", 8e6))}
+        rates.best = {key: wall_s[key] for key in rates.runs}
+        saved = sys.modules.get("torch.profiler")
+        sys.modules["torch.profiler"] = profiler
+        try:
+            rates.sample_device_time(2)
+        finally:
+            if saved is None:
+                sys.modules.pop("torch.profiler", None)
+            else:
+                sys.modules["torch.profiler"] = saved
+        self.assertEqual(calls, [("norm:layernorm", "large")] * 2 + [("softmax", "large")] * 2)
+        return rates.rates()
+
+    def test_the_kernels_device_time_sets_the_rate(self):
+        # The layer norm's small call is bound by the host: 60 us against 70 for 8x the elements,
+        # a difference that says nothing of its kernels; they ran for 40 us a call.
+        wall = {("norm:layernorm", "small"): 60e-6, ("norm:layernorm", "large"): 70e-6,
+                ("softmax", "small"): 20e-6, ("softmax", "large"): 90e-6}
+        events = [(validate.OwnKernelRates.MARK + "norm:layernorm", "CPU", 2, 80.0),
+                  (validate.OwnKernelRates.MARK + "norm:layernorm", "CUDA", 2, 150.0),  # the range on the device
+                  ("aten::native_layer_norm", "CPU", 2, 50.0)]
+        rates = self.rates_with(events, wall)
+        self.assertAlmostEqual(rates["norm:layernorm"], 8e6 / 40e-6)
+        # No device time for softmax: the difference of wall times stands.
+        self.assertAlmostEqual(rates["softmax"], 7e6 / 70e-6)
+
+
 if __name__ == "__main__":
     unittest.main()
