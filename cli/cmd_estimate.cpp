@@ -433,7 +433,8 @@ void add_estimate_command(CLI::App& app, const Context&) {
                   "Fixed cost of one op of these kinds in the target runtime, KIND=US,... (e.g. "
                   "linear=20,matmul=20), in place of --op-overhead-us for them: a framework whose "
                   "dispatch of a library product costs more than that of its other ops "
-                  "(inference)")
+                  "(inference); reshape=US: each view (reshape, split, slice, ...), free "
+                  "otherwise, costs that much, as an eager framework dispatches it")
       ->delimiter(',');
   cmd->add_option(
          "--blocked-ops", args->blocked_ops,

@@ -306,7 +306,14 @@ Totals run_forward(const Graph& g, const Bindings& b, double e, const RateModel&
     // runtime's own kernel, at its own rate where one is given.
     const auto own = blocked ? std::nullopt : own_rate(own_rates, row_kind(op));
     const auto dispatch = own_rate(kind_overheads, row_kind(op));
-    const auto works = forward_work(op, b, e);
+    auto works = forward_work(op, b, e);
+    // A view moves nothing, but a runtime that runs each op as it comes (eager) still dispatches
+    // it: where a cost is given for views, it is their row's.
+    if (works.empty() && op.kind == OpKind::reshape && dispatch) {
+      Work w = vector_work("forward", 0, 0, "view");
+      w.engine = Engine::none;
+      works.push_back(w);
+    }
     double first_read = sum_elems(op.state, b) * e;
     for (const auto& [name, bytes] : first_reads) first_read += bytes;
     // A view moves nothing: its output is the input, for the op that reads it next.

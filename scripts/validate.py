@@ -36,7 +36,9 @@ How the runs are made:
 - The estimate is told PyTorch's own fixed cost per op (--op-overhead-us), measured in this process
   with chains of tiny ops (1x1 convolutions through oneDNN in a frozen graph; in eager mode, bf16
   linears too small for oneDNN: the dispatch every eager op pays); the profile's per-op overhead
-  is oneDNN's alone, without the framework's dispatch. --library-overhead estimates with the
+  is oneDNN's alone, without the framework's dispatch. An eager run's mixed-precision layer norm
+  (five ops) and its views (free in a graph runtime) are timed with chains of their own and passed
+  as --kind-overhead-us norm:layernorm=...,reshape=... --library-overhead estimates with the
   profile's instead.
 - PyTorch's layout changes in frozen graphs are probed here (which ops run on channel-blocked
   tensors, how many oneDNN reorders one change makes) and passed to the estimate as --blocked-ops
@@ -546,6 +548,13 @@ def frozen_kind_timers(kinds):
                           if kind.startswith("elementwise:") and kind in modules})
 
 
+def eager_kinds_us(overheads_us):
+    """The estimator's kind -> an eager op's cost, from the chains of eager_kind_timers."""
+    names = {"eager-norm": "norm:layernorm", "eager-view": "reshape"}
+    return {kind: (overheads_us or {}).get(key) for key, kind in names.items()
+            if (overheads_us or {}).get(key) is not None}
+
+
 def frozen_kind_us(link_us, frozen_us):
     """Each kind's own cost in a frozen graph: its link's cost (frozen_kind_timers) less a
     convolution's (`frozen_us`), 0 where noise puts it below; kinds whose link noise left
@@ -560,7 +569,8 @@ def gpu_overheads(device):
     ended by a synchronize, as (time of 64 pairs - time of 1) / 126. CNN layers are mostly
     convolutions and elementwise ops: pairs of a 1x1 convolution (16 channels, 4x4, bf16,
     channels-last) and a ReLU; transformer layers mostly linears and elementwise ops: pairs of a
-    bf16 linear (1 x 16 -> 16) and a GELU."""
+    bf16 linear (1 x 16 -> 16) and a GELU; and a transformer's layer norm and views apart
+    (eager_kind_timers)."""
     import torch
     from torch import nn
 
@@ -578,7 +588,8 @@ def gpu_overheads(device):
 
     torch.manual_seed(0)
     with torch.no_grad():
-        return Overheads({"eager-conv": ChainTimer(conv_pairs, 2), "eager": ChainTimer(linear_pairs, 2)})
+        return Overheads({"eager-conv": ChainTimer(conv_pairs, 2), "eager": ChainTimer(linear_pairs, 2),
+                          **eager_kind_timers(device, torch.bfloat16)})
 
 
 def runtime_overheads():
@@ -589,7 +600,7 @@ def runtime_overheads():
     the norms, activations, views and copies, run in PyTorch's own kernels); and in eager bf16
     ("eager-product"), linears of 8 x 64 -> 64 that reach oneDNN's matmul, the cost a product
     pays instead (about 20 us here against 4 of an add: PyTorch sets up the oneDNN call each
-    time)."""
+    time); and a transformer's layer norm and views apart (eager_kind_timers)."""
     import torch
     from torch import nn
 
@@ -611,12 +622,40 @@ def runtime_overheads():
             return run
         return make
 
-    timers = {"frozen": ChainTimer(frozen_convs, 1), "eager": ChainTimer(eager_linears(1, 16, eager_torch_dtype()), 1)}
+    timers = {"frozen": ChainTimer(frozen_convs, 1), "eager": ChainTimer(eager_linears(1, 16, eager_torch_dtype()), 1),
+              **eager_kind_timers("cpu", eager_torch_dtype())}
     if eager_torch_dtype() == torch.bfloat16:
         timers["eager-product"] = ChainTimer(eager_linears(8, 64, torch.bfloat16), 1)
     torch.manual_seed(0)
     with torch.no_grad():
         return Overheads(timers)
+
+
+def eager_kind_timers(device, dtype):
+    """The cost of the eager ops that a transformer runs apart from the one an op of the ONNX graph
+    stands for, from chains of them at tiny sizes: its layer norm as mixed-precision inference
+    computes it, five ops (the input and the weights converted to f32, the norm, the output
+    converted back: layer_norm_class), and a view (pairs of a view and a transpose of 768
+    elements), which the ONNX graph's reshapes, splits and slices stand for, free in a graph
+    runtime. Keys: "eager-norm", "eager-view"."""
+    import torch
+    LayerNorm = layer_norm_class()
+    gpu = on_gpu(device)
+
+    def norms(n):
+        x = torch.randn(1, 1, 768).to(device, dtype)
+        chain = torch.nn.Sequential(*[LayerNorm(768) for _ in range(n)]).to(device, dtype).eval()
+        return synced(lambda: chain(x)) if gpu else (lambda: chain(x))
+
+    def views(n):
+        x = torch.randn(1, 768).to(device, dtype)
+
+        def run():
+            for _ in range(n):
+                x.view(12, 64).transpose(0, 1)
+        return synced(run) if gpu else run
+
+    return {"eager-norm": ChainTimer(norms, 1), "eager-view": ChainTimer(views, 2)}
 
 
 # ---- the host's speed -----------------------------------------------------------------------
@@ -1235,13 +1274,14 @@ def find_key(doc, key):
 
 
 def estimate(args, case, onnx_path, overhead_us=None, layout=None, own_rates=None, product_us=None,
-             kind_us=None):
+             kind_us=None, eager_kind_us=None):
     """`own_rates`: the rates of PyTorch's own kernels in the case's runtime (kind -> elements/s):
     for a frozen graph, of the ops its layout runs plain (so with the layout only); in eager mode,
     of every op outside oneDNN. `product_us`: an eager run's cost per linear and matmul, where its
     products pay more than its other ops (runtime_overheads' "eager-product"). `kind_us`: a
     frozen graph's cost per op of the elementwise kinds that differ from a convolution's
-    (frozen_kind_us)."""
+    (frozen_kind_us). `eager_kind_us`: an eager run's cost per op of the kinds its chains timed
+    apart (eager_kinds_us: its layer norm, its views)."""
     cmd = [args.truepeak, "estimate", "--profile", args.profile, "--model", onnx_path, "--format", "json",
            "--batch", str(case.batch), "--dtype", case.dtype]
     if case.seq and case.model != "gpt2_decode":
@@ -1252,8 +1292,10 @@ def estimate(args, case, onnx_path, overhead_us=None, layout=None, own_rates=Non
         cmd += ["--conv-layout", case.conv_layout]
     if overhead_us is not None:
         cmd += ["--op-overhead-us", f"{overhead_us:.3f}"]
-    if product_us is not None and case.runtime == "eager":
-        cmd += ["--kind-overhead-us", f"linear={product_us:.3f},matmul={product_us:.3f}"]
+    eager_kinds = {"linear": product_us, "matmul": product_us} if product_us is not None else {}
+    eager_kinds.update(eager_kind_us or {})
+    if eager_kinds and case.runtime == "eager":
+        cmd += ["--kind-overhead-us", ",".join(f"{k}={v:.3f}" for k, v in eager_kinds.items())]
     if kind_us and case.runtime == "frozen":
         cmd += ["--kind-overhead-us", ",".join(f"{k}={v:.3f}" for k, v in sorted(kind_us.items()))]
     if getattr(args, "typical_times", False):
@@ -1755,6 +1797,10 @@ def fmt(value, spec):
 def overhead_text(runtime, us):
     if runtime == "eager-product":
         return f"eager PyTorch's linears and matmuls through oneDNN {fmt(us, '.1f')} us"
+    if runtime == "eager-norm":
+        return f"eager PyTorch's mixed-precision layer norm (five ops) {fmt(us, '.1f')} us"
+    if runtime == "eager-view":
+        return f"eager PyTorch's views {fmt(us, '.1f')} us"
     if runtime.startswith("frozen "):
         return f"frozen PyTorch's {runtime.split(' ', 1)[1]} {fmt(us, '.1f')} us"
     return f"{runtime} PyTorch {fmt(us, '.1f')} us"
@@ -2218,7 +2264,8 @@ def main():
                                        own_rates.get(case.runtime),
                                        None if overheads is None or gpu else overheads.get("eager-product"),
                                        {k.split(" ", 1)[1]: v for k, v in (overheads or {}).items()
-                                        if k.startswith("frozen ")})
+                                        if k.startswith("frozen ")},
+                                       eager_kinds_us(overheads))
         e = estimates[case.key]
         print(f"  {case.key}: predicted {fmt(e.get('latency_s') and e['latency_s'] * 1e3, '.2f')} ms"
               + (f" ({e['error']})" if "error" in e else ""), file=sys.stderr, flush=True)

@@ -400,6 +400,35 @@ TEST_F(Layout, ARuntimeThatDispatchesProductsAtACostOfItsOwnChargesItPerProduct)
                           [](const OpRow& row) { return row.kind == kBiasFillKind; }));
 }
 
+TEST_F(Layout, ARuntimeThatDispatchesViewsPaysForEach) {
+  // x [N, 64] -> linear to 64 -> a view to [N, 8, 8] -> a view back -> relu.
+  GraphBuilder gb;
+  const auto& x = gb.input("x", {Dim::symbol("N"), 64});
+  const auto& h = gb.add(make_linear("fc", x, 64, false));
+  const auto& v = gb.add(make_reshape("heads", h, {Dim::symbol("N"), 8, 8}));
+  const auto& back = gb.add(make_reshape("merge", v, {Dim::symbol("N"), 64}));
+  gb.add(make_elementwise("relu", "relu", {back}));
+  Model m;
+  m.name = "views";
+  m.forward = gb.take();
+  Options o = batch(4);
+  o.op_overhead_s = 4e-6;
+  const auto free_views = estimate(m, cpu, o);
+  o.kind_overheads = {{"reshape", 1.5e-6}};
+  const auto dispatched = estimate(m, cpu, o);
+  // Two more rows, the views, each its dispatch alone; the other rows unchanged.
+  ASSERT_EQ(dispatched.ops.size(), free_views.ops.size() + 2);
+  int views = 0;
+  for (const auto& row : dispatched.ops) {
+    if (row.kind.rfind("reshape", 0) != 0) continue;
+    ++views;
+    EXPECT_DOUBLE_EQ(row.time_s, 1.5e-6);
+    EXPECT_DOUBLE_EQ(row.bytes, 0);
+  }
+  EXPECT_EQ(views, 2);
+  EXPECT_NEAR(dispatched.latency_s - free_views.latency_s, 3e-6, 1e-15);
+}
+
 TEST_F(Layout, InPlaceOpsCostTheirReadsAtTheInPlaceBandwidth) {
   // In model(): silu reads conv a's output, which nothing else reads; relu reads conv b's, which
   // the add reads too; the add reads relu's output (nothing else does) and conv b's.

@@ -192,6 +192,21 @@ class FrozenKindOverheadTest(unittest.TestCase):
         self.assertEqual(cmd.count("--kind-overhead-us"), 1)
         self.assertEqual(cmd[cmd.index("--kind-overhead-us") + 1], "linear=14.000,matmul=14.000")
 
+    def test_an_eager_case_is_told_its_layer_norms_and_views_costs(self):
+        overheads = {"eager": 3.0, "eager-product": 14.0, "eager-norm": 8.7, "eager-view": 1.2, "frozen": 10.0}
+        kinds = validate.eager_kinds_us(overheads)
+        self.assertEqual(kinds, {"norm:layernorm": 8.7, "reshape": 1.2})
+        eager = validate.Case("bert_base", 1, "bf16", None, None, None, "eager")
+        cmd = estimate_command(eager, overhead_us=3.0, product_us=14.0, eager_kind_us=kinds)
+        self.assertEqual(cmd[cmd.index("--kind-overhead-us") + 1],
+                         "linear=14.000,matmul=14.000,norm:layernorm=8.700,reshape=1.200")
+        # On a GPU, no product cost of its own: the kinds alone.
+        cmd = estimate_command(eager, overhead_us=13.9, eager_kind_us=kinds)
+        self.assertEqual(cmd[cmd.index("--kind-overhead-us") + 1], "norm:layernorm=8.700,reshape=1.200")
+        frozen = validate.Case("resnet18", 1, "f32", None, None, None, "frozen")
+        self.assertNotIn("--kind-overhead-us", estimate_command(frozen, overhead_us=10.0, eager_kind_us=kinds))
+        self.assertEqual(validate.eager_kinds_us({"eager": 3.0}), {})
+
     def test_the_report_names_each_kinds_cost(self):
         self.assertEqual(validate.overhead_text("frozen elementwise:clip", 1.04), "frozen PyTorch's elementwise:clip 1.0 us")
         self.assertEqual(validate.overhead_text("frozen", 10.04), "frozen PyTorch 10.0 us")
