@@ -46,6 +46,7 @@ class OwnKernelRatesTest(unittest.TestCase):
         own.runs = {("pool:max", small): None, ("pool:max", large): None}
         own.elements = {("pool:max", small): 1e5, ("pool:max", large): 4e5}
         own.best = {("pool:max", small): small_s, ("pool:max", large): large_s}
+        own.device_s = {}  # a CPU: no device times
         return own.rates()["pool:max"]
 
     def test_the_rate_is_the_slope_between_the_two_sizes(self):
