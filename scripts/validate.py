@@ -1044,7 +1044,7 @@ class OwnKernelRates:
             if not event.key.startswith(self.MARK) or not on_host(event):
                 continue
             kind = event.key[len(self.MARK):]
-            per_call_s = device_total_us(event) / max(getattr(event, "count", 1), 1) / 1e6
+            per_call_s = device_us(event, own=False) / max(getattr(event, "count", 1), 1) / 1e6
             if per_call_s > 0:
                 self.device_s[kind] = min(self.device_s.get(kind, float("inf")), per_call_s)
 
@@ -1706,19 +1706,11 @@ def estimate_kind(kind):
             "concat": "copy", "reshape": "free"}.get(base, base)
 
 
-def device_self_us(event):
-    """The time of the GPU kernels that a profiled op launched itself, in microseconds."""
-    for name in ("self_device_time_total", "self_cuda_time_total"):
-        value = getattr(event, name, None)
-        if value is not None:
-            return value
-    return 0.0
-
-
-def device_total_us(event):
-    """The time of the GPU kernels that a profiled op and the ops inside it launched, in
-    microseconds."""
-    for name in ("device_time_total", "cuda_time_total"):
+def device_us(event, own=True):
+    """The time of the GPU kernels that a profiled op launched itself (`own`), or that it and the
+    ops inside it launched, in microseconds (the attribute's name changed in PyTorch 2.4)."""
+    names = ("self_device_time_total", "self_cuda_time_total") if own else ("device_time_total", "cuda_time_total")
+    for name in names:
         value = getattr(event, name, None)
         if value is not None:
             return value
@@ -1749,9 +1741,9 @@ def measured_breakdown(case, repeats=3, gpu=False, ops=None):
             kinds, kernels_us, longest = {}, 0.0, []
             for event in prof.key_averages(group_by_input_shape=ops is not None):
                 if gpu and not on_host(event):
-                    kernels_us += device_self_us(event)
+                    kernels_us += device_us(event)
                     continue
-                us = device_self_us(event) if gpu else event.self_cpu_time_total
+                us = device_us(event) if gpu else event.self_cpu_time_total
                 k = torch_kind(event.key)
                 kinds[k] = kinds.get(k, 0.0) + us / 1e3
                 if us > 0:
