@@ -551,8 +551,8 @@ def frozen_kind_timers(kinds):
 def eager_kinds_us(overheads_us):
     """The estimator's kind -> an eager op's cost, from the chains of eager_kind_timers."""
     names = {"eager-norm": "norm:layernorm", "eager-view": "reshape"}
-    return {kind: (overheads_us or {}).get(key) for key, kind in names.items()
-            if (overheads_us or {}).get(key) is not None}
+    overheads_us = overheads_us or {}
+    return {kind: overheads_us[key] for key, kind in names.items() if overheads_us.get(key) is not None}
 
 
 def frozen_kind_us(link_us, frozen_us):
@@ -880,11 +880,18 @@ def frozen_kernels():
     4x64x28x28 tensors; a pool's elements are its window elements (x 9 for the 3x3 pools, the
     whole 28x28 image for the global one)."""
     import torch
+    return cnn_kernels(own_kernel_modules(), (1, 64, 28, 28), (4, 64, 28, 28), torch.float32)
+
+
+def cnn_kernels(modules, small, large, dtype):
+    """OwnKernelRates' form of `modules` (kind -> (module, operands)) on `small` and `large` 4-D
+    tensors in `dtype`: a pool's elements are its window elements (the whole image for a global
+    one)."""
     kernels = {}
-    for kind, (module, operands) in own_kernel_modules().items():
-        window = (28 * 28 if kind.startswith("pool:global") else module.kernel_size ** 2 if kind.startswith("pool:")
-                  else 1)
-        kernels[kind] = (module, [(1, 64, 28, 28)] * operands, [(4, 64, 28, 28)] * operands, window, torch.float32)
+    for kind, (module, operands) in modules.items():
+        window = (small[2] * small[3] if kind.startswith("pool:global")
+                  else module.kernel_size ** 2 if kind.startswith("pool:") else 1)
+        kernels[kind] = (module, [small] * operands, [large] * operands, window, dtype)
     return kernels
 
 
@@ -910,12 +917,12 @@ def eager_kernels():
     decode step's KV-cache concatenation, and the copy of a linear's bias into its output that
     PyTorch's addmm makes before the product."""
     import torch
-    # The eager runs' dtype (cpu_eager_dtype); the scores of 6 and 24 rows of 128 queries.
-    kernels = transformer_kernels(1, 4, eager_torch_dtype(), score_rows=(768, 3072))
+    bf16 = eager_torch_dtype()  # the eager runs' dtype (cpu_eager_dtype)
+    # The scores of 6 and 24 rows of 128 queries.
+    kernels = transformer_kernels(1, 4, bf16, score_rows=(768, 3072))
     # A linear's bias, copied into its output before the product adds to it (aten::addmm).
     kernels["linear:bias"] = (lambda bias, out: out.copy_(bias.expand_as(out)), [(768,), (128, 768)],
-                              [(768,), (512, 768)], 1, eager_torch_dtype())
-    bf16 = eager_torch_dtype()
+                              [(768,), (512, 768)], 1, bf16)
     if EAGER["dtype"] == "f32":
         # PyTorch's f32 batched matmul (its BLAS), in FLOPs per second: the attention's scores
         # of 12 and of 48 heads of 128 tokens by 64; the linears' bias is in oneDNN's product.
@@ -931,13 +938,9 @@ def gpu_conv_kernels():
     pools, and the bias that PyTorch adds to a cuDNN convolution's output in an op of its own (a
     folded batch norm's too), broadcast over the channels."""
     import torch
-    kernels = {}
     small, large = (16, 64, 56, 56), (128, 64, 56, 56)
-    for kind, (module, operands) in layout_probe_modules().items():
-        if kind in ("concat", "norm:batchnorm"):
-            continue
-        window = 56 * 56 if kind.startswith("pool:global") else module.kernel_size ** 2 if kind.startswith("pool:") else 1
-        kernels[kind] = (module, [small] * operands, [large] * operands, window, torch.bfloat16)
+    modules = {k: v for k, v in layout_probe_modules().items() if k not in ("concat", "norm:batchnorm")}
+    kernels = cnn_kernels(modules, small, large, torch.bfloat16)
     kernels["conv2d:bias"] = (lambda out, bias: out.add_(bias), [small, (1, 64, 1, 1)], [large, (1, 64, 1, 1)], 1,
                               torch.bfloat16)
     return kernels
@@ -1292,12 +1295,14 @@ def estimate(args, case, onnx_path, overhead_us=None, layout=None, own_rates=Non
         cmd += ["--conv-layout", case.conv_layout]
     if overhead_us is not None:
         cmd += ["--op-overhead-us", f"{overhead_us:.3f}"]
-    eager_kinds = {"linear": product_us, "matmul": product_us} if product_us is not None else {}
-    eager_kinds.update(eager_kind_us or {})
-    if eager_kinds and case.runtime == "eager":
-        cmd += ["--kind-overhead-us", ",".join(f"{k}={v:.3f}" for k, v in eager_kinds.items())]
-    if kind_us and case.runtime == "frozen":
-        cmd += ["--kind-overhead-us", ",".join(f"{k}={v:.3f}" for k, v in sorted(kind_us.items()))]
+    kinds = {}
+    if case.runtime == "eager":
+        kinds = {"linear": product_us, "matmul": product_us} if product_us is not None else {}
+        kinds.update(eager_kind_us or {})
+    elif case.runtime == "frozen":
+        kinds = dict(sorted((kind_us or {}).items()))
+    if kinds:
+        cmd += ["--kind-overhead-us", ",".join(f"{k}={v:.3f}" for k, v in kinds.items())]
     if getattr(args, "typical_times", False):
         cmd += ["--typical-times"]
     if case.runtime == "frozen" or (case.runtime == "eager" and case.dtype == "f32" and not on_gpu(args.device)):
