@@ -220,7 +220,14 @@ Op make_transpose(const std::string& name, const TensorRef& x, const std::vector
     if (sorted[i] != static_cast<int>(i)) throw InputError("perm must name every axis once");
   Shape out;
   for (int p : perm) out.push_back(x.shape[static_cast<std::size_t>(p)]);
-  return base(name, OpKind::transpose, {x}, out);
+  Op op = base(name, OpKind::transpose, {x}, out);
+  op.fn = transpose_fn(std::vector<std::int64_t>(perm.begin(), perm.end()));
+  return op;
+}
+
+std::string transpose_fn(const std::vector<std::int64_t>& perm) {
+  const auto last = static_cast<std::int64_t>(perm.size()) - 1;
+  return last > 0 && perm.back() != last ? "inner" : "";
 }
 
 Op make_concat(const std::string& name, const std::vector<TensorRef>& inputs, int axis,

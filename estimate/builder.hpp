@@ -45,7 +45,11 @@ Op make_embedding(const std::string& name, const TensorRef& ids, const Dim& voca
 Op make_reshape(const std::string& name, const TensorRef& x, const Shape& shape);
 // A view of part of a tensor (the class token of a sequence): free, like a reshape.
 Op make_slice(const std::string& name, const TensorRef& x, const Shape& shape);
+// A transpose that moves the innermost axis ("inner": each output row gathers elements a row of
+// the input apart, as a key's [heads, 64, tokens] copy does) or keeps it ("": whole rows move,
+// as splitting heads apart does); runtimes copy the first several times slower per element.
 Op make_transpose(const std::string& name, const TensorRef& x, const std::vector<int>& perm);
+std::string transpose_fn(const std::vector<std::int64_t>& perm);
 // Inputs and parameter operands (a class token) joined along `axis`.
 Op make_concat(const std::string& name, const std::vector<TensorRef>& inputs, int axis,
                const std::vector<TensorRef>& params = {});

@@ -24,6 +24,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.hpp"
+#include "estimate/builder.hpp"
 #include "estimate/onnx_graph.hpp"
 
 namespace truepeak::estimate::onnx_detail {
@@ -622,6 +623,12 @@ class Mapper {
   void emit_copy(const Node& node, OpKind kind) {
     Op op = make_op(node, kind, kind == OpKind::transpose && node.op_type != "Transpose" ? lower(node.op_type) : "");
     const bool known = set_output(op, node, node.outputs.at(0));
+    if (node.op_type == "Transpose") {
+      auto perm = node.ints_attr("perm");
+      if (perm.empty())  // without perm, the axes reversed
+        for (auto a = static_cast<std::int64_t>(op.output.shape.size()) - 1; a >= 0; --a) perm.push_back(a);
+      op.fn = transpose_fn(perm);
+    }
     if (!node.inputs.empty() && !is_constant(node.inputs[0]) && known) {
       op.inputs.push_back({node.inputs[0], op.output.shape});
     }

@@ -228,6 +228,22 @@ def gelu_tanh():
     return model_of(graph, 13)
 
 
+def transposes():
+    """Transposes that keep the innermost axis (heads split apart) and that move it (a key laid out
+    [heads, 8, tokens], and the axes reversed by a Transpose without perm)."""
+    n = helper.make_node
+    graph = helper.make_graph(
+        [n("Transpose", ["x"], ["heads"], name="heads", perm=[0, 2, 1, 3]),
+         n("Transpose", ["x"], ["key"], name="key", perm=[0, 2, 3, 1]),
+         n("Transpose", ["x"], ["reversed"], name="reversed")],
+        "transposes",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 5, 2, 8])],
+        [helper.make_tensor_value_info("heads", TensorProto.FLOAT, ["batch", 2, 5, 8]),
+         helper.make_tensor_value_info("key", TensorProto.FLOAT, ["batch", 2, 8, 5]),
+         helper.make_tensor_value_info("reversed", TensorProto.FLOAT, [8, 2, 5, "batch"])])
+    return model_of(graph, 13)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "tests", "estimate",
@@ -247,6 +263,7 @@ def main():
     write("dangling.onnx", dangling().SerializeToString())
     write("shuffle_chain.onnx", shuffle_chain().SerializeToString())
     write("gelu_tanh.onnx", gelu_tanh().SerializeToString())
+    write("transposes.onnx", transposes().SerializeToString())
     write("truncated.onnx", cnn[: len(cnn) * 2 // 3])
     write("not_onnx.onnx", b"# a text file someone renamed to .onnx\nlayers: 3\n")
     write("empty.onnx", b"")

@@ -57,6 +57,30 @@ TEST_F(FixtureCpu, ComputeBoundGemmRunsAtTheMeasuredRate) {
   EXPECT_NEAR(est.throughput_per_s, 1024 / r.time_s, 1e-6);
 }
 
+TEST_F(FixtureCpu, ATransposeThatMovesTheInnermostAxisTakesItsOwnRate) {
+  // x [N, 128, 12, 64]: the heads split apart (rows of 64 move whole) and a key laid out
+  // [12, 64, 128] (each output row gathers elements 768 apart).
+  GraphBuilder b;
+  const auto& x = b.input("x", {Dim::symbol("N"), 128, 12, 64});
+  b.add(make_transpose("heads", x, {0, 2, 1, 3}));
+  b.add(make_transpose("key", x, {0, 2, 3, 1}));
+  Model m;
+  m.name = "transposes";
+  m.forward = b.take();
+  EXPECT_EQ(m.forward.ops.at(0).fn, "");
+  EXPECT_EQ(m.forward.ops.at(1).fn, "inner");
+  Options o = batch(1);
+  o.own_rates = {{"transpose", 4e10}};
+  const auto one_rate = estimate(m, cpu, o);
+  EXPECT_EQ(one_rate.ops.at(1).kind, "transpose:inner");
+  EXPECT_DOUBLE_EQ(one_rate.ops.at(1).compute_s, one_rate.ops.at(0).compute_s);  // the kind's rate serves both
+  o.own_rates.push_back({"transpose:inner", 5e9});
+  const auto two_rates = estimate(m, cpu, o);
+  const double elements = 128.0 * 12 * 64;
+  EXPECT_NEAR(two_rates.ops.at(0).compute_s, elements / 4e10, 1e-15);
+  EXPECT_NEAR(two_rates.ops.at(1).compute_s, elements / 5e9, 1e-15);
+}
+
 TEST_F(FixtureCpu, MemoryBoundOpRunsAtTheBandwidthOfItsLevel) {
   // 16 Mi elements read and written: 128 MiB, far beyond the 1 MiB L2 -> DRAM at 5e10 B/s. A
   // ReLU may write in place: its output counts once.

@@ -176,6 +176,18 @@ TEST(OnnxImport, ShapeArithmeticFoldsThroughALongChainOfBlocks) {
   EXPECT_EQ(dims(find_op(graph, "s11/transpose").output.shape), (std::vector<std::int64_t>{2, 4, 2, 4, 4}));
 }
 
+TEST(OnnxImport, ATransposeSaysWhetherItMovesTheInnermostAxis) {
+  OnnxOptions options;
+  options.batch = 3;
+  const auto graph = load_onnx(fixture("transposes.onnx"), options).model.forward;
+  EXPECT_EQ(find_op(graph, "heads").fn, "");  // [0, 2, 1, 3]: rows of 8 move whole
+  EXPECT_EQ(find_op(graph, "key").fn, "inner");  // [0, 2, 3, 1]
+  const auto& reversed = find_op(graph, "reversed");  // no perm: the axes reversed
+  EXPECT_EQ(reversed.fn, "inner");
+  EXPECT_EQ(dims(reversed.output.shape), (std::vector<std::int64_t>{8, 2, 5, 3}));
+  for (const auto& op : graph.ops) EXPECT_EQ(op.kind, OpKind::transpose) << op.name;
+}
+
 TEST(OnnxImport, GeluEpilogueFoldsIntoTheLinearWhenAsked) {
   OnnxOptions options;
   options.batch = 1;
