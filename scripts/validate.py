@@ -1365,6 +1365,7 @@ SETTLE_ROUNDS, SETTLE_GAIN = 3, 0.01  # see settled()
 
 # A visit runs a case at most this many times, however short its runs.
 MOST_RUNS_A_VISIT = 50
+CPU_SPAN_S = 240  # the default --span-s on the CPU (main memory's spells here last up to 40 s)
 
 
 def run_round(cases, runs, probes=None, visit_s=0.0):
@@ -1483,14 +1484,23 @@ def visit_s(args):
 
 
 def timed_rounds(cases, args, each_round=None, probes=None):
+    """Warm-up, then --rounds rounds of every case, and more rounds of every case until --span-s
+    seconds have passed since the first began: the host's slow and fast spells last seconds to
+    minutes here, and a case's fastest run is only the machine's when its rounds span several.
+    Then the extra rounds of the cases still behind."""
     for case in cases:
         for _ in range(args.warmup):
             case.runner()
-    for r in range(args.rounds):
+    start = time.perf_counter()
+    span_s = getattr(args, "span_s", 0) or 0
+    r = 0
+    while r < args.rounds or time.perf_counter() - start < span_s:
         run_round(cases, args.runs, probes, visit_s(args))
+        r += 1
         if each_round:
             each_round()
-        print(f"  round {r + 1}/{args.rounds}: " + ", ".join(
+        where = f"{r}/{args.rounds}" if r <= args.rounds else f"{r} ({time.perf_counter() - start:.0f} of {span_s:g} s)"
+        print(f"  round {where}: " + ", ".join(
             f"{c.key} {min(c.times_s) * 1e3:.1f}" for c in cases) + host_text(cases, probes),
             file=sys.stderr, flush=True)
     for extra in range(args.extra_rounds):
@@ -1810,8 +1820,14 @@ def write_report(rows, summary, meta, out_base):
     lines = [f"Validation on {meta['machine']} ({meta['date_utc']}), profile `{meta['profile']}`, "
              + ("" if gpu else f"{meta['threads']} threads, ") + f"{meta['rounds']} rounds x {meta['runs']} runs"
              + (f" or more, a case running on in its round until {meta['visit_ms']:g} ms had passed"
-                if meta.get("visit_ms") else "") + ".",
+                if meta.get("visit_ms") else "")
+             + (f", every case's rounds going on until {meta['span_s']:g} s had passed" if meta.get("span_s") else "")
+             + ".",
              f"Command: `{meta['command']}`"]
+    if meta.get("calibration"):
+        c = meta["calibration"]
+        lines.append(f"The profile {'of these runs ' if meta.get('reestimated_from') else ''}was calibrated by "
+                     f"this validation just before the runs: `{c['command']}` ({c['seconds']:.0f} s, ended {c['date_utc']}).")
     if meta.get("reestimated_from"):
         lines.append(f"The times are those of `{meta['reestimated_from']}` (measured {meta['date_utc']}); "
                      "only the estimates ran again.")
@@ -2049,6 +2065,14 @@ def main():
                              "improved by more than 1%% over their last 3 rounds (a case needs more than 3 "
                              "rounds to count as settled), or, on the CPU, that had no quiet round (the host "
                              "probe within 5%% of its fastest); 0: none")
+    parser.add_argument("--calibrate", action="store_true",
+                        help="first calibrate this machine's device (truepeak calibrate, about 3 minutes on "
+                             "the CPU) into --profile, then validate against that profile: the profile and "
+                             "the runs then see the host in the same few minutes")
+    parser.add_argument("--span-s", type=float, default=None,
+                        help="keep running rounds of every case until this many seconds have passed since "
+                             "the first began, so that each case's fastest run is taken over the host's slow "
+                             "and fast spells (default: %g on the CPU, 0 on a GPU)" % CPU_SPAN_S)
     parser.add_argument("--host-wait", type=float, default=300,
                         help="on the CPU, after the rounds: wait up to this many seconds for each host probe to "
                              "run within 3%% of its profile point (as at calibration), then run more rounds of the "
@@ -2120,12 +2144,23 @@ def main():
     if measured_doc:
         args.device = measured_doc["device"]
     gpu = on_gpu(args.device)
+    if args.span_s is None:
+        args.span_s = 0.0 if gpu else CPU_SPAN_S
+    if not args.span_s >= 0:
+        usage_error(f"validate.py: --span-s {args.span_s:g}: must be 0 or more")
     if args.breakdown and measured_doc:
         usage_error("validate.py: --breakdown profiles the runs in this process; with --measured the breakdown "
                     "is the one FILE holds (from --measure-only --breakdown)")
     if args.layers and (gpu or measured_doc or args.measure_only):
         usage_error("validate.py: --layers times oneDNN's primitives on this CPU; it is not available with "
                     "--device cuda:N, --measured or --measure-only")
+    if args.calibrate and (measured_doc or args.measure_only):
+        usage_error("validate.py: --calibrate calibrates this machine for the runs timed here; it is not "
+                    "available with --measured or --measure-only")
+    calibration = None
+    if args.calibrate and not (args.probe or args.layout_probe):
+        args.truepeak = find_truepeak(args.truepeak)
+        calibration = calibrate(args)
     profile_doc = read_profile(args.profile)
     if args.threads is None:
         args.threads = profile_threads(profile_doc) or os.cpu_count()
@@ -2314,6 +2349,7 @@ def main():
         "threads": where["threads"] if where else args.threads,
         "rounds": where["rounds"] if where else args.rounds, "runs": where["runs"] if where else args.runs,
         "visit_ms": where.get("visit_ms") if where else args.visit_ms,
+        "span_s": where.get("span_s") if where else args.span_s,
         "command": " ".join(["scripts/validate.py"] + sys.argv[1:]),
         "measure_command": where["command"] if where else None,
         "runtime_overhead_us": overheads,
@@ -2323,6 +2359,7 @@ def main():
         "own_kernel_rates": own_rates or None,
         "host_probes": host_summary(probes, profile_doc, overheads) if probes else None,
         "host_wait": host_wait,
+        "calibration": calibration,
     }
     print(write_report(rows, summary, meta, args.out))
 
@@ -2341,7 +2378,7 @@ def write_measured(args, cases, overheads, allocator, breakdowns=None, longest=N
                         else f"{cpu_model()}, {os.cpu_count()} cores, {platform.node()}"),
             **torch_meta(torch),
             "threads": args.threads, "rounds": args.rounds, "runs": args.runs,
-            "visit_ms": args.visit_ms, "extra_rounds": args.extra_rounds,
+            "visit_ms": args.visit_ms, "extra_rounds": args.extra_rounds, "span_s": args.span_s,
             "command": " ".join(["scripts/validate.py"] + sys.argv[1:]),
             "allocator": allocator,
         },
@@ -2405,6 +2442,32 @@ def gpu_library_text(doc):
     meta = doc.get("meta", {})
     return (f"cuDNN {meta.get('cudnn') or '?'} / cuBLAS (PyTorch {meta.get('torch', '?')}, "
             f"CUDA {meta.get('cuda') or '?'})")
+
+
+def calibrate_command(args):
+    """`truepeak calibrate` for --calibrate: the validation's device and threads, the profile to
+    --profile, labelled by its file name."""
+    label = os.path.splitext(os.path.basename(args.profile))[0] or "validation"
+    cmd = [args.truepeak, "calibrate", "--device", args.device, "--label", label, "--out", args.profile]
+    return cmd + (["--threads", str(args.threads)] if args.threads else [])
+
+
+def calibrate(args):
+    """--calibrate: runs truepeak calibrate (its progress on stderr, its summary too) and returns
+    what ran and how long it took, for the report; a failed calibration ends the validation."""
+    cmd = calibrate_command(args)
+    if not os.access(cmd[0], os.X_OK):
+        usage_error(f"validate.py: --truepeak {cmd[0]}: not an executable (build truepeak first, or pass its path)")
+    print("  calibrating: " + " ".join(cmd), file=sys.stderr, flush=True)
+    start = time.perf_counter()
+    run = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)  # its progress on stderr as it goes
+    print(run.stdout, end="", file=sys.stderr, flush=True)  # then its summary
+    if run.returncode != 0:
+        print(f"validate.py: --calibrate: truepeak calibrate exited with status {run.returncode}", file=sys.stderr)
+        sys.exit(run.returncode)
+    return {"command": " ".join(["truepeak"] + cmd[1:]),
+            "date_utc": datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M UTC"),
+            "seconds": time.perf_counter() - start}
 
 
 def read_profile(path):

@@ -3,6 +3,7 @@ import contextlib
 import io
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import types
@@ -10,6 +11,14 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "scripts"))
 import validate  # noqa: E402  (stdlib only at import time; torch is imported where it is used)
+
+
+# One row of a report, and its summary, for the tests of write_report.
+REPORT_ROW = {"model": "m", "batch": 1, "dtype": "f32", "measured_ms": 10.0, "median_ms": 11.0, "spread": 1.2,
+              "rounds": 9, "predicted_ms": 10.5, "error_pct": 5.0, "naive_ms": 8.0, "naive_error_pct": -20.0,
+              "reorders": 5, "predicted_reorders": 3, "library": "oneDNN"}
+REPORT_SUMMARY = {"rows": 2, "rows_better_than_naive": 2, "median_abs_error_pct": 5.0, "worst_abs_error_pct": 5.0,
+                  "naive_median_abs_error_pct": 20.0, "naive_worst_abs_error_pct": 20.0}
 
 
 class FakeClock:
@@ -105,6 +114,37 @@ class RoundsTest(ClockedTest):
         case = case_with_times(self.clock, "falling", [1.0 - 0.05 * i for i in range(20)])
         validate.timed_rounds([case], self.args(rounds=4, extra=3))
         self.assertEqual(len(case.times_s), 7)
+
+    def test_rounds_of_every_case_go_on_over_the_span(self):
+        # 2 s a round; 10 s of span: the rounds go on until the fifth has ended (10 s).
+        a = case_with_times(self.clock, "a", [1.0])
+        b = case_with_times(self.clock, "b", [1.0])
+        args = self.args(rounds=2, extra=0)
+        args.span_s = 10.0
+        validate.timed_rounds([a, b], args)
+        self.assertEqual(a.round_ends, [1, 2, 3, 4, 5])
+        self.assertEqual(b.round_ends, [1, 2, 3, 4, 5])
+
+    def test_a_fast_spell_late_in_the_span_is_found(self):
+        # Slow (2 s a run) for the first 20 s, fast after: without the span, 4 rounds and the extra
+        # rounds' settling see only the slow spell; over 30 s the fast runs count.
+        spell = [2.0] * 10 + [1.0]
+        short = case_with_times(self.clock, "short", spell)
+        validate.timed_rounds([short], self.args(rounds=4, extra=0))
+        self.assertEqual(min(short.times_s), 2.0)
+        self.clock.now = 0.0
+        spanned = case_with_times(self.clock, "spanned", spell)
+        args = self.args(rounds=4, extra=0)
+        args.span_s = 30.0
+        validate.timed_rounds([spanned], args)
+        self.assertEqual(min(spanned.times_s), 1.0)
+        self.assertEqual(len(spanned.times_s), 20)
+
+    def test_a_negative_span_is_one_clear_line(self):
+        script = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "validate.py")
+        run = subprocess.run([sys.executable, script, "--span-s", "-1"], capture_output=True, text=True)
+        self.assertEqual(run.returncode, 2)
+        self.assertEqual(run.stderr.strip(), "validate.py: --span-s -1: must be 0 or more")
 
     def test_no_extra_rounds_when_asked_for_none(self):
         case = case_with_times(self.clock, "falling", [1.0 - 0.05 * i for i in range(20)])
@@ -342,11 +382,7 @@ class HostProbeTest(ClockedTest):
 
     def test_the_report_gives_the_host_column_and_the_probes(self):
         import tempfile
-        row = {"model": "m", "batch": 1, "dtype": "f32", "measured_ms": 10.0, "median_ms": 11.0, "spread": 1.2,
-               "rounds": 9, "predicted_ms": 10.5, "error_pct": 5.0, "naive_ms": 8.0, "naive_error_pct": -20.0,
-               "reorders": 5, "predicted_reorders": 3, "library": "oneDNN"}
-        summary = {"rows": 2, "rows_better_than_naive": 2, "median_abs_error_pct": 5.0, "worst_abs_error_pct": 5.0,
-                   "naive_median_abs_error_pct": 20.0, "naive_worst_abs_error_pct": 20.0}
+        row, summary = dict(REPORT_ROW), dict(REPORT_SUMMARY)
         meta = {"machine": "host", "date_utc": "now", "profile": "p.json", "threads": 2, "rounds": 8, "runs": 3,
                 "command": "validate.py", "device": "cpu",
                 "host_probes": {"frozen": {"probe": "conv", "per_op_ms": 1.1, "less_overhead_ms": 1.05,
@@ -361,6 +397,69 @@ class HostProbeTest(ClockedTest):
         with tempfile.TemporaryDirectory() as d:
             text = validate.write_report([row], summary, meta, os.path.join(d, "v"))
         self.assertIn("or that had no quiet round (host probe), ran extra rounds, up to 8", text)
+
+
+class CalibrateTest(unittest.TestCase):
+    """--calibrate: truepeak calibrate into --profile before the runs."""
+
+    SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "validate.py")
+
+    def fake_truepeak(self, directory, status):
+        """An executable that records its arguments and writes a profile, or fails with `status`."""
+        path = os.path.join(directory, "truepeak")
+        with open(path, "w") as f:
+            f.write("#!/bin/sh\n"
+                    f"echo \"$@\" > {directory}/args\n"
+                    + (f"echo 'calibration failed' >&2; exit {status}\n" if status else
+                       'while [ $# -gt 0 ]; do [ "$1" = --out ] && echo "{}" > "$2"; shift; done\n'))
+        os.chmod(path, 0o755)
+        return path
+
+    def test_the_command_calibrates_the_validations_device_into_the_profile(self):
+        args = types.SimpleNamespace(truepeak="tp", device="cpu", profile="/r/dev-cpu.json", threads=2)
+        self.assertEqual(validate.calibrate_command(args),
+                         ["tp", "calibrate", "--device", "cpu", "--label", "dev-cpu", "--out", "/r/dev-cpu.json",
+                          "--threads", "2"])
+        args.threads, args.device = None, "cuda:0"
+        self.assertEqual(validate.calibrate_command(args)[:4], ["tp", "calibrate", "--device", "cuda:0"])
+        self.assertNotIn("--threads", validate.calibrate_command(args))
+
+    def test_the_calibration_runs_and_is_reported(self):
+        with tempfile.TemporaryDirectory() as d:
+            args = types.SimpleNamespace(truepeak=self.fake_truepeak(d, 0), device="cpu",
+                                         profile=os.path.join(d, "p.json"), threads=None)
+            with contextlib.redirect_stderr(io.StringIO()):
+                done = validate.calibrate(args)
+            self.assertTrue(os.path.exists(os.path.join(d, "p.json")))
+            with open(os.path.join(d, "args")) as f:
+                self.assertIn("calibrate --device cpu --label p --out", f.read())
+        self.assertTrue(done["command"].startswith("truepeak calibrate --device cpu"))
+        self.assertGreaterEqual(done["seconds"], 0)
+        row, summary = dict(REPORT_ROW), dict(REPORT_SUMMARY)
+        meta = {"machine": "host", "date_utc": "now", "profile": "p.json", "threads": 2, "rounds": 8, "runs": 3,
+                "command": "validate.py", "device": "cpu", "span_s": 240,
+                "calibration": {"command": "truepeak calibrate --device cpu", "seconds": 137.2, "date_utc": "then"}}
+        with tempfile.TemporaryDirectory() as d:
+            text = validate.write_report([row], summary, meta, os.path.join(d, "v"))
+        self.assertIn("every case's rounds going on until 240 s had passed", text)
+        self.assertIn("The profile was calibrated by this validation just before the runs: "
+                      "`truepeak calibrate --device cpu` (137 s, ended then).", text)
+
+    def test_a_failed_calibration_ends_the_validation_with_its_status(self):
+        with tempfile.TemporaryDirectory() as d:
+            args = types.SimpleNamespace(truepeak=self.fake_truepeak(d, 3), device="cpu",
+                                         profile=os.path.join(d, "p.json"), threads=None)
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err), self.assertRaises(SystemExit) as ended:
+                validate.calibrate(args)
+        self.assertEqual(ended.exception.code, 3)
+        self.assertIn("truepeak calibrate exited with status 3", err.getvalue())
+
+    def test_with_times_from_a_file_there_is_nothing_to_calibrate_for(self):
+        run = subprocess.run([sys.executable, self.SCRIPT, "--calibrate", "--measure-only", "x.json"],
+                             capture_output=True, text=True)
+        self.assertEqual(run.returncode, 2)
+        self.assertIn("--calibrate calibrates this machine for the runs timed here", run.stderr)
 
 
 class HostWaitTest(ClockedTest):
