@@ -960,7 +960,9 @@ def transformer_kernels(batch, more_batch, dtype, wide_activations=False, score_
     adds and layer norm): activations (over the FFN's 3072 features with `wide_activations`, else
     768), adds, the attention's scale and softmax over rows of 128 keys, the mixed-precision layer
     norm (its two conversions included), a transpose copy of [batch, 128 tokens, 12 heads, 64]
-    (PyTorch copies the heads apart and back together), and the decode step's KV-cache
+    (PyTorch copies the heads apart and back together), the same tensor copied with its innermost
+    axis moved ([batch, 12 heads, 64, 128 tokens], a key made contiguous for Q.K^T: each output
+    row gathers elements a token apart), and the decode step's KV-cache
     concatenation: the past keys (or values) and the new token's, [batch, 12 heads, 128 tokens,
     64], joined along the tokens. `score_rows`: the scores' rows of 128 keys at the two sizes
     (default: every head's 128 queries of each sequence)."""
@@ -986,6 +988,8 @@ def transformer_kernels(batch, more_batch, dtype, wide_activations=False, score_
         "norm:layernorm": (layer_norm_class()(768), rows, more_rows, 1, dtype),
         "transpose": (lambda x: x.transpose(1, 2).contiguous(), [(batch, 128, 12, 64)],
                       [(more_batch, 128, 12, 64)], 1, dtype),
+        "transpose:inner": (lambda x: x.permute(0, 2, 3, 1).contiguous(), [(batch, 128, 12, 64)],
+                            [(more_batch, 128, 12, 64)], 1, dtype),
         "concat": (lambda past, new: torch.cat([past, new], dim=2), [(batch, 12, 128, 64), (batch, 12, 1, 64)],
                    [(more_batch, 12, 128, 64), (more_batch, 12, 1, 64)], 1, dtype),
     }
