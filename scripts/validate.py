@@ -662,7 +662,6 @@ def eager_kind_timers(device, dtype):
 
 QUIET = 0.05  # a round is quiet when the host probe ran within this of its fastest (see HostProbe)
 HOST_MATCH = 0.03  # the host runs as at calibration when its probe is within this of the profile's point
-HOST_POLL_S = 0.5  # while it does not, the probe is timed again this often
 
 
 class HostProbe:
@@ -1432,30 +1431,26 @@ def slower_than_calibrated(state):
 def wait_for_host(cases, args, each_round, probes, host_state):
     """Up to --host-wait seconds: while a runtime's probe has not yet run as fast as at calibration
     (host_state(): runtime -> its probe's fastest over the profile's point, None where there is no
-    comparison), its probe is timed again, every HOST_POLL_S when nothing else runs; the cases of
-    the other runtimes that had no quiet round against their probe's fastest run more rounds.
-    Returns what it did: seconds waited, rounds run, and each probed runtime's state at the end
-    (True: as at calibration, False: still slower, None: not compared)."""
+    comparison), that runtime's cases run more rounds, their probe timed before each visit (a run
+    in the wait can only lower a case's fastest); the cases of the other runtimes that had no
+    quiet round against their probe's fastest run more rounds too. Returns what it did: seconds
+    waited, rounds run, and each probed runtime's state at the end (True: as at calibration,
+    False: still slower, None: not compared)."""
     start = time.perf_counter()
     rounds = 0
     probed = {c.runtime for c in cases if c.runtime in probes}  # the runtimes that have cases here
     while time.perf_counter() - start < args.host_wait:
         slow = slower_than_calibrated(host_state()) & probed
-        late = [c for c in cases if c.runtime in probes and c.runtime not in slow
-                and quiet_rounds(c, probes[c.runtime]) == 0]
-        if not slow and not late:
+        late = [c for c in cases if c.runtime in probes and
+                (c.runtime in slow or quiet_rounds(c, probes[c.runtime]) == 0)]
+        if not late:
             break
-        for runtime in slow:
-            probes[runtime].sample()
-        if late:
-            run_round(late, args.runs, probes, visit_s(args))
-            rounds += 1
-            if each_round:
-                each_round()
-            print(f"  host round {rounds}: " + ", ".join(f"{c.key} {min(c.times_s) * 1e3:.1f}" for c in late)
-                  + host_text(late, probes), file=sys.stderr, flush=True)
-        else:
-            time.sleep(HOST_POLL_S)
+        run_round(late, args.runs, probes, visit_s(args))
+        rounds += 1
+        if each_round:
+            each_round()
+        print(f"  host round {rounds}: " + ", ".join(f"{c.key} {min(c.times_s) * 1e3:.1f}" for c in late)
+              + host_text(late, probes), file=sys.stderr, flush=True)
     state = host_state()
     slow = slower_than_calibrated(state) & probed
     waited = time.perf_counter() - start
@@ -1950,8 +1945,9 @@ def host_wait_text(wait):
     state = wait.get("as_calibrated") or {}
     slow = [k for k, ok in state.items() if ok is False]
     unknown = [k for k, ok in state.items() if ok is None]
-    return (f"Wait for the host to run as at calibration (each probe within {HOST_MATCH:.0%} of its profile point), "
-            f"up to {wait['limit_s']:.0f} s: {wait['waited_s']:.0f} s, {wait['rounds']} more round(s); "
+    return (f"Wait for the host to run as at calibration (each probe within {HOST_MATCH:.0%} of its profile point; "
+            f"meanwhile the cases of a slower one run on), up to {wait['limit_s']:.0f} s: {wait['waited_s']:.0f} s, "
+            f"{wait['rounds']} more round(s); "
             + (f"still slower at the end: {', '.join(slow)}" if slow else
                "every probe compared got there" if unknown else "every probe got there")
             + (f"; not compared (no profile point, or noise): {', '.join(unknown)}" if unknown else ""))
@@ -2078,10 +2074,10 @@ def main():
                              "the first began, so that each case's fastest run is taken over the host's slow "
                              "and fast spells (default: %g on the CPU, 0 on a GPU)" % CPU_SPAN_S)
     parser.add_argument("--host-wait", type=float, default=300,
-                        help="on the CPU, after the rounds: wait up to this many seconds for each host probe to "
-                             "run within 3%% of its profile point (as at calibration), then run more rounds of the "
-                             "cases with no quiet round; 0: no wait (default %(default)s; with another machine's "
-                             "profile the wait takes all of it)")
+                        help="on the CPU, after the rounds: while a host probe has not run within 3%% of its "
+                             "profile point (as at calibration), up to this many seconds, its runtime's cases run "
+                             "more rounds, and so do the other cases with no quiet round; 0: no wait (default "
+                             "%(default)s; with another machine's profile the wait takes all of it)")
     parser.add_argument("--seq", type=int, default=128, help="sequence (prefill) length of the transformers")
     parser.add_argument("--context", type=int, default=128, help="KV-cache length of the decode step")
     parser.add_argument("--threads", type=int, default=None, help="default: the profile's, else all cores")

@@ -477,22 +477,22 @@ class HostWaitTest(ClockedTest):
     def wait_args(self, host_wait):
         return types.SimpleNamespace(host_wait=host_wait, runs=1, visit_ms=0)
 
-    def test_the_runs_wait_for_the_host_then_go_on_until_a_quiet_round(self):
+    def test_the_cases_of_a_slow_runtime_run_on_until_the_host_is_back(self):
         # The probe ran at 1.3 through the planned rounds (slower than at calibration: every round
-        # quiet against that); it is polled at 1.3, 1.3, then 1.0. Against the new fastest the
-        # case has no quiet round, so it runs one more, which is.
+        # quiet against that); in the wait the case runs on, its probe sampled before each visit:
+        # 1.3, 1.3, then 1.0, a quiet round against the new fastest, which ends the wait.
         case = case_with_times(self.clock, "m", [1.0])
         probe = FakeProbe([1.3] * 6 + [1.0])
         validate.timed_rounds([case], self.args(rounds=4, extra=0), probes={"frozen": probe})
         self.assertEqual(validate.quiet_rounds(case, probe), 4)
         wait = validate.wait_for_host([case], self.wait_args(60), None, {"frozen": probe},
                                       lambda: {"frozen": probe.fastest_s})
-        self.assertEqual(probe.samples, 4 + 3 + 1)
-        self.assertEqual(case.host_s, [1.3] * 4 + [1.0])
-        self.assertEqual(len(case.times_s), 5)
-        self.assertEqual(wait["rounds"], 1)
+        self.assertEqual(probe.samples, 4 + 3)
+        self.assertEqual(case.host_s, [1.3] * 6 + [1.0])
+        self.assertEqual(len(case.times_s), 7)
+        self.assertEqual(wait["rounds"], 3)
         self.assertEqual(wait["as_calibrated"], {"frozen": True})
-        self.assertAlmostEqual(wait["waited_s"], 3 * validate.HOST_POLL_S + 1.0)
+        self.assertAlmostEqual(wait["waited_s"], 3.0)
         self.assertIn("every probe got there", validate.host_wait_text(wait))
 
     def test_the_wait_is_bounded_and_says_which_probe_never_got_there(self):
@@ -500,9 +500,9 @@ class HostWaitTest(ClockedTest):
         probe = FakeProbe([1.3])
         validate.timed_rounds([case], self.args(rounds=4, extra=0), probes={"frozen": probe})
         wait = validate.wait_for_host([case], self.wait_args(10), None, {"frozen": probe}, lambda: {"frozen": 1.3})
-        self.assertGreaterEqual(wait["waited_s"], 10)
-        self.assertLess(wait["waited_s"], 10 + 2 * validate.HOST_POLL_S)
-        self.assertEqual((wait["rounds"], len(case.times_s)), (0, 4))
+        # A round a second while the host stays slow, the last one begun before the limit.
+        self.assertAlmostEqual(wait["waited_s"], 10.0)
+        self.assertEqual((wait["rounds"], len(case.times_s)), (10, 14))
         self.assertEqual(wait["as_calibrated"], {"frozen": False})
         self.assertIn("still slower at the end: frozen", validate.host_wait_text(wait))
 
@@ -515,22 +515,24 @@ class HostWaitTest(ClockedTest):
         self.assertEqual(self.clock.now, before)
         self.assertEqual((wait["rounds"], wait["waited_s"]), (0, 0))
 
-    def test_a_slow_runtimes_probe_is_timed_while_another_runtimes_cases_run(self):
+    def test_a_slow_runtimes_cases_run_beside_another_runtimes_late_ones(self):
         # The frozen probe reached the profile's speed after the rounds (its case now has no quiet
-        # round); the eager probe is still slow and must be timed on every pass, not only when
-        # nothing else runs: it gets there on its third sample in the wait.
+        # round); the eager probe is still slow: both cases run in the wait, and the eager probe,
+        # timed before each of its case's visits, gets there on its third sample.
         cnn = case_with_times(self.clock, "cnn", [1.0])
         llm = validate.Case("llm", 1, "bf16", None, None, None, "eager")
         llm.runner = lambda: setattr(self.clock, "now", self.clock.now + 1.0)
-        frozen = FakeProbe([1.3] * 4 + [1.0, 1.3])
+        frozen = FakeProbe([1.3] * 4 + [1.0, 1.0])
         eager = FakeProbe([1.3] * 6 + [1.0])
         validate.timed_rounds([cnn, llm], self.args(rounds=4, extra=0), probes={"frozen": frozen, "eager": eager})
         frozen.sample()  # its fastest is now 1.0
         wait = validate.wait_for_host([cnn, llm], self.wait_args(60), None, {"frozen": frozen, "eager": eager},
                                       lambda: {"frozen": frozen.fastest_s, "eager": eager.fastest_s})
-        self.assertEqual(eager.samples, 4 + 3 + 1)
+        self.assertEqual(eager.samples, 4 + 3)
+        self.assertEqual(wait["rounds"], 3)
         self.assertEqual(wait["as_calibrated"], {"frozen": True, "eager": True})
         self.assertGreaterEqual(validate.quiet_rounds(llm, eager), 1)
+        self.assertGreaterEqual(validate.quiet_rounds(cnn, frozen), 1)
 
     def test_only_the_runtimes_with_cases_are_waited_for(self):
         # An eager probe with no eager case here: slow or not, it is neither timed nor reported.
