@@ -958,12 +958,12 @@ def transformer_kernels(batch, more_batch, dtype, wide_activations=False, score_
     `more_batch` sequences of 128 tokens (the small and large sizes; the rows of the activations,
     adds and layer norm): activations (over the FFN's 3072 features with `wide_activations`, else
     768), adds, the attention's scale and softmax over rows of 128 keys, the mixed-precision layer
-    norm (its two conversions included), a transpose copy of [batch, 128 tokens, 12 heads, 64]
-    (PyTorch copies the heads apart and back together), the same tensor copied with its innermost
-    axis moved ([batch, 12 heads, 64, 128 tokens], a key made contiguous for Q.K^T: each output
-    row gathers elements a token apart), and the decode step's KV-cache
-    concatenation: the past keys (or values) and the new token's, [batch, 12 heads, 128 tokens,
-    64], joined along the tokens. `score_rows`: the scores' rows of 128 keys at the two sizes
+    norm (its two conversions included), a transpose copy of the keys' [batch, 128 tokens, 12
+    heads, 64] view of a fused QKV projection's output (PyTorch copies the heads apart), the same
+    view copied with its innermost axis moved ([batch, 12 heads, 64, 128 tokens], a key made
+    contiguous for Q.K^T: each output row gathers elements a token apart), and the decode step's
+    KV-cache concatenation: the past keys (or values) and the new token's, [batch, 12 heads, 128
+    tokens, 64], joined along the tokens. `score_rows`: the scores' rows of 128 keys at the two sizes
     (default: every head's 128 queries of each sequence)."""
     import torch
     from torch import nn
@@ -973,6 +973,11 @@ def transformer_kernels(batch, more_batch, dtype, wide_activations=False, score_
     act, more_act = [(batch * 128, width)], [(more_batch * 128, width)]
     few, many = score_rows or (batch * 12 * 128, more_batch * 12 * 128)
     scores, more_scores = [(few, 128)], [(many, 128)]
+
+    def heads(qkv):
+        """The keys of a fused QKV projection's output [batch, tokens, 3 x 768], split into 12
+        heads of 64 without a copy, as the attention's view of them is."""
+        return qkv[..., 768:1536].unflatten(-1, (12, 64))
     return {
         "elementwise:gelu": (f.gelu, act, more_act, 1, dtype),
         "elementwise:gelu_tanh": (lambda x: f.gelu(x, approximate="tanh"), act, more_act, 1, dtype),
@@ -985,10 +990,10 @@ def transformer_kernels(batch, more_batch, dtype, wide_activations=False, score_
         "elementwise:div": (lambda x: x / 8.0, scores, more_scores, 1, dtype),
         "softmax": (lambda x: torch.softmax(x, dim=-1), scores, more_scores, 1, dtype),
         "norm:layernorm": (layer_norm_class()(768), rows, more_rows, 1, dtype),
-        "transpose": (lambda x: x.transpose(1, 2).contiguous(), [(batch, 128, 12, 64)],
-                      [(more_batch, 128, 12, 64)], 1, dtype),
-        "transpose:inner": (lambda x: x.permute(0, 2, 3, 1).contiguous(), [(batch, 128, 12, 64)],
-                            [(more_batch, 128, 12, 64)], 1, dtype),
+        "transpose": (lambda qkv: heads(qkv).transpose(1, 2).contiguous(), [(batch, 128, 2304)],
+                      [(more_batch, 128, 2304)], 1, dtype),
+        "transpose:inner": (lambda qkv: heads(qkv).permute(0, 2, 3, 1).contiguous(), [(batch, 128, 2304)],
+                            [(more_batch, 128, 2304)], 1, dtype),
         "concat": (lambda past, new: torch.cat([past, new], dim=2), [(batch, 12, 128, 64), (batch, 12, 1, 64)],
                    [(more_batch, 12, 128, 64), (more_batch, 12, 1, 64)], 1, dtype),
     }
