@@ -2133,6 +2133,9 @@ def main():
     parser.add_argument("--layout-probe", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.reestimate:
+        if args.calibrate:
+            usage_error("validate.py: --calibrate calibrates this machine for the runs timed here; with --reestimate "
+                        "nothing is timed (pass the profile to estimate with as --profile)")
         reestimate(args)
         return
 

@@ -456,10 +456,11 @@ class CalibrateTest(unittest.TestCase):
         self.assertIn("truepeak calibrate exited with status 3", err.getvalue())
 
     def test_with_times_from_a_file_there_is_nothing_to_calibrate_for(self):
-        run = subprocess.run([sys.executable, self.SCRIPT, "--calibrate", "--measure-only", "x.json"],
-                             capture_output=True, text=True)
-        self.assertEqual(run.returncode, 2)
-        self.assertIn("--calibrate calibrates this machine for the runs timed here", run.stderr)
+        for flags in (["--measure-only", "x.json"], ["--reestimate", "x.json"]):
+            run = subprocess.run([sys.executable, self.SCRIPT, "--calibrate", *flags], capture_output=True, text=True)
+            self.assertEqual(run.returncode, 2)
+            self.assertIn("--calibrate calibrates this machine for the runs timed here", run.stderr)
+            self.assertEqual(len(run.stderr.strip().splitlines()), 1)
 
 
 class HostWaitTest(ClockedTest):
