@@ -911,10 +911,10 @@ def eager_kernels():
     """The kernels of the transformers' non-matmul ops in eager mode, in their dtype (bf16, or f32
     where the CPU has no bf16 matmuls in oneDNN, and then PyTorch's f32 batched matmul too)
     (OwnKernelRates' form): activations, adds, the attention's scale and softmax over rows of 128
-    keys, the mixed-precision layer norm (its two conversions included), a transpose copy of
-    [batch, 128 tokens, 12 heads, 64] (PyTorch copies the heads apart and back together), and the
-    decode step's KV-cache concatenation, and the copy of a linear's bias into its output that
-    PyTorch's addmm makes before the product."""
+    keys, the mixed-precision layer norm (its two conversions included), the transposes of the
+    keys' view of a fused QKV output (the heads copied apart, and with the innermost axis moved),
+    the decode step's KV-cache concatenation (transformer_kernels), and the copy of a linear's bias
+    into its output that PyTorch's addmm makes before the product."""
     import torch
     bf16 = eager_torch_dtype()  # the eager runs' dtype (cpu_eager_dtype)
     # The scores of 6 and 24 rows of 128 queries.
@@ -1373,6 +1373,7 @@ SETTLE_ROUNDS, SETTLE_GAIN = 3, 0.01  # see settled()
 
 # A visit runs a case at most this many times, however short its runs.
 MOST_RUNS_A_VISIT = 50
+DEFAULT_PROFILE = os.path.join(ROOT, "results", "dev-cpu.json")  # --profile: the development machine's CPU
 CPU_SPAN_S = 240  # the default --span-s on the CPU (main memory's spells here last up to 40 s)
 
 
@@ -1830,8 +1831,10 @@ def write_report(rows, summary, meta, out_base):
              f"Command: `{meta['command']}`"]
     if meta.get("calibration"):
         c = meta["calibration"]
-        lines.append(f"The profile {'of these runs ' if meta.get('reestimated_from') else ''}was calibrated by "
-                     f"this validation just before the runs: `{c['command']}` ({c['seconds']:.0f} s, ended {c['date_utc']}).")
+        lines.append((f"The validation that timed these runs calibrated its profile just before them"
+                      if meta.get("reestimated_from") else
+                      "The profile was calibrated by this validation just before the runs")
+                     + f": `{c['command']}` ({c['seconds']:.0f} s, ended {c['date_utc']}).")
     if meta.get("reestimated_from"):
         lines.append(f"The times are those of `{meta['reestimated_from']}` (measured {meta['date_utc']}); "
                      "only the estimates ran again.")
@@ -2052,7 +2055,7 @@ def reestimate(args):
 
 def main():
     parser = argparse.ArgumentParser(description="Validate truepeak estimates against PyTorch runs.")
-    parser.add_argument("--profile", default=os.path.join(ROOT, "results", "dev-cpu.json"))
+    parser.add_argument("--profile", default=DEFAULT_PROFILE)
     parser.add_argument("--truepeak", default=None, help="the truepeak executable (default: build/truepeak)")
     parser.add_argument("--models", default=",".join(DEFAULT_MODELS),
                         help="comma-separated: bert_base, gpt2_prefill, gpt2_decode, and any torchvision "
@@ -2154,8 +2157,8 @@ def main():
     gpu = on_gpu(args.device)
     if args.span_s is None:
         args.span_s = 0.0 if gpu else CPU_SPAN_S
-    if not args.span_s >= 0:
-        usage_error(f"validate.py: --span-s {args.span_s:g}: must be 0 or more")
+    if not (math.isfinite(args.span_s) and args.span_s >= 0):
+        usage_error(f"validate.py: --span-s {args.span_s:g}: must be 0 or more seconds")
     if args.breakdown and measured_doc:
         usage_error("validate.py: --breakdown profiles the runs in this process; with --measured the breakdown "
                     "is the one FILE holds (from --measure-only --breakdown)")
@@ -2167,6 +2170,12 @@ def main():
                     "available with --measured or --measure-only")
     calibration = None
     if args.calibrate and not (args.probe or args.layout_probe):
+        if gpu and os.path.abspath(args.profile) == DEFAULT_PROFILE:
+            usage_error(f"validate.py: --calibrate --device {args.device}: name the GPU's profile with --profile "
+                        f"(the default, {os.path.relpath(DEFAULT_PROFILE, ROOT)}, is this machine's CPU profile)")
+        # What can be refused is refused before the minutes of a calibration that replaces --profile.
+        batches_of(args)
+        check_model_names([m for m in args.models.split(",") if m])
         args.truepeak = find_truepeak(args.truepeak)
         calibration = calibrate(args)
     profile_doc = read_profile(args.profile)
@@ -2187,7 +2196,7 @@ def main():
         usage_error(f"validate.py: --device {args.device}: PyTorch {torch.__version__} sees no CUDA device here")
     models = [m for m in args.models.split(",") if m]
     check_model_names(models)
-    batches = [int(b) for b in args.batches.split(",") if b]
+    batches = batches_of(args)
 
     if gpu and not measured_doc:
         print(f"PyTorch {torch.__version__} on {torch.cuda.get_device_name(args.device)}, cuDNN "
@@ -2450,6 +2459,17 @@ def gpu_library_text(doc):
     meta = doc.get("meta", {})
     return (f"cuDNN {meta.get('cudnn') or '?'} / cuBLAS (PyTorch {meta.get('torch', '?')}, "
             f"CUDA {meta.get('cuda') or '?'})")
+
+
+def batches_of(args):
+    """--batches as a list of whole numbers of 1 or more, or one line and exit 2."""
+    try:
+        batches = [int(b) for b in args.batches.split(",") if b]
+    except ValueError:
+        batches = []
+    if not batches or min(batches) < 1:
+        usage_error(f"validate.py: --batches {args.batches}: expected batch sizes of 1 or more, comma-separated")
+    return batches
 
 
 def calibrate_command(args):

@@ -142,9 +142,10 @@ class RoundsTest(ClockedTest):
 
     def test_a_negative_span_is_one_clear_line(self):
         script = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "validate.py")
-        run = subprocess.run([sys.executable, script, "--span-s", "-1"], capture_output=True, text=True)
-        self.assertEqual(run.returncode, 2)
-        self.assertEqual(run.stderr.strip(), "validate.py: --span-s -1: must be 0 or more")
+        for span in ("-1", "inf"):
+            run = subprocess.run([sys.executable, script, "--span-s", span], capture_output=True, text=True)
+            self.assertEqual(run.returncode, 2)
+            self.assertEqual(run.stderr.strip(), f"validate.py: --span-s {span}: must be 0 or more seconds")
 
     def test_no_extra_rounds_when_asked_for_none(self):
         case = case_with_times(self.clock, "falling", [1.0 - 0.05 * i for i in range(20)])
@@ -455,11 +456,16 @@ class CalibrateTest(unittest.TestCase):
         self.assertEqual(ended.exception.code, 3)
         self.assertIn("truepeak calibrate exited with status 3", err.getvalue())
 
-    def test_with_times_from_a_file_there_is_nothing_to_calibrate_for(self):
-        for flags in (["--measure-only", "x.json"], ["--reestimate", "x.json"]):
+    def test_what_cannot_be_calibrated_for_is_refused_in_one_line(self):
+        for flags in (["--measure-only", "x.json"], ["--reestimate", "x.json"],
+                      # A GPU's profile must be named: the default is the CPU's.
+                      ["--device", "cuda:0"],
+                      # Bad flags are refused before the calibration (truepeak here fails if it runs).
+                      ["--models", "bert_base", "--batches", "0", "--truepeak", "/bin/false"]):
             run = subprocess.run([sys.executable, self.SCRIPT, "--calibrate", *flags], capture_output=True, text=True)
             self.assertEqual(run.returncode, 2)
-            self.assertIn("--calibrate calibrates this machine for the runs timed here", run.stderr)
+            self.assertRegex(run.stderr, "calibrates this machine for the runs timed here|name the GPU's profile"
+                                         "|--batches 0: expected batch sizes")
             self.assertEqual(len(run.stderr.strip().splitlines()), 1)
 
 
@@ -469,7 +475,10 @@ class HostWaitTest(ClockedTest):
     def setUp(self):
         super().setUp()
         self.saved_sleep = validate.time.sleep
-        validate.time.sleep = lambda seconds: setattr(self.clock, "now", self.clock.now + seconds)
+
+        def sleep(seconds):
+            raise AssertionError("the wait runs rounds; it never sleeps")
+        validate.time.sleep = sleep
 
     def tearDown(self):
         validate.time.sleep = self.saved_sleep
