@@ -1451,12 +1451,8 @@ def wait_for_host(cases, args, each_round, probes, host_state):
                 (c.runtime in slow or quiet_rounds(c, probes[c.runtime]) == 0)]
         if not late:
             break
-        run_round(late, args.runs, probes, visit_s(args))
         rounds += 1
-        if each_round:
-            each_round()
-        print(f"  host round {rounds}: " + ", ".join(f"{c.key} {min(c.times_s) * 1e3:.1f}" for c in late)
-              + host_text(late, probes), file=sys.stderr, flush=True)
+        visit_round(late, args, probes, each_round, lambda: f"host round {rounds}")
     state = host_state()
     slow = slower_than_calibrated(state) & probed
     waited = time.perf_counter() - start
@@ -1500,24 +1496,25 @@ def timed_rounds(cases, args, each_round=None, probes=None):
     span_s = getattr(args, "span_s", 0) or 0
     r = 0
     while r < args.rounds or time.perf_counter() - start < span_s:
-        run_round(cases, args.runs, probes, visit_s(args))
         r += 1
-        if each_round:
-            each_round()
-        where = f"{r}/{args.rounds}" if r <= args.rounds else f"{r} ({time.perf_counter() - start:.0f} of {span_s:g} s)"
-        print(f"  round {where}: " + ", ".join(
-            f"{c.key} {min(c.times_s) * 1e3:.1f}" for c in cases) + host_text(cases, probes),
-            file=sys.stderr, flush=True)
+        visit_round(cases, args, probes, each_round,
+                    lambda: f"round {r}/{args.rounds}" if r <= args.rounds
+                    else f"round {r} ({time.perf_counter() - start:.0f} of {span_s:g} s)")
     for extra in range(args.extra_rounds):
         late = [c for c in cases if behind(c, probes)]
         if not late:
             break
-        run_round(late, args.runs, probes, visit_s(args))
-        if each_round:
-            each_round()
-        print(f"  extra round {extra + 1}/{args.extra_rounds}: " + ", ".join(
-            f"{c.key} {min(c.times_s) * 1e3:.1f}" for c in late) + host_text(late, probes),
-            file=sys.stderr, flush=True)
+        visit_round(late, args, probes, each_round, lambda: f"extra round {extra + 1}/{args.extra_rounds}")
+
+
+def visit_round(cases, args, probes, each_round, label):
+    """One round of `cases` (run_round), then `each_round` (the samplers that follow every round),
+    then the progress line: `label()`, taken once the round has run, and each case's fastest run."""
+    run_round(cases, args.runs, probes, visit_s(args))
+    if each_round:
+        each_round()
+    print(f"  {label()}: " + ", ".join(f"{c.key} {min(c.times_s) * 1e3:.1f}" for c in cases)
+          + host_text(cases, probes), file=sys.stderr, flush=True)
 
 
 # ---- layer by layer -------------------------------------------------------------------------
