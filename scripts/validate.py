@@ -93,6 +93,7 @@ import tempfile
 import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+DEFAULT_PROFILE = os.path.join(ROOT, "results", "dev-cpu.json")  # --profile: the development machine's CPU
 # The dtype the transformers run in eager mode on the CPU (cpu_eager_dtype): "bf16" or "f32".
 EAGER = {"dtype": "bf16"}
 DEFAULT_MODELS = ["resnet18", "resnet50", "mobilenet_v2", "bert_base", "gpt2_prefill", "gpt2_decode"]
@@ -1373,7 +1374,6 @@ SETTLE_ROUNDS, SETTLE_GAIN = 3, 0.01  # see settled()
 
 # A visit runs a case at most this many times, however short its runs.
 MOST_RUNS_A_VISIT = 50
-DEFAULT_PROFILE = os.path.join(ROOT, "results", "dev-cpu.json")  # --profile: the development machine's CPU
 CPU_SPAN_S = 240  # the default --span-s on the CPU (main memory's spells here last up to 40 s)
 
 
@@ -2165,16 +2165,21 @@ def main():
     if args.calibrate and (measured_doc or args.measure_only):
         usage_error("validate.py: --calibrate calibrates this machine for the runs timed here; it is not "
                     "available with --measured or --measure-only")
+    if args.calibrate and gpu and os.path.abspath(args.profile) == DEFAULT_PROFILE:
+        usage_error(f"validate.py: --calibrate --device {args.device}: name the GPU's profile with --profile "
+                    f"(the default, {os.path.relpath(DEFAULT_PROFILE, ROOT)}, is this machine's CPU profile)")
     calibration = None
-    if args.calibrate and not (args.probe or args.layout_probe):
-        if gpu and os.path.abspath(args.profile) == DEFAULT_PROFILE:
-            usage_error(f"validate.py: --calibrate --device {args.device}: name the GPU's profile with --profile "
-                        f"(the default, {os.path.relpath(DEFAULT_PROFILE, ROOT)}, is this machine's CPU profile)")
+    if not (args.probe or args.layout_probe):  # the probes' child processes are checked by their parent
         # What can be refused is refused before the minutes of a calibration that replaces --profile.
-        batches_of(args)
-        check_model_names([m for m in args.models.split(",") if m])
+        batches = batches_of(args)
+        models = [m for m in args.models.split(",") if m]
+        check_model_names(models)
         args.truepeak = find_truepeak(args.truepeak)
-        calibration = calibrate(args)
+        if not args.measure_only and not os.access(args.truepeak, os.X_OK):
+            usage_error(f"validate.py: --truepeak {args.truepeak}: not an executable (build truepeak first, or pass "
+                        "its path)")
+        if args.calibrate:
+            calibration = calibrate(args)
     profile_doc = read_profile(args.profile)
     if args.threads is None:
         args.threads = profile_threads(profile_doc) or os.cpu_count()
@@ -2183,17 +2188,10 @@ def main():
         return probe(args)
     if args.layout_probe:
         return layout_probe(args)
-    args.truepeak = find_truepeak(args.truepeak)
-    if not args.measure_only and not os.access(args.truepeak, os.X_OK):
-        usage_error(f"validate.py: --truepeak {args.truepeak}: not an executable (build truepeak first, or pass "
-                    "its path)")
     import torch
     torch.set_num_threads(args.threads)
     if gpu and not measured_doc and not torch.cuda.is_available():
         usage_error(f"validate.py: --device {args.device}: PyTorch {torch.__version__} sees no CUDA device here")
-    models = [m for m in args.models.split(",") if m]
-    check_model_names(models)
-    batches = batches_of(args)
 
     if gpu and not measured_doc:
         print(f"PyTorch {torch.__version__} on {torch.cuda.get_device_name(args.device)}, cuDNN "
@@ -2481,8 +2479,6 @@ def calibrate(args):
     """--calibrate: runs truepeak calibrate (its progress on stderr, its summary too) and returns
     what ran and how long it took, for the report; a failed calibration ends the validation."""
     cmd = calibrate_command(args)
-    if not os.access(cmd[0], os.X_OK):
-        usage_error(f"validate.py: --truepeak {cmd[0]}: not an executable (build truepeak first, or pass its path)")
     print("  calibrating: " + " ".join(cmd), file=sys.stderr, flush=True)
     start = time.perf_counter()
     run = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)  # its progress on stderr as it goes
