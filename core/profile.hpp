@@ -15,13 +15,14 @@
 namespace truepeak {
 
 inline constexpr int kSchemaMajor = 1;
-inline constexpr int kSchemaMinor = 10;  // 1.1: gemm points record their layout; 1.2: cold weights;
+inline constexpr int kSchemaMinor = 11;  // 1.1: gemm points record their layout; 1.2: cold weights;
                                         // 1.3: cold weights on conv points; 1.4: vector_ops;
                                         // 1.5: the gelu_tanh vector op; 1.6: the add vector op;
                                         // 1.7: the reorder_blocked and reorder_plain vector ops;
                                         // 1.8: typical_s on gemm, conv and vector-op points;
                                         // 1.9: the add_padded vector op;
-                                        // 1.10: memory.in_place_levels (the update kernel)
+                                        // 1.10: memory.in_place_levels (the update kernel);
+                                        // 1.11: cold weights span 8x the largest cache (2x before)
 std::string schema_version_string();  // "1.0"
 
 // Timing statistics of one measured point. time_s is the fastest sample (the capability figure);

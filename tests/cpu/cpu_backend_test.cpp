@@ -150,7 +150,7 @@ TEST_F(CpuBackendTest, GemmWithColdWeightsIsCheckedAndSaysSo) {
     EXPECT_THROW(backend().gemm_cold_weights(GemmShape{DType::f32, 1, 256, 512, 1}), Unsupported);
     return;
   }
-  // Copies of B span twice the largest cache; the product with the last copy is checked.
+  // Copies of B span eight times the largest cache; the product with the last copy is checked.
   for (const DType dtype : {DType::f32, DType::bf16}) {
     if (dtype == DType::bf16 && !onednn_has_bf16()) {
       EXPECT_THROW(backend().gemm_cold_weights(GemmShape{dtype, 1, 256, 512, 1}), Unsupported);
@@ -170,7 +170,7 @@ TEST_F(CpuBackendTest, ConvWithColdWeightsIsCheckedAndSaysSo) {
     EXPECT_THROW(backend().conv_cold_weights(shape, ConvLayout::blocked), Unsupported);
     return;
   }
-  // Copies of the reordered weights span twice the largest cache; the output computed with the
+  // Copies of the reordered weights span eight times the largest cache; the output computed with the
   // last copy is checked against the reference.
   for (const DType dtype : {DType::f32, DType::bf16}) {
     ConvShape s = shape;
