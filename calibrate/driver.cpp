@@ -769,9 +769,15 @@ class DeviceRun {
       }
       look_again(r, "revisit ");
     }
-    // The convolutions keep theirs for a last look at the best layers.
-    for (auto& r : revisits_)
-      if (r.kind == Revisit::Kind::conv) final_candidates_.push_back(std::move(r));
+    // The convolutions keep theirs for a last look at the best layers, the products of few rows
+    // for a last look of their own.
+    for (auto& r : revisits_) {
+      if (r.kind == Revisit::Kind::conv)
+        final_candidates_.push_back(std::move(r));
+      else if (r.kind == Revisit::Kind::gemm && !watch_.holds(r.what) &&
+               device_.gemm[r.index].shape.m <= plan_.last_look_gemm_rows)
+        gemm_last_looks_.push_back(std::move(r));
+    }
     revisits_.clear();
   }
 
@@ -934,7 +940,7 @@ class DeviceRun {
     if (!plan_.closing_watch || plan_.watch_share <= 0 || plan_.deadline_s <= 0) return;
     // Room is left for the wait for a quiet machine, and a margin for the confirmation taking
     // longer than expected on a busy host.
-    const double room = 0.85 * (time_left_s() - plan_.quiet_wait_s) - 2.0;
+    const double room = 0.85 * (time_left_s() - plan_.quiet_wait_s - gemm_last_looks_s()) - 2.0;
     if (room < 1.0) return;
     constexpr double kChunkS = 10;  // a progress line this often
     double spent = 0;
@@ -947,6 +953,29 @@ class DeviceRun {
                       elapsed_s(), spent, room));
     }
     device_.conditions["closing_watch_s"] = spent;
+  }
+
+  // The time the GEMMs' last looks are expected to take.
+  double gemm_last_looks_s() const {
+    double s = 0;
+    for (const auto& r : gemm_last_looks_) s += expected_time_s(plan_.revisit_rule, median(r.samples));
+    return s;
+  }
+
+  // One more draw for each product of few rows (Plan::last_look_gemm_rows), while it fits.
+  int gemm_last_looks() {
+    int looked = 0;
+    for (auto& r : gemm_last_looks_) {
+      if (stopped()) break;
+      if (!fits(r)) {
+        ++left_out_.last_looks;
+        ++done_points_;
+        continue;
+      }
+      looked += look_again(r, "last look ", false);
+    }
+    gemm_last_looks_.clear();
+    return looked;
   }
 
   void confirm_peaks() {
@@ -964,7 +993,8 @@ class DeviceRun {
     for (const auto& r : final_candidates_) conv_dtypes.insert(device_.conv[r.index].shape.dtype);
     const int final_rules = (plan_.final_look_within > 0) + (plan_.twin_look_gap > 0);
     const int final_most = plan_.final_looks * final_rules * static_cast<int>(conv_dtypes.size());
-    total_points_ = done_points_ + static_cast<int>(watch_.to_confirm()) + after_watch + final_most;
+    total_points_ = done_points_ + static_cast<int>(watch_.to_confirm()) + after_watch + final_most +
+                    static_cast<int>(gemm_last_looks_.size());
     // FMA, the few fastest GEMMs and convolutions of each dtype (which shape is fastest is itself
     // a noisy verdict, and the best layer is a headline figure too) and the main-memory triads.
     watch_.confirm([this](const std::string& category) { return confirm_rule(category); }, options_.stop,
@@ -988,6 +1018,7 @@ class DeviceRun {
       }
       looked += look_again(*r, "last look ", false);  // one more draw each: no sentinel re-measures
     }
+    looked += gemm_last_looks();
     device_.conditions["last_looks"] = looked;
     if (!from) return;
     bool changed = false;
@@ -1083,6 +1114,7 @@ class DeviceRun {
   std::vector<Revisit> revisits_;
   double companion_bytes_ = 0;  // the working sets of the kernels kept for main memory's spells
   std::vector<Revisit> final_candidates_;  // the convolutions' second looks, for the last look
+  std::vector<Revisit> gemm_last_looks_;   // the products of few rows, for a last look
 };
 
 }  // namespace

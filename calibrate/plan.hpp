@@ -113,6 +113,13 @@ struct Plan {
   // run kernels of one family, so a point far behind its twin was likely measured in a slow
   // spell; plain NCHW points, run by another algorithm, neither take nor give one (0: none).
   double twin_look_gap = 0;
+  // GEMM points of at most this many rows (a decode step's, a prefill's), warm and cold, with a
+  // second look get a last look too, after the convolutions', one more draw each (0: none). A
+  // shared host can run these slowly for longer than the minutes between two looks: the 2-core
+  // EPYC VM alternates every 20-40 s between a state that runs bf16 products of 8 rows at full
+  // speed and one that runs them 1.5-1.8x slower (with main memory faster), and three of twelve
+  // calibrations in a day found every such point in the slow state on both looks.
+  std::int64_t last_look_gemm_rows = 0;
   // Convolution points whose fastest sample took longer than revisit_max_s and at most this long
   // get no second look but are candidates for the last look too: a point slowed past
   // revisit_max_s by a busy spell is the one that needs it (0: none).

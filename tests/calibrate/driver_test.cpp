@@ -668,6 +668,41 @@ TEST(Driver, TheBestLayersGetALastLookAfterTheConfirmation) {
   EXPECT_EQ(again.convs_made.at(ConvShape::parse("f32_mb1ic40ih8oc16kh3ph1").str()), 2);
 }
 
+TEST(Driver, ProductsOfFewRowsGetALastLook) {
+  // Three large products at 1 TFLOP/s (the confirmed three) and three of few rows: one of 8 rows
+  // whose first two looks ran at 0.2 TFLOP/s and whose third runs at 0.4, one of 16 at 0.3
+  // throughout, one of 32 at 0.3. With last looks up to 16 rows, the two smaller ones get a third
+  // draw and the 8-row point takes the faster figure; the 32-row one keeps its two looks.
+  for (const std::int64_t rows : {16, 0}) {
+    FakeBackend backend;
+    backend.gemm_rate = [](const GemmShape& s, int made) {
+      if (s.m >= 256) return 1e12;
+      return s.m == 8 && made >= 2 ? 4e11 : s.m == 8 ? 2e11 : 3e11;
+    };
+    Plan plan = small_plan();
+    plan.gemm.clear();
+    for (const std::int64_t m : {8, 16, 32, 256, 512, 1024}) plan.gemm.push_back({DType::f32, m, 64, 64, 1});
+    plan.revisit_max_s = 1.0;
+    plan.revisit_rule = plan.gemm_rule;
+    plan.last_look_gemm_rows = rows;
+    std::vector<std::string> lines;
+    const Device device = calibrate_counted(backend, plan, lines);
+    EXPECT_EQ(device.conditions["last_looks"], rows > 0 ? 2 : 0);
+    const auto made = [&](std::int64_t m) { return backend.gemms_made.at(GemmShape{DType::f32, m, 64, 64, 1}.str()); };
+    EXPECT_EQ(made(8), rows > 0 ? 3 : 2);
+    EXPECT_EQ(made(16), rows > 0 ? 3 : 2);
+    EXPECT_EQ(made(32), 2);
+    for (const auto& g : device.gemm) {
+      if (g.shape.m == 8) {
+        EXPECT_NEAR(g.flops_per_s, rows > 0 ? 4e11 : 2e11, 1);
+      }
+    }
+    const auto [done, total] = last_count(lines);
+    ASSERT_FALSE(done.empty());
+    EXPECT_EQ(done, total);
+  }
+}
+
 TEST(Driver, APointSlowedPastTheSecondLooksLimitStillGetsALastLook) {
   // Layer 40's blocked point runs at 0.3 TFLOP/s on its first look (2.5 us, past the second
   // looks' 2 us) and 0.5 after, as its twin and the other layer do throughout: with

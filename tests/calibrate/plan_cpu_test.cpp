@@ -354,7 +354,9 @@ TEST(CpuPlan, DefaultSuiteLooksAgainAtShortPoints) {
   EXPECT_LE(full.revisit_max_s, 0.05);  // the long points average over busy spells anyway
   EXPECT_GE(full.revisit_rule.min_samples, 3);
   EXPECT_LE(full.revisit_rule.budget_s, full.conv_rule.budget_s);
-  // The last look goes to the best layers and to those far behind a twin in another layout.
+  // The last look goes to the best layers and to those far behind a twin in another layout, and
+  // to the decode- and prefill-like products (128 rows and fewer).
+  EXPECT_EQ(full.last_look_gemm_rows, 128);
   EXPECT_GT(full.final_look_within, 0.0);
   EXPECT_GT(full.twin_look_gap, 0.0);
   EXPECT_LT(full.twin_look_gap, 0.5);
