@@ -96,10 +96,13 @@ class SentinelProbe {
   }
 
   // True when a probe now runs within the slowdown of the fastest ever seen. Not counted.
-  bool quiet(const std::atomic<bool>* stop) {
+  bool quiet(const std::atomic<bool>* stop) { return within(slowdown_ - 1, stop); }
+
+  // True when a probe now runs within `fraction` of the fastest ever seen. Not counted.
+  bool within(double fraction, const std::atomic<bool>* stop) {
     const double t = measure(*kernel_, rule_, stop).summary.min_s;
     baseline_s_ = std::min(baseline_s_, t);
-    return t <= baseline_s_ * slowdown_;
+    return t <= baseline_s_ * (1 + fraction);
   }
 
   nlohmann::json report() const {
@@ -155,6 +158,12 @@ class Sentinel {
     bool quiet = true;
     for (auto& p : probes_) quiet = p.quiet(stop) && quiet;
     return quiet;
+  }
+
+  // True when the compute probe runs within `fraction` of its fastest: the machine computes as
+  // fast as it did at its best (the memory probe aside).
+  bool computes_at_best(double fraction, const std::atomic<bool>* stop) {
+    return probes_.front().within(fraction, stop);
   }
 
   // The first probe's figures at the top level; every probe's under "kernels".
@@ -940,7 +949,8 @@ class DeviceRun {
     if (!plan_.closing_watch || plan_.watch_share <= 0 || plan_.deadline_s <= 0) return;
     // Room is left for the wait for a quiet machine, and a margin for the confirmation taking
     // longer than expected on a busy host.
-    const double room = 0.85 * (time_left_s() - plan_.quiet_wait_s - gemm_last_looks_s()) - 2.0;
+    const double room =
+        0.85 * (time_left_s() - plan_.quiet_wait_s - gemm_last_looks_s() - gemm_last_look_wait_s()) - 2.0;
     if (room < 1.0) return;
     constexpr double kChunkS = 10;  // a progress line this often
     double spent = 0;
@@ -962,11 +972,28 @@ class DeviceRun {
     return s;
   }
 
-  // One more draw for each product of few rows (Plan::last_look_gemm_rows), while it fits.
+  // The wait the GEMMs' last looks may take (Plan::gemm_last_look_wait_s).
+  double gemm_last_look_wait_s() const {
+    return sentinel_ && !gemm_last_looks_.empty() && plan_.gemm_last_look_within > 0
+               ? plan_.gemm_last_look_wait_s
+               : 0.0;
+  }
+
+  // One more draw for each product of few rows (Plan::last_look_gemm_rows), while it fits, each
+  // once the sentinel computes as fast as it ever did (or the wait's budget is spent).
   int gemm_last_looks() {
     int looked = 0;
+    const double budget = gemm_last_look_wait_s();
+    double waited = 0;
     for (auto& r : gemm_last_looks_) {
       if (stopped()) break;
+      const double before = waited;
+      const auto start = Clock::now();
+      while (waited < budget && !stopped() && fits(r) &&
+             !sentinel_->computes_at_best(plan_.gemm_last_look_within, options_.stop)) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        waited = before + std::chrono::duration<double>(Clock::now() - start).count();
+      }
       if (!fits(r)) {
         ++left_out_.last_looks;
         ++done_points_;
@@ -975,6 +1002,12 @@ class DeviceRun {
       looked += look_again(r, "last look ", false);
     }
     gemm_last_looks_.clear();
+    if (budget > 0) {
+      device_.conditions["gemm_last_look_wait_s"] = waited;
+      if (waited > 0)
+        say(fmt::format("[{}] waited {:.1f} s for the sentinel at its fastest before the GEMMs' last looks",
+                        tag_, waited));
+    }
     return looked;
   }
 

@@ -120,6 +120,12 @@ struct Plan {
   // speed and one that runs them 1.5-1.8x slower (with main memory faster), and three of twelve
   // calibrations in a day found every such point in the slow state on both looks.
   std::int64_t last_look_gemm_rows = 0;
+  // Before each of those last looks, wait (up to this long in all) until the compute sentinel
+  // runs within `gemm_last_look_within` of the fastest it ever ran: the slow state above runs the
+  // sentinel's f32 product of 384³ about 13% slower (a median of 255 against 225 µs), so a look
+  // taken then would draw the slow figure again (0: no wait).
+  double gemm_last_look_wait_s = 0;
+  double gemm_last_look_within = 0;
   // Convolution points whose fastest sample took longer than revisit_max_s and at most this long
   // get no second look but are candidates for the last look too: a point slowed past
   // revisit_max_s by a busy spell is the one that needs it (0: none).

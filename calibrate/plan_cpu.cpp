@@ -348,6 +348,8 @@ Plan cpu_plan(const DeviceDescription& device, Suite suite) {
     plan.last_look_max_s = 0.1;
     // Decode- and prefill-like products (up to 128 rows) a third draw: see Plan.
     plan.last_look_gemm_rows = 128;
+    plan.gemm_last_look_wait_s = 15;
+    plan.gemm_last_look_within = 0.06;
     // Seen here (a 2-core EPYC VM whose points take 60-90 s): main memory's bursts came within 3%
     // of their best in 8-17 of 91-150, and two runs' figures 13.5% apart (110.4 and 97.3 GB/s); a
     // triad timed every few seconds over three minutes found 60 GB/s for most of them and 132 for

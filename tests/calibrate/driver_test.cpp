@@ -703,6 +703,47 @@ TEST(Driver, ProductsOfFewRowsGetALastLook) {
   }
 }
 
+TEST(Driver, TheGemmsLastLooksWaitForTheSentinelAtItsFastest) {
+  // The host turns slow for half a second when the 8-row product's second look is made: the
+  // sentinel then runs at twice its time and the product at half its rate. With the wait, the
+  // last look waits for the sentinel and draws the product's full rate; without it, the last look
+  // comes at once and draws the slow figure again.
+  for (const double wait_s : {5.0, 0.0}) {
+    using SteadyClock = std::chrono::steady_clock;
+    FakeBackend backend;
+    SteadyClock::time_point slow_until{};
+    const auto slow = [&] { return SteadyClock::now() < slow_until; };
+    backend.sentinel_time = [&] { return slow() ? 2e-4 : 1e-4; };
+    backend.gemm_rate = [&](const GemmShape& s, int made) {
+      if (s.m >= 256) return 1e12;
+      if (made == 1) slow_until = SteadyClock::now() + std::chrono::milliseconds(500);
+      return made == 0 || slow() ? 2e11 : 4e11;
+    };
+    Plan plan = small_plan();
+    plan.gemm.clear();
+    for (const std::int64_t m : {8, 256, 512, 1024}) plan.gemm.push_back({DType::f32, m, 64, 64, 1});
+    plan.revisit_max_s = 1.0;
+    plan.revisit_rule = plan.gemm_rule;
+    plan.last_look_gemm_rows = 16;
+    plan.gemm_last_look_wait_s = wait_s;
+    plan.gemm_last_look_within = 0.06;
+    Device device;
+    ASSERT_TRUE(calibrate_device(backend, plan, {}, device));
+    EXPECT_EQ(backend.gemms_made.at(GemmShape{DType::f32, 8, 64, 64, 1}.str()), 3);
+    for (const auto& g : device.gemm) {
+      if (g.shape.m == 8) {
+        EXPECT_NEAR(g.flops_per_s, wait_s > 0 ? 4e11 : 2e11, 1);
+      }
+    }
+    if (wait_s > 0) {
+      EXPECT_GT(device.conditions["gemm_last_look_wait_s"].get<double>(), 0.2);
+      EXPECT_LT(device.conditions["gemm_last_look_wait_s"].get<double>(), wait_s);
+    } else {
+      EXPECT_FALSE(device.conditions.contains("gemm_last_look_wait_s"));
+    }
+  }
+}
+
 TEST(Driver, APointSlowedPastTheSecondLooksLimitStillGetsALastLook) {
   // Layer 40's blocked point runs at 0.3 TFLOP/s on its first look (2.5 us, past the second
   // looks' 2 us) and 0.5 after, as its twin and the other layer do throughout: with

@@ -357,6 +357,10 @@ TEST(CpuPlan, DefaultSuiteLooksAgainAtShortPoints) {
   // The last look goes to the best layers and to those far behind a twin in another layout, and
   // to the decode- and prefill-like products (128 rows and fewer).
   EXPECT_EQ(full.last_look_gemm_rows, 128);
+  EXPECT_GT(full.gemm_last_look_wait_s, 0.0);
+  EXPECT_LE(full.gemm_last_look_wait_s, full.quiet_wait_s);  // inside the goal's slack
+  EXPECT_GT(full.gemm_last_look_within, 0.0);
+  EXPECT_LT(full.gemm_last_look_within, 0.13);  // the slow state's slowdown of the sentinel
   EXPECT_GT(full.final_look_within, 0.0);
   EXPECT_GT(full.twin_look_gap, 0.0);
   EXPECT_LT(full.twin_look_gap, 0.5);
