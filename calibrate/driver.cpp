@@ -739,6 +739,7 @@ class DeviceRun {
     std::size_t index = 0;
     double work = 0;  // FLOPs (GEMM, convolution) or elements (vector op) of one run
     std::vector<double> samples;
+    bool second_look = false;  // it had its second look
   };
 
   // `work`: of one run, when it is not the kernel's FLOPs (a vector op's elements).
@@ -776,14 +777,14 @@ class DeviceRun {
         ++done_points_;
         continue;
       }
-      look_again(r, "revisit ");
+      r.second_look = look_again(r, "revisit ");
     }
     // The convolutions keep theirs for a last look at the best layers, the products of few rows
-    // for a last look of their own.
+    // that had their second look for a last look of their own.
     for (auto& r : revisits_) {
       if (r.kind == Revisit::Kind::conv)
         final_candidates_.push_back(std::move(r));
-      else if (r.kind == Revisit::Kind::gemm && !watch_.holds(r.what) &&
+      else if (r.kind == Revisit::Kind::gemm && r.second_look &&
                device_.gemm[r.index].shape.m <= plan_.last_look_gemm_rows)
         gemm_last_looks_.push_back(std::move(r));
     }
@@ -987,9 +988,12 @@ class DeviceRun {
     double waited = 0;
     for (auto& r : gemm_last_looks_) {
       if (stopped()) break;
+      // The wait leaves the look its time: it ends while the look still fits, with a margin for
+      // one more probe and pause.
+      const double look_s = expected_time_s(plan_.revisit_rule, median(r.samples));
       const double before = waited;
       const auto start = Clock::now();
-      while (waited < budget && !stopped() && fits(r) &&
+      while (waited < budget && !stopped() && time_left_s() >= look_s + 0.5 &&
              !sentinel_->computes_at_best(plan_.gemm_last_look_within, options_.stop)) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
         waited = before + std::chrono::duration<double>(Clock::now() - start).count();

@@ -701,11 +701,28 @@ TEST(Driver, ProductsOfFewRowsGetALastLook) {
     ASSERT_FALSE(done.empty());
     EXPECT_EQ(done, total);
   }
+  // With every row count let in, the three confirmed products (the peak watch's, with no second
+  // look) still get none: made for their first look and their confirmation only.
+  FakeBackend backend;
+  backend.gemm_rate = [](const GemmShape& s, int) { return s.m >= 256 ? 1e12 : 3e11; };
+  Plan plan = small_plan();
+  plan.gemm.clear();
+  for (const std::int64_t m : {8, 16, 256, 512, 1024}) plan.gemm.push_back({DType::f32, m, 64, 64, 1});
+  plan.revisit_max_s = 1.0;
+  plan.revisit_rule = plan.gemm_rule;
+  plan.last_look_gemm_rows = 4096;
+  std::vector<std::string> lines;
+  const Device device = calibrate_counted(backend, plan, lines);
+  EXPECT_EQ(device.conditions["last_looks"], 2);
+  for (const std::int64_t m : {256, 512, 1024})
+    EXPECT_EQ(backend.gemms_made.at(GemmShape{DType::f32, m, 64, 64, 1}.str()), 2) << m;
+  const auto [done, total] = last_count(lines);
+  EXPECT_EQ(done, total);
 }
 
 TEST(Driver, TheGemmsLastLooksWaitForTheSentinelAtItsFastest) {
   // The host turns slow for half a second when the 8-row product's second look is made: the
-  // sentinel then runs at twice its time and the product at half its rate. With the wait, the
+  // sentinel then runs 10% slower and the product at half its rate. With the wait, the
   // last look waits for the sentinel and draws the product's full rate; without it, the last look
   // comes at once and draws the slow figure again.
   for (const double wait_s : {5.0, 0.0}) {
@@ -713,7 +730,7 @@ TEST(Driver, TheGemmsLastLooksWaitForTheSentinelAtItsFastest) {
     FakeBackend backend;
     SteadyClock::time_point slow_until{};
     const auto slow = [&] { return SteadyClock::now() < slow_until; };
-    backend.sentinel_time = [&] { return slow() ? 2e-4 : 1e-4; };
+    backend.sentinel_time = [&] { return slow() ? 1.1e-4 : 1e-4; };
     backend.gemm_rate = [&](const GemmShape& s, int made) {
       if (s.m >= 256) return 1e12;
       if (made == 1) slow_until = SteadyClock::now() + std::chrono::milliseconds(500);
@@ -742,6 +759,43 @@ TEST(Driver, TheGemmsLastLooksWaitForTheSentinelAtItsFastest) {
       EXPECT_FALSE(device.conditions.contains("gemm_last_look_wait_s"));
     }
   }
+}
+
+TEST(Driver, TheGemmsLastLookWaitLeavesTheLookItsTime) {
+  // The sentinel turns slow for good when the 8-row product's second look is made, with 2 s to the
+  // goal and 15 s of wait allowed: the wait ends while the look still fits, and the look is taken.
+  FakeBackend backend;
+  bool slow = false;
+  backend.sentinel_time = [&] { return slow ? 2e-4 : 1e-4; };
+  backend.gemm_rate = [&](const GemmShape& s, int made) {
+    if (s.m >= 256) return 1e12;
+    if (made == 1) slow = true;
+    return 3e11;
+  };
+  Plan plan = small_plan();
+  plan.gemm.clear();
+  for (const std::int64_t m : {8, 256, 512, 1024}) plan.gemm.push_back({DType::f32, m, 64, 64, 1});
+  plan.revisit_max_s = 1.0;
+  plan.revisit_rule = plan.gemm_rule;
+  plan.last_look_gemm_rows = 16;
+  plan.gemm_last_look_wait_s = 15;
+  plan.gemm_last_look_within = 0.06;
+  plan.deadline_s = 2;
+  // Short budgets and no main-memory triad, so that the points still to come and the
+  // confirmation leave the second looks their time.
+  plan.stream_bytes = {1 << 14};
+  for (StopRule* rule : {&plan.gemm_rule, &plan.conv_rule, &plan.stream_rule, &plan.fma_rule, &plan.overhead_rule,
+                         &plan.transfer_rule, &plan.sentinel_rule, &plan.revisit_rule, &plan.vector_op_rule})
+    rule->budget_s = 1e-3;
+  Device device;
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(calibrate_device(backend, plan, {}, device));
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(device.conditions["last_looks"], 1) << device.conditions.dump();
+  EXPECT_EQ(device.conditions["left_out_for_deadline"]["last_looks"], 0);
+  EXPECT_EQ(backend.gemms_made.at(GemmShape{DType::f32, 8, 64, 64, 1}.str()), 3);
+  EXPECT_GT(device.conditions["gemm_last_look_wait_s"].get<double>(), 0.5);
+  EXPECT_LT(took, 2.0);
 }
 
 TEST(Driver, APointSlowedPastTheSecondLooksLimitStillGetsALastLook) {
