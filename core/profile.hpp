@@ -22,8 +22,8 @@ inline constexpr int kSchemaMinor = 11;  // 1.1: gemm points record their layout
                                         // 1.8: typical_s on gemm, conv and vector-op points;
                                         // 1.9: the add_padded vector op;
                                         // 1.10: memory.in_place_levels (the update kernel);
-                                        // 1.11: cold weights span 8x the largest cache (2x before)
-std::string schema_version_string();  // "1.0"
+                                        // 1.11: cold weights span 8x the largest cache, at most 1 GiB (2x before)
+std::string schema_version_string();  // "1.11"
 
 // Timing statistics of one measured point. time_s is the fastest sample (the capability figure);
 // rates derive from it. median_s sits beside it. typical_s (since 1.8; 0: not recorded) is the

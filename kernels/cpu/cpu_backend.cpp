@@ -24,11 +24,18 @@ constexpr const char* kIsaFlags[] = {"avx2",     "fma",         "avx512f",     "
                                      "avx512vl", "avx512_bf16", "avx512_fp16", "avx512_vnni",
                                      "avx_vnni", "amx_tile",    "amx_bf16",    "amx_int8"};
 
-// Cold weights: copies spanning this many times the last-level cache. A span of twice the cache
-// still leaves some of a layer's weights there for its next call: on a Zen 5 VM with a 32 MiB L3,
-// bf16 layers of 8 rows took 3-8% longer with the copies spanning 8x the cache than 2x (4x was
-// within 1-2% of 8x), as they do inside a model of 100-250 MB of weights.
+// Cold weights: copies spanning this many times the last-level cache, at most kColdSpanMax
+// (but never under twice the cache). A span of twice the cache still leaves some of a layer's
+// weights there for its next call: on a Zen 5 VM with a 32 MiB L3, bf16 layers of 8 rows took
+// 3-8% longer with the copies spanning 8x the cache than 2x (4x was within 1-2% of 8x), as they
+// do inside a model of 100-250 MB of weights. The cap keeps a host that reports a socket's
+// L3 of hundreds of MiB from filling gigabytes a point.
 constexpr std::int64_t kColdSpanCaches = 8;
+constexpr std::int64_t kColdSpanMax = std::int64_t{1} << 30;
+
+std::int64_t cold_span_bytes(std::int64_t llc_bytes) {
+  return std::max(2 * llc_bytes, std::min(kColdSpanCaches * llc_bytes, kColdSpanMax));
+}
 
 DeviceDescription describe_cpu(const cpu::CpuInfo& info, int threads) {
   DeviceDescription d;
@@ -123,12 +130,12 @@ class CpuBackend final : public Backend {
 
   std::unique_ptr<Kernel> gemm_cold_weights(const GemmShape& shape) override {
 #ifdef TRUEPEAK_HAVE_ONEDNN
-    // Copies of the weights spanning kColdSpanCaches times the largest cache: each call's are
-    // long evicted.
+    // Copies of the weights spanning several times the largest cache (cold_span_bytes): each
+    // call's are long evicted.
     if (llc_bytes_ <= 0)
       throw Unsupported("gemm " + shape.str() +
                         " with cold weights: the cache sizes of this CPU are unknown");
-    return cpu::make_gemm_kernel(onednn_, shape, kColdSpanCaches * llc_bytes_);
+    return cpu::make_gemm_kernel(onednn_, shape, cold_span_bytes(llc_bytes_));
 #else
     return gemm(shape);
 #endif
@@ -139,7 +146,7 @@ class CpuBackend final : public Backend {
     if (llc_bytes_ <= 0)
       throw Unsupported("conv " + shape.str() +
                         " with cold weights: the cache sizes of this CPU are unknown");
-    return cpu::make_conv_kernel(onednn_, shape, layout, kColdSpanCaches * llc_bytes_);
+    return cpu::make_conv_kernel(onednn_, shape, layout, cold_span_bytes(llc_bytes_));
 #else
     return conv(shape, layout);
 #endif
