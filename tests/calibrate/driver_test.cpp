@@ -720,6 +720,20 @@ TEST(Driver, ProductsOfFewRowsGetALastLook) {
   EXPECT_EQ(done, total);
 }
 
+// An 8-row product and three large ones (the confirmed three), the small one with a last look
+// after a wait of up to `wait_s` for the sentinel within 6% of its fastest.
+Plan last_look_plan(double wait_s) {
+  Plan plan = small_plan();
+  plan.gemm.clear();
+  for (const std::int64_t m : {8, 256, 512, 1024}) plan.gemm.push_back({DType::f32, m, 64, 64, 1});
+  plan.revisit_max_s = 1.0;
+  plan.revisit_rule = plan.gemm_rule;
+  plan.last_look_gemm_rows = 16;
+  plan.gemm_last_look_wait_s = wait_s;
+  plan.gemm_last_look_within = 0.06;
+  return plan;
+}
+
 TEST(Driver, TheGemmsLastLooksWaitForTheSentinelAtItsFastest) {
   // The host turns slow for half a second when the 8-row product's second look is made: the
   // sentinel then runs 10% slower and the product at half its rate. With the wait, the
@@ -736,14 +750,7 @@ TEST(Driver, TheGemmsLastLooksWaitForTheSentinelAtItsFastest) {
       if (made == 1) slow_until = SteadyClock::now() + std::chrono::milliseconds(500);
       return made == 0 || slow() ? 2e11 : 4e11;
     };
-    Plan plan = small_plan();
-    plan.gemm.clear();
-    for (const std::int64_t m : {8, 256, 512, 1024}) plan.gemm.push_back({DType::f32, m, 64, 64, 1});
-    plan.revisit_max_s = 1.0;
-    plan.revisit_rule = plan.gemm_rule;
-    plan.last_look_gemm_rows = 16;
-    plan.gemm_last_look_wait_s = wait_s;
-    plan.gemm_last_look_within = 0.06;
+    const Plan plan = last_look_plan(wait_s);
     Device device;
     ASSERT_TRUE(calibrate_device(backend, plan, {}, device));
     EXPECT_EQ(backend.gemms_made.at(GemmShape{DType::f32, 8, 64, 64, 1}.str()), 3);
@@ -772,14 +779,7 @@ TEST(Driver, TheGemmsLastLookWaitLeavesTheLookItsTime) {
     if (made == 1) slow = true;
     return 3e11;
   };
-  Plan plan = small_plan();
-  plan.gemm.clear();
-  for (const std::int64_t m : {8, 256, 512, 1024}) plan.gemm.push_back({DType::f32, m, 64, 64, 1});
-  plan.revisit_max_s = 1.0;
-  plan.revisit_rule = plan.gemm_rule;
-  plan.last_look_gemm_rows = 16;
-  plan.gemm_last_look_wait_s = 15;
-  plan.gemm_last_look_within = 0.06;
+  Plan plan = last_look_plan(15);
   plan.deadline_s = 2;
   // Short budgets and no main-memory triad, so that the points still to come and the
   // confirmation leave the second looks their time.
