@@ -792,8 +792,22 @@ class DeviceRun {
   }
 
   // Whether one more look at `r` fits in the time left.
-  bool fits(const Revisit& r) const {
-    return time_left_s() >= expected_time_s(plan_.revisit_rule, median(r.samples));
+  bool fits(const Revisit& r) const { return time_left_s() >= look_time_s(r); }
+
+  // About how long one more look at `r` takes.
+  double look_time_s(const Revisit& r) const {
+    return expected_time_s(plan_.revisit_rule, median(r.samples));
+  }
+
+  // A last look at `r` where it fits (one more draw: no sentinel re-measures), else counted as
+  // left out for the deadline. 1 when it was measured.
+  int last_look(Revisit& r) {
+    if (!fits(r)) {
+      ++left_out_.last_looks;
+      ++done_points_;
+      return 0;
+    }
+    return look_again(r, "last look ", false);
   }
 
   // Measures a revisit point once more (`label` names the look in progress lines); its figures
@@ -969,7 +983,7 @@ class DeviceRun {
   // The time the GEMMs' last looks are expected to take.
   double gemm_last_looks_s() const {
     double s = 0;
-    for (const auto& r : gemm_last_looks_) s += expected_time_s(plan_.revisit_rule, median(r.samples));
+    for (const auto& r : gemm_last_looks_) s += look_time_s(r);
     return s;
   }
 
@@ -990,20 +1004,14 @@ class DeviceRun {
       if (stopped()) break;
       // The wait leaves the look its time: it ends while the look still fits, with a margin for
       // one more probe and pause.
-      const double look_s = expected_time_s(plan_.revisit_rule, median(r.samples));
       const double before = waited;
       const auto start = Clock::now();
-      while (waited < budget && !stopped() && time_left_s() >= look_s + 0.5 &&
+      while (waited < budget && !stopped() && time_left_s() >= look_time_s(r) + 0.5 &&
              !sentinel_->computes_at_best(plan_.gemm_last_look_within, options_.stop)) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
         waited = before + std::chrono::duration<double>(Clock::now() - start).count();
       }
-      if (!fits(r)) {
-        ++left_out_.last_looks;
-        ++done_points_;
-        continue;
-      }
-      looked += look_again(r, "last look ", false);
+      looked += last_look(r);
     }
     gemm_last_looks_.clear();
     if (budget > 0) {
@@ -1048,12 +1056,7 @@ class DeviceRun {
     int looked = 0;
     for (Revisit* r : last) {
       if (stopped()) break;
-      if (!fits(*r)) {
-        ++left_out_.last_looks;
-        ++done_points_;
-        continue;
-      }
-      looked += look_again(*r, "last look ", false);  // one more draw each: no sentinel re-measures
+      looked += last_look(*r);
     }
     looked += gemm_last_looks();
     device_.conditions["last_looks"] = looked;
