@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -39,7 +40,13 @@ struct ParsedGraph {
   std::vector<std::string> inputs;      // graph inputs that are not initializers
   std::vector<std::string> outputs;
   std::vector<std::string> warnings;
+  std::optional<std::int64_t> batch;  // what the inputs' batch dimension was bound to
 };
+
+// Elementwise node types (onnx_map.cpp's tables): one input, or several broadcast together, and
+// an output of their (broadcast) shape.
+bool is_unary_elementwise(const std::string& op_type);
+bool is_binary_elementwise(const std::string& op_type);
 
 // Parses, checks and shape-infers. Throws InputError.
 ParsedGraph parse_onnx(const std::string& bytes, const std::string& where, const OnnxOptions& options);

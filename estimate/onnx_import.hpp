@@ -19,6 +19,10 @@
 //   Constant, Shape, Size and every node computable from constants and input shapes -> free
 //   anything else                                                -> elementwise "unknown:TYPE",
 //     memory-bound on its tensors, and counted in `unknown_ops` + a warning
+// A node this ONNX library has no schema for (a custom domain's, or a standard op newer than the
+// library, such as Gelu of opset 20) gets no shape from inference: an elementwise one writes its
+// inputs' broadcast shape, any other is taken to write its first input's shape (with a warning),
+// so that the nodes after it still get shapes.
 // Rewrites (what inference runtimes do, all general rules, see onnx_map.cpp):
 //   BatchNormalization after Conv folds into it; MatMul/Gemm/Conv + Add(bias) is one op with a
 //   bias epilogue; a Transpose swapping a MatMul operand's last two axes is a transposed GEMM
@@ -51,7 +55,7 @@ struct OnnxOptions {
   // Values for dynamic dimensions of the graph inputs: a dimension named like a batch
   // ("batch", "N", "batch_size", ...) or the first dimension takes `batch`; one named like a
   // sequence ("seq", "sequence", "length", "tokens", ...) or the second dimension of an integer
-  // (token-id) input takes `seq`. `input_shapes` fix whole inputs and win over both.
+  // (token-id) input takes `seq`. `input_shapes` fix whole inputs and win over all of these.
   // An input whose batch dimension is fixed in the file to another value than `batch` is an
   // InputError: the graph's reshapes were exported for that batch.
   std::optional<std::int64_t> batch;
@@ -62,6 +66,12 @@ struct OnnxOptions {
   // them as their own (in-place) kernels, also in a frozen TorchScript graph on oneDNN.
   // Batch-norm folding into a preceding convolution and bias epilogues are always applied.
   bool fuse_activations = false;
+  // A dimension named like a KV-cache length ("past_sequence_length", "cache", "context", ...)
+  // takes `context`, or `seq` without one.
+  std::optional<std::int64_t> context;
+  // `batch` is only a default (no --batch given): a batch that `input_shapes` or the file fix
+  // wins over it. Otherwise a batch they fix to another value is an InputError.
+  bool batch_is_default = false;
 };
 
 struct OnnxImport {
@@ -73,6 +83,8 @@ struct OnnxImport {
   // What the importer folded: {"batchnorm into conv", 20}, {"bias into linear", 73}, ...
   std::map<std::string, int> fusions;
   int onnx_nodes = 0;  // nodes in the file's main graph
+  // The batch the graph was bound to (the first dimension of its inputs), when it has one.
+  std::optional<std::int64_t> batch;
 };
 
 // Reads a .onnx file. Throws InputError (one line naming the file) when the file is missing,

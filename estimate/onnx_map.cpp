@@ -125,10 +125,16 @@ class Mapper {
   const Dims& shape_of(const std::string& t, const Node& node) const {
     const auto it = g_.shapes.find(t);
     if (it == g_.shapes.end()) {
+      const auto writer = producer_.find(t);
+      const std::string written_by =
+          writer == producer_.end()
+              ? std::string()
+              : fmt::format(", written by '{}' ({})", g_.nodes[writer->second].name,
+                            g_.nodes[writer->second].op_type);
       throw InputError(fmt::format(
-          "{}: the shape of '{}' (read by node '{}', {}) is unknown after ONNX shape inference; give the "
-          "inputs' shapes with --input-shape NAME=DIMS",
-          g_.where, t, node.name, node.op_type));
+          "{}: the shape of '{}' (read by node '{}', {}{}) is unknown after ONNX shape inference; "
+          "if an input's shape is only known at run time, give it with --input-shape NAME=DIMS",
+          g_.where, t, node.name, node.op_type, written_by));
     }
     return it->second;
   }
@@ -669,6 +675,7 @@ class Mapper {
       model.forward.inputs.push_back({in, it == g_.shapes.end() ? Shape{} : to_shape(it->second)});
     }
     result_.onnx_nodes = static_cast<int>(g_.nodes.size());
+    result_.batch = g_.batch;
     if (!result_.unknown_ops.empty()) {
       std::string list;
       int total = 0;
@@ -707,6 +714,9 @@ class Mapper {
 };
 
 }  // namespace
+
+bool is_unary_elementwise(const std::string& op_type) { return unary_ops().count(op_type) > 0; }
+bool is_binary_elementwise(const std::string& op_type) { return binary_ops().count(op_type) > 0; }
 
 OnnxImport map_onnx(ParsedGraph graph, const OnnxOptions& options) {
   Mapper mapper(std::move(graph), options);

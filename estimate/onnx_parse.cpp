@@ -5,10 +5,13 @@
 #include <cctype>
 #include <exception>
 #include <limits>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -47,12 +50,16 @@ bool is_integer_type(std::int32_t elem_type) {
 }
 
 // Which option a dynamic dimension takes, from its name and place.
-enum class DimRole { batch, seq, unknown };
+enum class DimRole { batch, seq, context, unknown };
 
 DimRole dim_role(const std::string& param, int index, bool integer_input) {
   const auto name = lower(param);
   for (const char* key : {"batch", "bsz"}) {
     if (name.find(key) != std::string::npos) return DimRole::batch;
+  }
+  // Before the sequence names: "past_sequence_length" is the cache's length.
+  for (const char* key : {"past", "cache", "context", "kv"}) {
+    if (name.find(key) != std::string::npos) return DimRole::context;
   }
   if (name == "n" || name == "b") return DimRole::batch;
   for (const char* key : {"seq", "sequence", "len", "token", "time"}) {
@@ -68,9 +75,52 @@ std::string dims_str(const std::vector<std::int64_t>& dims) {
   return fmt::format("{}", fmt::join(dims, "x"));
 }
 
+const InputShape* given_shape(const OnnxOptions& options, const std::string& name) {
+  const auto it = std::find_if(options.input_shapes.begin(), options.input_shapes.end(),
+                               [&](const InputShape& s) { return s.name == name; });
+  return it == options.input_shapes.end() ? nullptr : &*it;
+}
+
+// The batch the inputs take: one that --input-shape gives for an input whose first dimension is a
+// dynamic batch, else --batch, else (when --batch is only the default) the batch the file fixes.
+std::optional<std::int64_t> resolve_batch(const onnx::GraphProto& graph, const std::set<std::string>& initializers,
+                                          const OnnxOptions& options, const std::string& where) {
+  std::optional<std::int64_t> from_shape, from_file;
+  for (const auto& input : graph.input()) {
+    if (initializers.count(input.name()) || !input.type().has_tensor_type()) continue;
+    const auto& tensor = input.type().tensor_type();
+    if (!tensor.has_shape() || tensor.shape().dim_size() < 2) continue;
+    const auto& first = tensor.shape().dim(0);
+    const bool fixed = first.has_dim_value() && first.dim_value() > 0;
+    const auto* given = given_shape(options, input.name());
+    if (given && !fixed && !given->dims.empty() &&
+        dim_role(first.has_dim_param() ? first.dim_param() : "", 0, is_integer_type(tensor.elem_type())) ==
+            DimRole::batch) {
+      if (from_shape && *from_shape != given->dims[0]) {
+        throw InputError(fmt::format("{}: the --input-shape values give the batch dimension {} and {}", where,
+                                     *from_shape, given->dims[0]));
+      }
+      from_shape = given->dims[0];
+      if (options.batch && !options.batch_is_default && *options.batch != *from_shape) {
+        throw InputError(fmt::format(
+            "{}: --input-shape {}={} fixes the batch at {}, but batch {} is asked for (--batch, "
+            "--sweep-batch); give the batch in one place",
+            where, given->name, dims_str(given->dims), *from_shape, *options.batch));
+      }
+    }
+    if (!given && fixed && !from_file) from_file = first.dim_value();
+  }
+  if (from_shape) return from_shape;
+  if (options.batch_is_default && from_file) return from_file;
+  return options.batch;
+}
+
 // Gives every dimension of every graph input a value, or throws naming the one that has none.
-void bind_inputs(onnx::GraphProto& graph, const std::set<std::string>& initializers,
-                 const OnnxOptions& options, const std::string& where) {
+// Returns the batch the inputs were bound to, when one of them has a batch dimension.
+std::optional<std::int64_t> bind_inputs(onnx::GraphProto& graph, const std::set<std::string>& initializers,
+                                        const OnnxOptions& options, const std::string& where) {
+  const auto batch = resolve_batch(graph, initializers, options, where);
+  bool has_batch = false;
   std::set<std::string> input_names;
   for (auto& input : *graph.mutable_input()) {
     if (initializers.count(input.name())) continue;
@@ -81,15 +131,14 @@ void bind_inputs(onnx::GraphProto& graph, const std::set<std::string>& initializ
                                    where, input.name()));
     }
     auto* tensor = type->mutable_tensor_type();
-    const auto given = std::find_if(options.input_shapes.begin(), options.input_shapes.end(),
-                                    [&](const InputShape& s) { return s.name == input.name(); });
-    if (given != options.input_shapes.end()) {
+    if (const auto* given = given_shape(options, input.name())) {
       if (tensor->has_shape() && tensor->shape().dim_size() != static_cast<int>(given->dims.size())) {
         throw InputError(fmt::format("{}: --input-shape {}={} has rank {}, the input has rank {}", where,
                                      given->name, dims_str(given->dims), given->dims.size(),
                                      tensor->shape().dim_size()));
       }
       auto* shape = tensor->mutable_shape();
+      if (given->dims.size() >= 2 && batch && given->dims[0] == *batch) has_batch = true;
       shape->clear_dim();
       for (auto d : given->dims) shape->add_dim()->set_dim_value(d);
       continue;
@@ -103,21 +152,31 @@ void bind_inputs(onnx::GraphProto& graph, const std::set<std::string>& initializ
     for (int i = 0; i < shape->dim_size(); ++i) {
       auto* dim = shape->mutable_dim(i);
       if (dim->has_dim_value() && dim->dim_value() > 0) {
-        if (i == 0 && shape->dim_size() >= 2 && options.batch && dim->dim_value() != *options.batch) {
-          throw InputError(fmt::format(
-              "{}: input '{}' has a fixed batch of {} in the file, not {}; export the model with a "
-              "dynamic batch axis or for that batch",
-              where, input.name(), dim->dim_value(), *options.batch));
+        if (i == 0 && shape->dim_size() >= 2 && batch) {
+          if (dim->dim_value() != *batch) {
+            throw InputError(fmt::format(
+                "{}: input '{}' has a fixed batch of {} in the file, not {}; export the model with a "
+                "dynamic batch axis or for that batch",
+                where, input.name(), dim->dim_value(), *batch));
+          }
+          has_batch = true;
         }
         continue;
       }
       const std::string param = dim->has_dim_param() ? dim->dim_param() : std::string();
       const auto role = dim_role(param, i, integer_input);
       std::optional<std::int64_t> value;
-      if (role == DimRole::batch) value = options.batch;
+      if (role == DimRole::batch) {
+        value = batch;
+        has_batch = has_batch || batch.has_value();
+      }
       if (role == DimRole::seq) value = options.seq;
+      if (role == DimRole::context) value = options.context ? options.context : options.seq;
       if (!value) {
-        const char* flag = role == DimRole::batch ? " (--batch)" : role == DimRole::seq ? " (--seq)" : "";
+        const char* flag = role == DimRole::batch     ? " (--batch)"
+                           : role == DimRole::seq     ? " (--seq)"
+                           : role == DimRole::context ? " (--context)"
+                                                      : "";
         throw InputError(fmt::format(
             "{}: dimension {} ('{}') of input '{}' is dynamic and has no value{}; give the whole shape "
             "with --input-shape {}=DIMS",
@@ -135,6 +194,7 @@ void bind_inputs(onnx::GraphProto& graph, const std::set<std::string>& initializ
                                    given.name, names));
     }
   }
+  return has_batch ? batch : std::nullopt;
 }
 
 // Every node reads only what the graph inputs, the initializers or an earlier node define.
@@ -173,6 +233,102 @@ void record_value(const onnx::ValueInfoProto& value, ParsedGraph& parsed) {
     dims.push_back(d.dim_value());
   }
   parsed.shapes[value.name()] = std::move(dims);
+}
+
+using Dims = std::vector<std::int64_t>;
+
+// A value's element type and dimensions, when they are all known.
+std::optional<std::pair<std::int32_t, Dims>> known_type(const onnx::TypeProto& type) {
+  if (!type.has_tensor_type() || !type.tensor_type().has_shape()) return std::nullopt;
+  Dims dims;
+  for (const auto& d : type.tensor_type().shape().dim()) {
+    if (!d.has_dim_value() || d.dim_value() < 0) return std::nullopt;
+    dims.push_back(d.dim_value());
+  }
+  return std::pair{type.tensor_type().elem_type(), std::move(dims)};
+}
+
+// Numpy-style broadcast of two shapes; nullopt when they do not broadcast.
+std::optional<Dims> broadcast(const Dims& a, const Dims& b) {
+  Dims out(std::max(a.size(), b.size()), 1);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const auto x = i < a.size() ? a[a.size() - 1 - i] : 1;
+    const auto y = i < b.size() ? b[b.size() - 1 - i] : 1;
+    if (x != y && x != 1 && y != 1) return std::nullopt;
+    out[out.size() - 1 - i] = x == 1 ? y : x;
+  }
+  return out;
+}
+
+// Output shapes that ONNX shape inference cannot give because this ONNX library has no schema for
+// the node: a standard op newer than the library (Gelu, opset 20) or an op of a custom domain.
+// An elementwise op writes its inputs' broadcast shape; any other such op is taken to write
+// tensors shaped like its first input, and is counted in `guessed` (op type -> nodes) for a
+// warning. The shapes go to `assumed`, which every inference pass starts from, so that the nodes
+// after them get shapes too. Returns how many tensors got a shape.
+int assume_shapes(const onnx::ModelProto& model, std::map<std::string, onnx::ValueInfoProto>& assumed,
+                  std::map<std::string, int>& guessed) {
+  const auto& graph = model.graph();
+  std::map<std::string, std::int64_t> opsets;
+  for (const auto& opset : model.opset_import()) {
+    opsets[opset.domain() == "ai.onnx" ? "" : opset.domain()] = opset.version();
+  }
+  std::map<std::string, std::pair<std::int32_t, Dims>> known;
+  const auto learn = [&](const onnx::ValueInfoProto& value) {
+    if (auto type = known_type(value.type())) known[value.name()] = std::move(*type);
+  };
+  for (const auto& value : graph.input()) learn(value);
+  for (const auto& value : graph.value_info()) learn(value);
+  for (const auto& value : graph.output()) learn(value);
+  for (const auto& init : graph.initializer()) {
+    known[init.name()] = {init.data_type(), Dims(init.dims().begin(), init.dims().end())};
+  }
+  int filled = 0;
+  for (const auto& node : graph.node()) {
+    const bool all_known = std::all_of(node.output().begin(), node.output().end(),
+                                       [&](const std::string& t) { return t.empty() || known.count(t); });
+    const bool subgraph = std::any_of(node.attribute().begin(), node.attribute().end(), [](const auto& a) {
+      return a.type() == onnx::AttributeProto::GRAPH || a.type() == onnx::AttributeProto::GRAPHS;
+    });
+    if (all_known || subgraph || node.input_size() == 0) continue;
+    const std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
+    const auto opset = opsets.find(domain);
+    const int version = opset == opsets.end() ? 1 : static_cast<int>(opset->second);
+    if (onnx::OpSchemaRegistry::Schema(node.op_type(), version, domain) != nullptr) continue;
+    const auto first = known.find(node.input(0));
+    if (first == known.end()) continue;
+    auto [elem_type, dims] = first->second;
+    const bool elementwise = domain.empty() && (is_unary_elementwise(node.op_type()) ||
+                                                is_binary_elementwise(node.op_type()));
+    if (elementwise) {
+      bool ok = true;
+      for (const auto& in : node.input()) {
+        if (in.empty()) continue;
+        const auto it = known.find(in);
+        const auto both = it == known.end() ? std::nullopt : broadcast(dims, it->second.second);
+        if (!both) {
+          ok = false;
+          break;
+        }
+        dims = *both;
+      }
+      if (!ok) continue;
+    } else {
+      ++guessed[domain.empty() ? node.op_type() : domain + "." + node.op_type()];
+    }
+    for (const auto& out : node.output()) {
+      if (out.empty() || known.count(out)) continue;
+      onnx::ValueInfoProto value;
+      value.set_name(out);
+      auto* tensor = value.mutable_type()->mutable_tensor_type();
+      tensor->set_elem_type(elem_type);
+      for (const auto d : dims) tensor->mutable_shape()->add_dim()->set_dim_value(d);
+      assumed[out] = value;
+      known[out] = {elem_type, dims};
+      ++filled;
+    }
+  }
+  return filled;
 }
 
 Node convert_node(const onnx::NodeProto& proto, int index) {
@@ -245,7 +401,7 @@ ParsedGraph parse_onnx(const std::string& bytes, const std::string& where, const
     if (is_float_type(init.data_type())) parsed.float_tensors.insert(init.name());
     parsed.shapes[init.name()] = std::vector<std::int64_t>(init.dims().begin(), init.dims().end());
   }
-  bind_inputs(*graph, parsed.initializers, options, where);
+  parsed.batch = bind_inputs(*graph, parsed.initializers, options, where);
 
   // Inference recomputes every intermediate shape from the bound inputs; shapes written in the
   // file for another binding would conflict, so only element types are kept.
@@ -259,15 +415,25 @@ ParsedGraph parse_onnx(const std::string& bytes, const std::string& where, const
   // known, and a chain of blocks whose shapes each wait on the block before (ShuffleNet's channel
   // shuffles) needs a pass per block: the bound is the node count, never reached in practice.
   const onnx::ShapeInferenceOptions inference_options(false, 0, true);
+  std::map<std::string, onnx::ValueInfoProto> assumed;
+  std::map<std::string, int> guessed;
   for (int pass = 0; pass <= graph->node_size(); ++pass) {
     try {
       graph->clear_value_info();
+      for (const auto& [name, value] : assumed) *graph->add_value_info() = value;
       std::unordered_map<std::string, onnx::TensorShapeProto> propagated;
       onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), inference_options, &propagated);
     } catch (const std::exception& e) {
       throw InputError(fmt::format("{}: ONNX shape inference failed: {}", where, first_line(e.what())));
     }
-    if (fold_shape_tensors(model) == 0) break;
+    const int folded = fold_shape_tensors(model);
+    if (folded == 0 && assume_shapes(model, assumed, guessed) == 0) break;
+  }
+  for (const auto& [type, count] : guessed) {
+    parsed.warnings.push_back(fmt::format(
+        "{} x{}: this ONNX library has no shape inference for it; its outputs are taken to have its "
+        "first input's shape",
+        type, count));
   }
   // The folded values are int64 initializers: constants to the op mapping, never parameters.
   for (const auto& init : graph->initializer()) {

@@ -244,6 +244,73 @@ def transposes():
     return model_of(graph, 13)
 
 
+def no_schema():
+    """Nodes this ONNX library has no schema for, so no shape inference: an op of a custom domain
+    feeding a Conv, and Gelu (opset 20, newer than the library) feeding a ReLU. Input 'x'
+    [batch, 8, 16, 16]."""
+    n = helper.make_node
+    graph = helper.make_graph(
+        [n("Foo", ["x"], ["f"], name="custom", domain="custom.ops"),
+         n("Conv", ["f", "w"], ["c"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+         n("Gelu", ["c"], ["g"], name="gelu"),
+         n("Relu", ["g"], ["r"], name="relu"),
+         n("Add", ["r", "shift"], ["y"], name="shift")],
+        "no_schema",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8, 16, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [weight("w", 8, 8, 3, 3), weight("shift", 8, 1, 1)])
+    # Not checked: the checker of this ONNX library knows neither op.
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20), helper.make_opsetid("custom.ops", 1)],
+                             producer_name="truepeak-fixtures", ir_version=9)
+
+
+def conv_variants():
+    """Convolutions and pools with the attributes that change their cost: dilations, asymmetric
+    pads, auto_pad, a 1-D convolution, a bias added by its own node; and Sigmoid, AveragePool, a
+    standalone BatchNormalization, LayerNormalization, a Constant node and Slice. Inputs 'image'
+    [batch, 4, 16, 16] and 'signal' [batch, 4, 32]."""
+    n = helper.make_node
+    nodes = [
+        n("Conv", ["image", "d.w"], ["d"], name="dilated", kernel_shape=[3, 3], dilations=[2, 2], pads=[2, 2, 2, 2]),
+        n("Add", ["d", "d.b"], ["db"], name="dilated_bias"),
+        n("Sigmoid", ["db"], ["s"], name="sigmoid"),
+        n("BatchNormalization", ["s", "bn.s", "bn.b", "bn.m", "bn.v"], ["bn"], name="bn"),
+        n("AveragePool", ["bn"], ["a"], name="avgpool", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+        n("Conv", ["a", "same.w"], ["same"], name="same", kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_UPPER"),
+        n("Conv", ["a", "asym.w"], ["asym"], name="asym", kernel_shape=[2, 2], pads=[0, 0, 1, 1]),
+        n("Constant", [], ["starts"], name="starts", value=const_i64("starts_value", [0])),
+        n("Slice", ["asym", "starts", "ends", "axes"], ["sliced"], name="slice"),
+        n("Conv", ["signal", "c1d.w", "c1d.b"], ["c1d"], name="conv1d", kernel_shape=[5], pads=[2, 2], strides=[2]),
+        n("LayerNormalization", ["c1d", "ln.s", "ln.b"], ["ln"], name="layernorm", axis=-1),
+    ]
+    inits = [weight("d.w", 8, 4, 3, 3), weight("d.b", 1, 8, 1, 1), weight("bn.s", 8), weight("bn.b", 8),
+             weight("bn.m", 8), numpy_helper.from_array(np.abs(RNG.standard_normal(8)).astype(np.float32) + 0.5, "bn.v"),
+             weight("same.w", 8, 8, 3, 3), weight("asym.w", 8, 8, 2, 2), const_i64("ends", [4]), const_i64("axes", [1]),
+             weight("c1d.w", 6, 4, 5), weight("c1d.b", 6), weight("ln.s", 16), weight("ln.b", 16)]
+    f = TensorProto.FLOAT
+    graph = helper.make_graph(
+        nodes, "conv_variants",
+        [helper.make_tensor_value_info("image", f, ["batch", 4, 16, 16]),
+         helper.make_tensor_value_info("signal", f, ["batch", 4, 32])],
+        [helper.make_tensor_value_info("same", f, ["batch", 8, 4, 4]),
+         helper.make_tensor_value_info("sliced", f, ["batch", 4, 8, 8]),
+         helper.make_tensor_value_info("ln", f, ["batch", 6, 16])], inits)
+    return model_of(graph, 17)
+
+
+def kv_cache():
+    """One decode step's cache update: the new token's keys appended to the cached ones. Inputs
+    'key' [batch, 2, 1, 4] and 'past_key' [batch, 2, past_sequence_length, 4]."""
+    f = TensorProto.FLOAT
+    graph = helper.make_graph(
+        [helper.make_node("Concat", ["past_key", "key"], ["present_key"], name="append", axis=2)],
+        "kv_cache",
+        [helper.make_tensor_value_info("key", f, ["batch", 2, 1, 4]),
+         helper.make_tensor_value_info("past_key", f, ["batch", 2, "past_sequence_length", 4])],
+        [helper.make_tensor_value_info("present_key", f, ["batch", 2, "total_sequence_length", 4])])
+    return model_of(graph, 13)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "tests", "estimate",
@@ -264,6 +331,9 @@ def main():
     write("shuffle_chain.onnx", shuffle_chain().SerializeToString())
     write("gelu_tanh.onnx", gelu_tanh().SerializeToString())
     write("transposes.onnx", transposes().SerializeToString())
+    write("no_schema.onnx", no_schema().SerializeToString())
+    write("conv_variants.onnx", conv_variants().SerializeToString())
+    write("kv_cache.onnx", kv_cache().SerializeToString())
     write("truncated.onnx", cnn[: len(cnn) * 2 // 3])
     write("not_onnx.onnx", b"# a text file someone renamed to .onnx\nlayers: 3\n")
     write("empty.onnx", b"")

@@ -26,6 +26,13 @@ const Op& find_op(const Graph& graph, const std::string& name) {
 
 std::vector<std::int64_t> dims(const Shape& shape) { return eval_shape(shape, {}); }
 
+OnnxOptions batch_and_seq(std::int64_t batch, std::int64_t seq) {
+  OnnxOptions options;
+  options.batch = batch;
+  options.seq = seq;
+  return options;
+}
+
 int count_kind(const Graph& graph, OpKind kind, const std::string& fn = "") {
   return static_cast<int>(std::count_if(graph.ops.begin(), graph.ops.end(), [&](const Op& op) {
     return op.kind == kind && (fn.empty() || op.fn == fn);
@@ -230,11 +237,135 @@ TEST(OnnxImport, FixedBatchConflictIsAnInputError) {
   EXPECT_NO_THROW(load_onnx(fixture("tiny_cnn.onnx"), options));
 }
 
+TEST(OnnxImport, NodesWithoutASchemaPassShapesOn) {
+  // A custom-domain op feeds a Conv, and Gelu (opset 20, newer than the ONNX library) a ReLU:
+  // shape inference gives neither an output shape, and everything after them still gets one.
+  OnnxOptions options;
+  options.batch = 2;
+  const auto result = load_onnx(fixture("no_schema.onnx"), options);
+  const auto& graph = result.model.forward;
+  const std::vector<std::int64_t> shape{2, 8, 16, 16};
+  const auto& custom = find_op(graph, "custom");
+  EXPECT_EQ(custom.fn, "unknown:custom.ops.Foo");
+  EXPECT_EQ(dims(custom.output.shape), shape);
+  ASSERT_EQ(custom.inputs.size(), 1u);
+  EXPECT_EQ(find_op(graph, "conv").kind, OpKind::conv2d);
+  const auto& gelu = find_op(graph, "gelu");
+  EXPECT_EQ(gelu.fn, "gelu");
+  EXPECT_EQ(dims(gelu.output.shape), shape);
+  EXPECT_EQ(dims(find_op(graph, "relu").output.shape), shape);
+  // The [8, 1, 1] shift broadcasts over the ReLU's output.
+  EXPECT_EQ(dims(find_op(graph, "shift").output.shape), shape);
+  EXPECT_EQ(result.unknown_ops.at("custom.ops.Foo"), 1);
+  EXPECT_EQ(result.unknown_ops.count("Gelu"), 0u);
+  const auto guessed = std::count_if(result.warnings.begin(), result.warnings.end(), [](const std::string& w) {
+    return w.find("custom.ops.Foo x1: this ONNX library has no shape inference") != std::string::npos;
+  });
+  EXPECT_EQ(guessed, 1);
+}
+
+TEST(OnnxImport, ConvolutionAndPoolAttributes) {
+  OnnxOptions options;
+  options.batch = 2;
+  const auto result = load_onnx(fixture("conv_variants.onnx"), options);
+  const auto& graph = result.model.forward;
+
+  // Dilation 2 with pads 2 keeps 16x16; the Add of a [1, 8, 1, 1] constant is its bias.
+  const auto& dilated = find_op(graph, "dilated");
+  EXPECT_EQ(dilated.dilation, 2);
+  EXPECT_EQ(dilated.pad, 2);
+  EXPECT_EQ(dims(dilated.output.shape), (std::vector<std::int64_t>{2, 8, 16, 16}));
+  EXPECT_EQ(dilated.output.name, "db");
+  EXPECT_EQ(result.fusions.at("bias add into conv"), 1);
+
+  EXPECT_EQ(find_op(graph, "sigmoid").fn, "sigmoid");
+  // A batch norm after no convolution is a norm of its own.
+  EXPECT_EQ(find_op(graph, "bn").kind, OpKind::norm);
+  EXPECT_EQ(find_op(graph, "bn").fn, "batchnorm");
+
+  const auto& avg = find_op(graph, "avgpool");
+  EXPECT_EQ(avg.kind, OpKind::pool);
+  EXPECT_EQ(avg.fn, "avg");
+  EXPECT_EQ(avg.kernel_h, 3);
+  EXPECT_EQ(avg.stride, 2);
+  EXPECT_EQ(dims(avg.output.shape), (std::vector<std::int64_t>{2, 8, 8, 8}));
+
+  // SAME_UPPER at stride 2: 8 -> 4.
+  EXPECT_EQ(dims(find_op(graph, "same").output.shape), (std::vector<std::int64_t>{2, 8, 4, 4}));
+  // Pads only at the end: a 2x2 kernel keeps 8x8.
+  EXPECT_EQ(dims(find_op(graph, "asym").output.shape), (std::vector<std::int64_t>{2, 8, 8, 8}));
+
+  // The Constant node is free; the Slice is a view of the first 4 channels.
+  for (const auto& op : graph.ops) EXPECT_NE(op.name, "starts");
+  const auto& slice = find_op(graph, "slice");
+  EXPECT_EQ(slice.kind, OpKind::reshape);
+  EXPECT_EQ(dims(slice.output.shape), (std::vector<std::int64_t>{2, 4, 8, 8}));
+
+  // A 1-D convolution is a 2-D one of height 1, output included.
+  const auto& conv1d = find_op(graph, "conv1d");
+  EXPECT_EQ(conv1d.kind, OpKind::conv2d);
+  EXPECT_EQ(conv1d.kernel_h, 1);
+  EXPECT_EQ(conv1d.kernel_w, 5);
+  EXPECT_EQ(conv1d.stride, 2);
+  EXPECT_EQ(dims(conv1d.output.shape), (std::vector<std::int64_t>{2, 6, 1, 16}));
+
+  const auto& ln = find_op(graph, "layernorm");
+  EXPECT_EQ(ln.kind, OpKind::norm);
+  EXPECT_EQ(ln.fn, "layernorm");
+  EXPECT_EQ(ln.weights.size(), 2u);
+}
+
+TEST(OnnxImport, ACacheLengthTakesTheContext) {
+  OnnxOptions options;
+  options.batch = 3;
+  options.seq = 8;
+  options.context = 20;
+  const auto& with_context = load_onnx(fixture("kv_cache.onnx"), options).model.forward;
+  EXPECT_EQ(dims(find_op(with_context, "append").output.shape), (std::vector<std::int64_t>{3, 2, 21, 4}));
+  options.context.reset();  // the sequence length stands in
+  const auto& with_seq = load_onnx(fixture("kv_cache.onnx"), options).model.forward;
+  EXPECT_EQ(dims(find_op(with_seq, "append").output.shape), (std::vector<std::int64_t>{3, 2, 9, 4}));
+  options.seq.reset();
+  try {
+    load_onnx(fixture("kv_cache.onnx"), options);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("'past_sequence_length'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--context"), std::string::npos) << e.what();
+  }
+}
+
+TEST(OnnxImport, TheBatchComesFromOnePlace) {
+  OnnxOptions options;
+  options.batch = 1;
+  options.batch_is_default = true;
+  // Without --batch, a batch given by --input-shape is the graph's.
+  options.input_shapes = {parse_input_shape("image=4x3x32x32")};
+  EXPECT_EQ(load_onnx(fixture("tiny_cnn.onnx"), options).batch, 4);
+  // Given both ways, they must agree.
+  options.batch_is_default = false;
+  EXPECT_THROW(load_onnx(fixture("tiny_cnn.onnx"), options), InputError);
+  options.batch = 4;
+  EXPECT_EQ(load_onnx(fixture("tiny_cnn.onnx"), options).batch, 4);
+  // Without --batch, a batch fixed in the file is the graph's; with one, it must agree.
+  options.input_shapes.clear();
+  options.batch = 1;
+  options.batch_is_default = true;
+  const auto fixed = load_onnx(fixture("fixed_batch.onnx"), options);
+  ASSERT_TRUE(fixed.batch.has_value());
+  options.batch = *fixed.batch + 1;
+  options.batch_is_default = false;
+  EXPECT_THROW(load_onnx(fixture("fixed_batch.onnx"), options), InputError);
+  // A graph whose batch is dynamic takes --batch.
+  options.batch = 6;
+  EXPECT_EQ(load_onnx(fixture("tiny_cnn.onnx"), options).batch, 6);
+}
+
 TEST(OnnxImport, MalformedFilesAreOneLineInputErrors) {
   for (const char* name : {"truncated.onnx", "not_onnx.onnx", "empty.onnx", "no_graph.onnx", "dangling.onnx",
                            "does_not_exist.onnx"}) {
     try {
-      load_onnx(fixture(name), OnnxOptions{1, 8, {}, false});
+      load_onnx(fixture(name), batch_and_seq(1, 8));
       ADD_FAILURE() << name << ": expected InputError";
     } catch (const InputError& e) {
       const std::string message = e.what();
@@ -250,7 +381,7 @@ TEST(OnnxImport, TruncatedAndCorruptedBytesNeverEscapeAsOtherErrors) {
   std::ifstream file(fixture("tiny_transformer.onnx"), std::ios::binary);
   const std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
   ASSERT_GT(bytes.size(), 1000u);
-  const OnnxOptions options{2, 4, {}, false};
+  const OnnxOptions options = batch_and_seq(2, 4);
   auto attempt = [&](const std::string& data) {
     try {
       onnx_from_bytes(data, "mem.onnx", options);
