@@ -109,14 +109,34 @@ class ModelSource {
     if (onnx_ && (!model_ || batch != batch_)) {
       estimate::OnnxOptions o;
       o.batch = batch;
+      // Without --batch, a batch that --input-shape or the file fixes is the graph's batch;
+      // a sweep asks for each of its batches.
+      o.batch_is_default = args_.batches.empty() && !args_.sweep;
       if (args_.seq > 0) o.seq = args_.seq;
+      if (args_.context > 0) o.context = args_.context;
       for (const auto& text : args_.input_shapes) o.input_shapes.push_back(estimate::parse_input_shape(text));
       o.fuse_activations = args_.fuse_activations;
       auto imported = estimate::load_onnx(args_.model, o);
-      for (const auto& w : imported.warnings)
-        std::cerr << "truepeak: " << args_.model << ": " << w << "\n";
+      if (!warned_) {
+        for (const auto& w : imported.warnings)
+          std::cerr << "truepeak: " << args_.model << ": " << w << "\n";
+        // What the import folded, for a reader of the table (a JSON reader takes stderr as warnings).
+        if (!imported.fusions.empty() && args_.format != "json") {
+          std::string list;
+          for (const auto& [what, count] : imported.fusions)
+            list += fmt::format("{}{} x{}", list.empty() ? "" : ", ", what, count);
+          std::cerr << "truepeak: " << args_.model << ": " << imported.onnx_nodes
+                    << " ONNX nodes; fused as an inference runtime does: " << list << "\n";
+        }
+        warned_ = true;
+      }
       model_ = std::move(imported.model);
       batch_ = batch;
+      bound_batch_ = imported.batch.value_or(batch);
+      if (args_.sweep && bound_batch_ != batch)
+        throw InputError(fmt::format("{}: --sweep-batch: the graph's batch is fixed at {} (by --input-shape or "
+                                     "the file), it cannot be swept",
+                                     args_.model, bound_batch_));
     }
 #else
     (void)batch;
@@ -125,7 +145,9 @@ class ModelSource {
   }
   bool is_onnx() const { return onnx_; }
   // An estimate of a graph bound to `batch` samples, labelled with its batch.
+  // An ONNX graph's batch is the one it was read with (--input-shape or the file may fix it).
   estimate::Estimate relabel(estimate::Estimate est, std::int64_t batch) const {
+    if (onnx_) batch = bound_batch_;
     if (onnx_) est.throughput_per_s *= static_cast<double>(batch);
     est.batch = batch;
     return est;
@@ -137,7 +159,9 @@ class ModelSource {
   const EstimateArgs& args_;
   std::optional<estimate::Model> model_;
   bool onnx_ = false;
+  bool warned_ = false;  // the import's warnings are printed once, not per batch
   std::int64_t batch_ = 0;
+  std::int64_t bound_batch_ = 0;
 };
 
 bool is_row_kind(const std::string& kind) {
