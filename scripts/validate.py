@@ -1895,6 +1895,15 @@ def write_report(rows, summary, meta, out_base):
     for r in rows:
         if r.get("layers"):
             lines += layers_text(r)
+    # What truepeak estimate said of each export (unknown node types, approximations), once a model.
+    warned = {}
+    for r in rows:
+        for w in r.get("estimate_warnings") or []:
+            warned.setdefault(r["model"], []).append(w.removeprefix("truepeak: "))
+    if warned:
+        lines += ["", "Estimate warnings:"]
+        for model, warnings in warned.items():
+            lines += [f"- {model}: {w}" for w in dict.fromkeys(warnings)]
     errors = [r for r in rows if r.get("estimate_error")]
     for r in errors:
         lines.append(f"- {r['model']} b{r['batch']}: estimate failed: {r['estimate_error']}")

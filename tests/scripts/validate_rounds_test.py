@@ -400,6 +400,30 @@ class HostProbeTest(ClockedTest):
         self.assertIn("or that had no quiet round (host probe), ran extra rounds, up to 8", text)
 
 
+class SummaryTest(unittest.TestCase):
+    def test_median_worst_and_rows_closer_than_naive(self):
+        rows = [dict(REPORT_ROW, error_pct=e, naive_error_pct=n)
+                for e, n in [(2.0, -30.0), (-8.0, 5.0), (4.0, None), (None, -40.0)]]
+        summary = validate.summarize(rows)
+        self.assertEqual(summary["rows"], 4)
+        self.assertEqual(summary["median_abs_error_pct"], 4.0)
+        self.assertEqual(summary["worst_abs_error_pct"], 8.0)
+        self.assertEqual(summary["naive_median_abs_error_pct"], 30.0)
+        self.assertEqual(summary["naive_worst_abs_error_pct"], 40.0)
+        # Only rows with both errors count, and only when closer: the second row is not.
+        self.assertEqual(summary["rows_better_than_naive"], 1)
+
+    def test_the_report_gives_each_models_estimate_warnings_once(self):
+        warning = "truepeak: /tmp/m.onnx: 1 node(s) of types the importer does not know: custom.Foo x1"
+        rows = [dict(REPORT_ROW, estimate_warnings=[warning]), dict(REPORT_ROW, batch=8, estimate_warnings=[warning])]
+        meta = {"machine": "host", "date_utc": "now", "profile": "p.json", "threads": 2, "rounds": 8, "runs": 3,
+                "command": "validate.py", "device": "cpu"}
+        with tempfile.TemporaryDirectory() as d:
+            text = validate.write_report(rows, validate.summarize(rows), meta, os.path.join(d, "v"))
+        self.assertIn("Estimate warnings:\n- m: /tmp/m.onnx: 1 node(s) of types the importer does not know", text)
+        self.assertEqual(text.count("custom.Foo x1"), 1)
+
+
 class CalibrateTest(unittest.TestCase):
     """--calibrate: truepeak calibrate into --profile before the runs."""
 
