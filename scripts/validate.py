@@ -2019,6 +2019,30 @@ def summarize(rows):
     }
 
 
+def reestimate_drops(args):
+    """The options a re-estimate leaves out of the recorded commands: with --library-overhead the
+    per-op costs measured in PyTorch, with --profile-rates the rates of PyTorch's own kernels."""
+    drops = []
+    if args.library_overhead:
+        drops += ["--op-overhead-us", "--kind-overhead-us"]
+    if args.profile_rates:
+        drops.append("--own-rates")
+    return drops
+
+
+def without_options(cmd, names):
+    """A command line without the named options and their values."""
+    out, skip = [], False
+    for i, item in enumerate(cmd):
+        if skip:
+            skip = False
+        elif item in names:
+            skip = i + 1 < len(cmd)
+        else:
+            out.append(item)
+    return out
+
+
 def reestimate(args):
     """--reestimate FILE: the estimates of an earlier validation run again, with this --truepeak and
     --profile, against the times it measured (a change to the estimator or the profile, judged on
@@ -2038,9 +2062,11 @@ def reestimate(args):
         if not cmd or "--profile" not in cmd:
             usage_error(f"validate.py: --reestimate {source}: row {i} ({row.get('model')} b{row.get('batch')}) "
                         "records no estimate command (a validation from before they were recorded)")
-        cmd = list(cmd)
+        cmd = without_options(cmd, reestimate_drops(args))
         cmd[0] = truepeak
         cmd[cmd.index("--profile") + 1] = args.profile
+        if args.typical_times and "--typical-times" not in cmd:
+            cmd.append("--typical-times")
         model = cmd[cmd.index("--model") + 1]
         if not os.path.exists(model):
             usage_error(f"validate.py: --reestimate {source}: row {i}: model file {model} is gone "
@@ -2107,7 +2133,8 @@ def main():
                         help="skip the ONEDNN_VERBOSE probe runs (the primitive counts and PyTorch's layouts)")
     parser.add_argument("--library-overhead", action="store_true",
                         help="estimate with the profile's per-op overhead (oneDNN's alone) instead of "
-                             "PyTorch's, measured here with chains of tiny ops")
+                             "PyTorch's, measured here with chains of tiny ops (with --reestimate: leave out "
+                             "the recorded per-op costs)")
     parser.add_argument("--device", default="cpu",
                         help="cpu, or cuda:N: run the models on that GPU and estimate for the profile's "
                              "device of that id")
@@ -2129,7 +2156,8 @@ def main():
     parser.add_argument("--profile-rates", action="store_true",
                         help="CPU: cost the ops that run in PyTorch's own kernels (those a frozen graph runs "
                              "plain, and an eager run's ops outside oneDNN) with the profile's figures instead "
-                             "of the rates of PyTorch's kernels, measured here")
+                             "of the rates of PyTorch's kernels, measured here (with --reestimate: leave out "
+                             "the recorded rates)")
     parser.add_argument("--typical-times", action="store_true",
                         help="estimate with each profile point's typical time (the median of its quietest look) "
                              "instead of its fastest sample")

@@ -72,6 +72,25 @@ class ReestimateTest(unittest.TestCase):
         self.assertEqual(report["summary"]["rows"], 2)
         self.assertIn("only the estimates ran again", report["md"])
 
+    def test_pytorchs_own_figures_can_be_left_out(self):
+        # Recorded with PyTorch's per-op cost and its kernels' rates; re-estimated on the profile alone.
+        recorded = command(1) + ["--op-overhead-us", "500", "--kind-overhead-us", "conv2d=700",
+                                 "--own-rates", "elementwise:relu=1e3", "--typical-times"]
+        alone = command(1)
+        alone[0], alone[3] = TRUEPEAK, FIXTURE
+        expected = json.loads(subprocess.run(alone + ["--typical-times"], capture_output=True, text=True,
+                                             check=True).stdout)
+        run, report = self.run_validate(validation([row(2.0, recorded)]), "--library-overhead", "--profile-rates")
+        self.assertEqual(run.returncode, 0, run.stderr)
+        r = report["rows"][0]
+        for gone in ("--op-overhead-us", "--kind-overhead-us", "--own-rates", "500", "conv2d=700"):
+            self.assertNotIn(gone, r["estimate_command"])
+        self.assertIn("--typical-times", r["estimate_command"])
+        self.assertAlmostEqual(r["predicted_ms"], validate_key(expected, "latency_s") * 1e3, places=9)
+        # Without the two flags the recorded figures stay, and the prediction is much longer.
+        run, report = self.run_validate(validation([row(2.0, recorded)]))
+        self.assertGreater(report["rows"][0]["predicted_ms"], r["predicted_ms"] + 0.4)
+
     def test_a_validation_without_estimate_commands_is_refused(self):
         rows = [row(2.0, None)]
         run, report = self.run_validate(validation(rows))
