@@ -220,8 +220,9 @@ class Case:
     """One model at one batch: the module, its inputs, and how PyTorch runs it."""
 
     def __init__(self, model, batch, dtype, module, inputs, runner, runtime, seq=None, context=None,
-                 input_names=None, conv_layout=None, in_place_ops=None):
+                 input_names=None, conv_layout=None, in_place_ops=None, source=None):
         self.model, self.batch, self.dtype = model, batch, dtype
+        self.source = source or model  # as --models names it (a child process builds it from that)
         # The estimator's elementwise kinds that the runtime runs in place (in_place_kinds).
         self.in_place_ops = in_place_ops or []
         self.runtime = runtime  # "frozen" (TorchScript graph) or "eager"
@@ -342,14 +343,67 @@ def torchvision_classifier(name):
         return 224
 
 
+def user_model_spec(name):
+    """(path, function) when `name` is FILE.py:FUNCTION, a model of the user's own, else None."""
+    path, sep, function = name.rpartition(":")
+    return (path, function) if sep and path.endswith(".py") else None
+
+
+def user_model_function(name):
+    """The FUNCTION of FILE.py:FUNCTION, loaded from the file; one line and exit 2 when the file
+    cannot be loaded or has no such function."""
+    path, function = user_model_spec(name)
+    import importlib.util
+    if not os.path.isfile(path):
+        usage_error(f"validate.py: --models {name}: no such file {path}")
+    spec = importlib.util.spec_from_file_location(f"truepeak_user_model_{abs(hash(path))}", path)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as error:  # the user's file: whatever it raises is reported in one line
+        usage_error(f"validate.py: --models {name}: {path} failed to load: {type(error).__name__}: {error}")
+    make = getattr(module, function, None)
+    if not callable(make):
+        usage_error(f"validate.py: --models {name}: {path} has no function '{function}'")
+    return make
+
+
+def user_model(name, batch):
+    """FUNCTION(batch) of FILE.py:FUNCTION: a torch.nn.Module and its example inputs (a tensor or
+    a tuple of tensors) for `batch` samples, the batch their first dimension."""
+    import torch
+    try:
+        made = user_model_function(name)(batch)
+        module, inputs = made
+    except SystemExit:
+        raise
+    except Exception as error:  # the user's code
+        usage_error(f"validate.py: --models {name}: calling it with batch {batch} failed: "
+                    f"{type(error).__name__}: {error}")
+    inputs = inputs if isinstance(inputs, tuple) else (inputs,)
+    if not isinstance(module, torch.nn.Module) or not inputs or \
+            not all(isinstance(t, torch.Tensor) and t.dim() >= 1 and t.shape[0] == batch for t in inputs):
+        usage_error(f"validate.py: --models {name}: expected (torch.nn.Module, inputs) with every input a tensor "
+                    f"whose first dimension is the batch ({batch})")
+    return module.eval(), inputs
+
+
 def check_model_names(names):
-    """Exits with one line naming the first model that is neither a transformer of this script
-    nor a torchvision classification model."""
+    """Exits with one line naming the first model that is neither a transformer of this script,
+    a torchvision classification model, nor a FILE.py:FUNCTION that can be loaded."""
+    rows = {}
     for name in names:
+        row = user_model_spec(name)[1] if user_model_spec(name) else name
+        if row in rows:
+            usage_error(f"validate.py: --models: {rows[row]} and {name} would both be rows named '{row}'")
+        rows[row] = name
+        if user_model_spec(name):
+            user_model_function(name)
+            continue
         if name not in TRANSFORMERS and torchvision_classifier(name) is None:
             usage_error(f"validate.py: --models: unknown model '{name}' (known: {', '.join(TRANSFORMERS)}, "
-                     f"and torchvision's classification models, e.g. resnet34, densenet121, "
-                     f"efficientnet_b0)")
+                     f"torchvision's classification models, e.g. resnet34, densenet121, "
+                     f"efficientnet_b0, and FILE.py:FUNCTION for a model of your own)")
 
 
 def cpu_eager_dtype(doc):
@@ -386,33 +440,45 @@ def build_case(name, batch, seq, context, device="cpu", runnable=True):
 
     torch.manual_seed(0)
     gpu = on_gpu(device)
-    if name not in TRANSFORMERS:
+    source, user_inputs = name, None
+    if user_model_spec(name):
+        # A model of the user's own: run as the CNNs when its first input is floating point
+        # (an image), as the transformers when it is integer (token ids).
+        module, user_inputs = user_model(name, batch)
+        name = user_model_spec(name)[1]
+    elif name not in TRANSFORMERS:
         size = torchvision_classifier(name)
         if size is None:
             check_model_names([name])
         # Random weights; eval mode (dropout off, batch norms use their running statistics, no
         # auxiliary classifiers).
         module = torchvision.models.get_model(name, weights=None).eval()
-        x = torch.randn(batch, 3, size, size)
+        user_inputs = (torch.randn(batch, 3, size, size),)
+    if user_inputs is not None and user_inputs[0].is_floating_point():
+        inputs = user_inputs
+        names = ["input"] if len(inputs) == 1 else [f"input_{i}" for i in range(len(inputs))]
         if gpu:
             run = None
             if runnable:
                 from torch.fx.experimental.optimization import fuse
                 net = fuse(copy.deepcopy(module)).to(device, torch.bfloat16)
                 net = net.to(memory_format=torch.channels_last)
-                xd = x.to(device, torch.bfloat16).contiguous(memory_format=torch.channels_last)
-                run = synced(lambda: net(xd))
-            return Case(name, batch, "bf16", module, (x,), run, "eager-conv", conv_layout="nhwc")
+                moved = tuple(t.to(device, torch.bfloat16).contiguous(memory_format=torch.channels_last)
+                              if t.dim() == 4 else t.to(device, torch.bfloat16) for t in inputs)
+                run = synced(lambda: net(*moved))
+            return Case(name, batch, "bf16", module, inputs, run, "eager-conv", conv_layout="nhwc",
+                        input_names=names, source=source)
         if not runnable:
-            return Case(name, batch, "f32", module, (x,), None, "frozen", conv_layout="blocked")
+            return Case(name, batch, "f32", module, inputs, None, "frozen", conv_layout="blocked",
+                        input_names=names, source=source)
         with torch.no_grad():
             net = linears_as_convolutions(copy.deepcopy(module))
-            frozen = torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.trace(net, x)))
+            frozen = torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.trace(net, inputs)))
         # PyTorch's oneDNN path keeps activations channel-blocked (aBcd16b in ONEDNN_VERBOSE): the
         # estimate uses the profile's blocked convolution points.
-        return Case(name, batch, "f32", module, (x,), lambda: frozen(x), "frozen", conv_layout="blocked",
-                    in_place_ops=in_place_kinds(node.kind() for node in frozen.graph.nodes()))
-    encoder, decoder = transformer_classes()
+        return Case(name, batch, "f32", module, inputs, lambda: frozen(*inputs), "frozen", conv_layout="blocked",
+                    in_place_ops=in_place_kinds(node.kind() for node in frozen.graph.nodes()),
+                    input_names=names, source=source)
 
     dtype = "bf16" if gpu else EAGER["dtype"]
     torch_dtype = torch.bfloat16 if dtype == "bf16" else torch.float32
@@ -430,6 +496,11 @@ def build_case(name, batch, seq, context, device="cpu", runnable=True):
         run = lambda: net(*moved)
         return synced(run) if gpu else run
 
+    if user_inputs is not None:
+        names = [f"input_{i}" for i in range(len(user_inputs))]
+        return Case(name, batch, dtype, module, user_inputs, runner(module, *user_inputs), "eager",
+                    input_names=names, source=source)
+    encoder, decoder = transformer_classes()
     if name == "bert_base":
         module = encoder().eval()
         ids = torch.randint(0, 30522, (batch, seq))
@@ -1654,7 +1725,7 @@ def measured_layers(case, args):
     """The case's primitives at their fastest over LAYER_RUNS verbose runs in a child process."""
     env = dict(os.environ, ONEDNN_VERBOSE="1", DNNL_VERBOSE="1")
     try:
-        out = subprocess.run(probe_command(case.model, args, case.batch, LAYER_RUNS), env=env,
+        out = subprocess.run(probe_command(case.source, args, case.batch, LAYER_RUNS), env=env,
                              capture_output=True, text=True, timeout=1800)
     except subprocess.TimeoutExpired:
         print(f"  {case.key}: the layer probe ran past 30 minutes; no layer table", file=sys.stderr)
@@ -2090,9 +2161,13 @@ def main():
     parser.add_argument("--profile", default=DEFAULT_PROFILE)
     parser.add_argument("--truepeak", default=None, help="the truepeak executable (default: build/truepeak)")
     parser.add_argument("--models", default=",".join(DEFAULT_MODELS),
-                        help="comma-separated: bert_base, gpt2_prefill, gpt2_decode, and any torchvision "
-                             "classification model (resnet34, densenet121, efficientnet_b0, ...); default: "
-                             "the public set")
+                        help="comma-separated: bert_base, gpt2_prefill, gpt2_decode, any torchvision "
+                             "classification model (resnet34, densenet121, efficientnet_b0, ...), and "
+                             "FILE.py:FUNCTION for a model of your own: FUNCTION(batch) returns a "
+                             "torch.nn.Module and its inputs (a tensor or a tuple), the batch their first "
+                             "dimension; a floating-point first input runs as the CNNs do (frozen, f32), "
+                             "an integer one (token ids) as the transformers (eager); rows are named "
+                             "FUNCTION; default: the public set")
     parser.add_argument("--batches", default="1,8")
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--runs", type=int, default=3, help="runs of each case per round, at least")
@@ -2377,9 +2452,9 @@ def main():
             "fastest_by_round_ms": [f * 1e3 for f in fastest_by_round(t, case.round_ends)] or None,
             **prediction_fields(predicted, naive, measured),
             "library": gpu_library_text(measured_doc or {"meta": torch_meta(torch)}) if gpu
-                       else library_text(libraries.get(case.model)),
-            "onednn": libraries.get(case.model),
-            "reorders": run_reorders(libraries.get(case.model)), "predicted_reorders": e.get("reorders"),
+                       else library_text(libraries.get(case.source)),
+            "onednn": libraries.get(case.source),
+            "reorders": run_reorders(libraries.get(case.source)), "predicted_reorders": e.get("reorders"),
             "in_place_ops": case.in_place_ops,
             "estimate_error": e.get("error"), "estimate_warnings": e.get("warnings", []),
             "estimate_command": e.get("command"),

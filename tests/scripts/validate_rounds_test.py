@@ -424,6 +424,36 @@ class SummaryTest(unittest.TestCase):
         self.assertEqual(text.count("custom.Foo x1"), 1)
 
 
+class UserModelNamesTest(unittest.TestCase):
+    def test_a_model_of_ones_own_is_file_and_function(self):
+        self.assertEqual(validate.user_model_spec("models/net.py:build"), ("models/net.py", "build"))
+        self.assertEqual(validate.user_model_spec("C:/nets/net.py:build"), ("C:/nets/net.py", "build"))
+        for name in ("resnet50", "net.py", "net:build", "gpt2_decode"):
+            self.assertIsNone(validate.user_model_spec(name), name)
+
+    def exits_with(self, names, message):
+        stderr = io.StringIO()
+        with contextlib.redirect_stderr(stderr), self.assertRaises(SystemExit) as exit_:
+            validate.check_model_names(names)
+        self.assertEqual(exit_.exception.code, 2)
+        self.assertIn(message, stderr.getvalue())
+        self.assertEqual(stderr.getvalue().count("\n"), 1)
+
+    def test_a_missing_file_or_function_is_one_line(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "net.py")
+            with open(path, "w") as f:
+                f.write("def build(batch):\n    return None, None\n")
+            validate.check_model_names([f"{path}:build"])
+            self.exits_with([f"{path}:make"], f"{path} has no function 'make'")
+            self.exits_with([os.path.join(d, "none.py") + ":build"], "no such file")
+            self.exits_with([f"{path}:build", os.path.join(d, "other.py") + ":build"],
+                            "would both be rows named 'build'")
+            with open(path, "w") as f:
+                f.write("import nothing_of_that_name\n")
+            self.exits_with([f"{path}:build"], "failed to load: ModuleNotFoundError")
+
+
 class CalibrateTest(unittest.TestCase):
     """--calibrate: truepeak calibrate into --profile before the runs."""
 

@@ -73,6 +73,57 @@ class OwnKernelRatesTest(unittest.TestCase):
             self.assertNotIn("error", estimate, estimate.get("error"))
 
 
+USER_MODELS = """
+import torch
+
+
+class Tagger(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(100, 32)
+        self.out = torch.nn.Linear(32, 5)
+
+    def forward(self, ids):
+        return self.out(self.embed(ids))
+
+
+def cnn(batch):
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(),
+                              torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(8, 4))
+    return net, torch.randn(batch, 3, 16, 16)
+
+
+def tagger(batch):
+    return Tagger(), (torch.randint(0, 100, (batch, 12)),)
+
+
+def wrong_batch(batch):
+    return Tagger(), torch.randint(0, 100, (batch + 1, 12))
+"""
+
+
+class UserModelTest(unittest.TestCase):
+    def test_a_model_of_ones_own_runs_and_is_estimated(self):
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "nets.py")
+            with open(path, "w") as f:
+                f.write(USER_MODELS)
+            cnn = validate.build_case(f"{path}:cnn", 2, 128, 128)
+            self.assertEqual((cnn.model, cnn.runtime, cnn.dtype, cnn.source), ("cnn", "frozen", "f32", f"{path}:cnn"))
+            cnn.runner()
+            tagger = validate.build_case(f"{path}:tagger", 3, 128, 128)
+            self.assertEqual((tagger.model, tagger.runtime, tagger.seq), ("tagger", "eager", None))
+            tagger.runner()
+            for case in (cnn, tagger):
+                onnx_path = os.path.join(folder, case.model + ".onnx")
+                validate.export_onnx(case, onnx_path)
+                estimate = validate.estimate(truepeak_args(), case, onnx_path)
+                self.assertNotIn("error", estimate, estimate.get("error"))
+                self.assertGreater(estimate["latency_s"], 0)
+            with self.assertRaises(SystemExit):
+                validate.build_case(f"{path}:wrong_batch", 2, 128, 128)
+
+
 if __name__ == "__main__":
     if not have_torch():
         print("skipped: no PyTorch and torchvision for", sys.executable)
