@@ -201,6 +201,7 @@ PeakWatch::Options watch_options(const Plan& plan) {
   o.burst_rule = plan.burst_rule;
   o.spell_s = plan.watch_spell_s;
   o.spell_budget_s = plan.watch_spell_budget_s;
+  o.companion_every_s = plan.watch_companion_every_s;
   o.spell_categories = {kMemoryCategory};
   o.admit_within = plan.watch_admit_within;
   o.most = plan.watch_share > 0 ? std::max(plan.watch_most, o.pool) : o.pool;

@@ -198,8 +198,10 @@ bool PeakWatch::burst(double min_claim, const std::atomic<bool>* stop, Clock::ti
   const auto start = Clock::now();
   time(*c, options_.burst_rule, false, stop);
   // Only a burst that timed something tells how settled the category is.
+  bool near_best = false;
   if (c->samples.size() > before) {
-    if (c->work / fastest_since(*c, before) >= kNearBest * best_rate) ++cat->near_best;
+    near_best = c->work / fastest_since(*c, before) >= kNearBest * best_rate;
+    if (near_best) ++cat->near_best;
     ++cat->bursts;
   }
   const double spent = seconds_since(start);
@@ -223,15 +225,36 @@ bool PeakWatch::burst(double min_claim, const std::atomic<bool>* stop, Clock::ti
       if (gain_since(*c, from) < kSpellGain) break;
     }
     // The category's other points, in the same spell.
-    for (auto& companion : cat->companions) {
-      if (spell_start >= spell_end || Clock::now() >= until || raised(stop)) break;
-      if (!companion.failed) time(companion, options_.burst_rule, false, stop);
-    }
+    if (spell_start < spell_end) time_companions(*cat, until, stop);
     const double in_spell = seconds_since(spell_start);
     cat->spell_time_s += in_spell;
     burst_time_s_ += in_spell;
+  } else if (near_best && companions_due(*cat)) {
+    // No spell to stand out, but the candidate runs as fast as it has: so may the companions.
+    const auto companions_start = Clock::now();
+    time_companions(*cat, until, stop);
+    ++cat->companion_rounds;
+    const double spent_on_them = seconds_since(companions_start);
+    cat->spell_time_s += spent_on_them;
+    burst_time_s_ += spent_on_them;
   }
   return true;
+}
+
+void PeakWatch::time_companions(Category& cat, Clock::time_point until, const std::atomic<bool>* stop) {
+  cat.companions_timed = Clock::now();
+  for (auto& companion : cat.companions) {
+    if (Clock::now() >= until || raised(stop)) break;
+    if (!companion.failed) time(companion, options_.burst_rule, false, stop);
+  }
+}
+
+bool PeakWatch::companions_due(const Category& cat) const {
+  if (options_.companion_every_s <= 0 || !has_spells(cat.name) || cat.companions.empty() ||
+      cat.spell_time_s >= options_.spell_budget_s)
+    return false;
+  return !cat.companions_timed ||
+         std::chrono::duration<double>(Clock::now() - *cat.companions_timed).count() >= options_.companion_every_s;
 }
 
 void PeakWatch::tick(double elapsed_s, const std::atomic<bool>* stop) {
@@ -324,7 +347,7 @@ nlohmann::json PeakWatch::report() const {
   for (const auto& cat : categories_) {
     j["categories"].push_back({{"category", cat.name}, {"bursts", cat.bursts}, {"near_best", cat.near_best},
                                {"burst_time_s", cat.burst_time_s}, {"spells", cat.spells},
-                               {"spell_time_s", cat.spell_time_s}});
+                               {"spell_time_s", cat.spell_time_s}, {"companion_rounds", cat.companion_rounds}});
     for (const auto& c : cat.candidates) {
       nlohmann::json e = {{"category", cat.name}, {"what", c.what}, {"samples", c.samples.size()},
                           {"bursts", c.bursts}, {"burst_time_s", c.burst_time_s}};

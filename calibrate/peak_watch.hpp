@@ -30,6 +30,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,13 @@ class PeakWatch {
     std::vector<std::string> spell_categories = {};
     double spell_s = 0;
     double spell_budget_s = 0;
+    // A burst of such a category that comes near its candidate's best without being a spell (the
+    // candidate's first look already fell in a fast spell, so no later burst stands out from its
+    // typical time) also times the companions, at most once every `companion_every_s` (0: never),
+    // within the spell budget. Here a calibration whose main-memory triad met a fast spell on its
+    // first look found no spell after it, and its reorder of 100 MB kept the 4.95 ms of its one
+    // look in a slow one, where another calibration's took 3.18.
+    double companion_every_s = 0;
   };
   // Writes a candidate's figures back to its point: the summary of all its samples and the
   // implementation and layout of the kernel that ran the fastest one.
@@ -164,6 +172,8 @@ class PeakWatch {
     int spells = 0;     // fast spells found (Options::spell_s)
     double spell_time_s = 0;
     std::vector<Candidate> companions = {};  // timed after each spell (accompany)
+    int companion_rounds = 0;  // times the companions were timed after a burst near its best
+    std::optional<Clock::time_point> companions_timed;  // when they last were, after a spell or such a burst
   };
   // A burst this close to its candidate's best rate (or faster) finds the figure where it was, to
   // the precision that two calibrations should agree on (3%). Within 1%, even the FMA kernel's
@@ -194,6 +204,11 @@ class PeakWatch {
   // Whether the burst of `c` that took its samples from `from` on found a fast spell to stay on
   // (`best_rate`: its rate before the burst).
   bool spell_starts(const Category& cat, const Candidate& c, std::size_t from, double best_rate) const;
+  // One burst of each of the category's companions, until `until` at the latest.
+  void time_companions(Category& cat, Clock::time_point until, const std::atomic<bool>* stop);
+  // Whether a burst of the category near its best also times its companions
+  // (Options::companion_every_s).
+  bool companions_due(const Category& cat) const;
   // The fastest of `c`'s samples from `from` on (there must be one).
   static double fastest_since(const Candidate& c, std::size_t from);
   // That sample as a rate over its typical time's (0 without such a sample).

@@ -87,6 +87,7 @@ struct Plan {
   // in all (PeakWatch::Options).
   double watch_spell_s = 0;
   double watch_spell_budget_s = 0;
+  double watch_companion_every_s = 0;  // PeakWatch::Options::companion_every_s
   // When the points are done before the deadline, the time it leaves after the confirmation goes
   // to more bursts (`closing_watch`), shared as the watch shares its time, among the categories
   // whose claim (PeakWatch) is at least `closing_watch_min_claim` (0: all of them). Without it a

@@ -331,6 +331,9 @@ Plan cpu_plan(const DeviceDescription& device, Suite suite) {
   // second or two of bursts.
   plan.watch_spell_s = quick ? 0.5 : 2.0;
   plan.watch_spell_budget_s = quick ? 1.0 : 6.0;
+  // The host's fast and slow spells of main memory last 20-40 s here: a round of the companions
+  // in each fast one, not one every burst of a slow triad's best.
+  plan.watch_companion_every_s = quick ? 0 : 15.0;
   // The default suite looks at every vector op, GEMM and convolution of up to 20 ms a second
   // time (a busy spell here slows a batch-1 convolution by a third and lasts seconds); the quick
   // one has no time for it.

@@ -333,6 +333,42 @@ TEST(PeakWatch, CompanionsAreTimedAfterEachSpellOfTheirCategoryOnly) {
   EXPECT_EQ(unkept.report()["candidates"].size(), 0u);
 }
 
+TEST(PeakWatch, ABurstNearItsBestTimesTheCompanionsAtMostOnceInTheirInterval) {
+  // The triad's first look fell in a fast spell (typical time 0.5 ms): later bursts at 0.5 ms are
+  // near its best but no spell. The first of them times the companions; the next ones within
+  // companion_every_s do not; bursts at twice the time are not near its best.
+  struct Counts {
+    int companion_calls, rounds, bursts;
+  };
+  const auto run = [](double every_s, std::vector<double> triad_times) {
+    PeakWatch::Options options = spell_options();
+    options.companion_every_s = every_s;
+    PeakWatch watch(options);
+    Applied triad, copy;
+    watch.offer("memory", "triad", 1e9, no_make(), std::make_unique<ScriptedKernel>(std::move(triad_times)),
+                {0.5e-3, 0.5e-3, 0.5e-3}, record(triad));
+    watch.accompany("memory", "copy", 1e9, std::make_unique<ScriptedKernel>(std::vector<double>{1.5e-3}), {2e-3},
+                    record(copy));
+    watch.tick(1.0, nullptr);  // many bursts
+    const auto category = watch.report()["categories"][0];
+    EXPECT_EQ(category["spells"], 0);
+    return Counts{copy.calls, category["companion_rounds"].get<int>(), category["bursts"].get<int>()};
+  };
+  const auto once = run(1000, {0.5e-3});
+  EXPECT_GT(once.bursts, 2);
+  EXPECT_EQ(once.rounds, 1);
+  EXPECT_EQ(once.companion_calls, 1);
+  const auto off = run(0, {0.5e-3});
+  EXPECT_EQ(off.rounds, 0);
+  EXPECT_EQ(off.companion_calls, 0);
+  const auto slow = run(1000, {1e-3});
+  EXPECT_GT(slow.bursts, 2);
+  EXPECT_EQ(slow.companion_calls, 0);
+  const auto every = run(1e-9, {0.5e-3});
+  EXPECT_EQ(every.rounds, every.bursts);
+  EXPECT_EQ(every.companion_calls, every.rounds);
+}
+
 TEST(PeakWatch, OrdinaryJitterIsNoSpellAndASpellEndsAtItsTime) {
   PeakWatch::Options options = spell_options();
   // 9% faster than the typical time: jitter, not a spell.
