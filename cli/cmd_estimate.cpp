@@ -109,8 +109,8 @@ class ModelSource {
     if (onnx_ && (!model_ || batch != batch_)) {
       estimate::OnnxOptions o;
       o.batch = batch;
-      // Without --batch, a batch that --input-shape or the file fixes is the graph's batch;
-      // a sweep asks for each of its batches.
+      // Without --batch, a batch that --input-shape fixes is the graph's batch; a sweep asks for
+      // each of its batches.
       o.batch_is_default = args_.batches.empty() && !args_.sweep;
       if (args_.seq > 0) o.seq = args_.seq;
       if (args_.context > 0) o.context = args_.context;
@@ -133,10 +133,6 @@ class ModelSource {
       model_ = std::move(imported.model);
       batch_ = batch;
       bound_batch_ = imported.batch.value_or(batch);
-      if (args_.sweep && bound_batch_ != batch)
-        throw InputError(fmt::format("{}: --sweep-batch: the graph's batch is fixed at {} (by --input-shape or "
-                                     "the file), it cannot be swept",
-                                     args_.model, bound_batch_));
     }
 #else
     (void)batch;

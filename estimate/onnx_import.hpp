@@ -21,8 +21,9 @@
 //     memory-bound on its tensors, and counted in `unknown_ops` + a warning
 // A node this ONNX library has no schema for (a custom domain's, or a standard op newer than the
 // library, such as Gelu of opset 20) gets no shape from inference: an elementwise one writes its
-// inputs' broadcast shape, any other is taken to write its first input's shape (with a warning),
-// so that the nodes after it still get shapes.
+// inputs' broadcast shape, any other is taken to write the shape of its first floating-point
+// activation, else of its first input (with a warning), so that the nodes after it still get
+// shapes.
 // Rewrites (what inference runtimes do, all general rules, see onnx_map.cpp):
 //   BatchNormalization after Conv folds into it; MatMul/Gemm/Conv + Add(bias) is one op with a
 //   bias epilogue; a Transpose swapping a MatMul operand's last two axes is a transposed GEMM
@@ -56,8 +57,9 @@ struct OnnxOptions {
   // ("batch", "N", "batch_size", ...) or the first dimension takes `batch`; one named like a
   // sequence ("seq", "sequence", "length", "tokens", ...) or the second dimension of an integer
   // (token-id) input takes `seq`. `input_shapes` fix whole inputs and win over all of these.
-  // An input whose batch dimension is fixed in the file to another value than `batch` is an
-  // InputError: the graph's reshapes were exported for that batch.
+  // An input whose batch dimension is fixed in the file to another value than the batch is an
+  // InputError: the graph's reshapes were exported for that batch. A dimension written as a sum
+  // ("past_sequence_length + 1") is the sum of its terms' values.
   std::optional<std::int64_t> batch;
   std::optional<std::int64_t> seq;
   std::vector<InputShape> input_shapes;
@@ -69,8 +71,8 @@ struct OnnxOptions {
   // A dimension named like a KV-cache length ("past_sequence_length", "cache", "context", ...)
   // takes `context`, or `seq` without one.
   std::optional<std::int64_t> context;
-  // `batch` is only a default (no --batch given): a batch that `input_shapes` or the file fix
-  // wins over it. Otherwise a batch they fix to another value is an InputError.
+  // `batch` is only a default (no --batch given): a batch that `input_shapes` fix wins over it.
+  // Otherwise a batch they fix to another value is an InputError.
   bool batch_is_default = false;
 };
 

@@ -71,6 +71,21 @@ DimRole dim_role(const std::string& param, int index, bool integer_input) {
   return DimRole::unknown;
 }
 
+// The terms of "a + b + 1", trimmed.
+std::vector<std::string> split_sum(const std::string& text) {
+  std::vector<std::string> terms;
+  std::size_t pos = 0;
+  while (true) {
+    const auto plus = text.find('+', pos);
+    auto term = text.substr(pos, plus == std::string::npos ? std::string::npos : plus - pos);
+    const auto first = term.find_first_not_of(" \t");
+    const auto last = term.find_last_not_of(" \t");
+    terms.push_back(first == std::string::npos ? std::string() : term.substr(first, last - first + 1));
+    if (plus == std::string::npos) return terms;
+    pos = plus + 1;
+  }
+}
+
 std::string dims_str(const std::vector<std::int64_t>& dims) {
   return fmt::format("{}", fmt::join(dims, "x"));
 }
@@ -81,38 +96,41 @@ const InputShape* given_shape(const OnnxOptions& options, const std::string& nam
   return it == options.input_shapes.end() ? nullptr : &*it;
 }
 
-// The batch the inputs take: one that --input-shape gives for an input whose first dimension is a
-// dynamic batch, else --batch, else (when --batch is only the default) the batch the file fixes.
+// Whether --input-shape's `given` for `tensor` fixes the batch: the input has a batch dimension
+// first (a dynamic one named or placed as a batch, or a fixed one of an input of rank 2 or more,
+// which the file's batch check below treats as its batch) and the given shape has its rank.
+bool gives_batch(const onnx::TypeProto_Tensor& tensor, const InputShape& given) {
+  if (!tensor.has_shape() || tensor.shape().dim_size() < 2 ||
+      tensor.shape().dim_size() != static_cast<int>(given.dims.size()))
+    return false;
+  const auto& first = tensor.shape().dim(0);
+  if (first.has_dim_value() && first.dim_value() > 0) return true;
+  return dim_role(first.has_dim_param() ? first.dim_param() : "", 0, is_integer_type(tensor.elem_type())) ==
+         DimRole::batch;
+}
+
+// The batch the inputs take: one that --input-shape gives (for an input whose first dimension is
+// its batch), else --batch.
 std::optional<std::int64_t> resolve_batch(const onnx::GraphProto& graph, const std::set<std::string>& initializers,
                                           const OnnxOptions& options, const std::string& where) {
-  std::optional<std::int64_t> from_shape, from_file;
+  std::optional<std::int64_t> from_shape;
   for (const auto& input : graph.input()) {
     if (initializers.count(input.name()) || !input.type().has_tensor_type()) continue;
-    const auto& tensor = input.type().tensor_type();
-    if (!tensor.has_shape() || tensor.shape().dim_size() < 2) continue;
-    const auto& first = tensor.shape().dim(0);
-    const bool fixed = first.has_dim_value() && first.dim_value() > 0;
     const auto* given = given_shape(options, input.name());
-    if (given && !fixed && !given->dims.empty() &&
-        dim_role(first.has_dim_param() ? first.dim_param() : "", 0, is_integer_type(tensor.elem_type())) ==
-            DimRole::batch) {
-      if (from_shape && *from_shape != given->dims[0]) {
-        throw InputError(fmt::format("{}: the --input-shape values give the batch dimension {} and {}", where,
-                                     *from_shape, given->dims[0]));
-      }
-      from_shape = given->dims[0];
-      if (options.batch && !options.batch_is_default && *options.batch != *from_shape) {
-        throw InputError(fmt::format(
-            "{}: --input-shape {}={} fixes the batch at {}, but batch {} is asked for (--batch, "
-            "--sweep-batch); give the batch in one place",
-            where, given->name, dims_str(given->dims), *from_shape, *options.batch));
-      }
+    if (!given || !gives_batch(input.type().tensor_type(), *given)) continue;
+    if (from_shape && *from_shape != given->dims[0]) {
+      throw InputError(fmt::format("{}: the --input-shape values give the batch dimension {} and {}", where,
+                                   *from_shape, given->dims[0]));
     }
-    if (!given && fixed && !from_file) from_file = first.dim_value();
+    from_shape = given->dims[0];
+    if (options.batch && !options.batch_is_default && *options.batch != *from_shape) {
+      throw InputError(fmt::format(
+          "{}: --input-shape {}={} fixes the batch at {}, but batch {} is asked for (--batch, "
+          "--sweep-batch); give the batch in one place",
+          where, given->name, dims_str(given->dims), *from_shape, *options.batch));
+    }
   }
-  if (from_shape) return from_shape;
-  if (options.batch_is_default && from_file) return from_file;
-  return options.batch;
+  return from_shape ? from_shape : options.batch;
 }
 
 // Gives every dimension of every graph input a value, or throws naming the one that has none.
@@ -137,8 +155,8 @@ std::optional<std::int64_t> bind_inputs(onnx::GraphProto& graph, const std::set<
                                      given->name, dims_str(given->dims), given->dims.size(),
                                      tensor->shape().dim_size()));
       }
+      if (gives_batch(*tensor, *given)) has_batch = true;
       auto* shape = tensor->mutable_shape();
-      if (given->dims.size() >= 2 && batch && given->dims[0] == *batch) has_batch = true;
       shape->clear_dim();
       for (auto d : given->dims) shape->add_dim()->set_dim_value(d);
       continue;
@@ -155,27 +173,50 @@ std::optional<std::int64_t> bind_inputs(onnx::GraphProto& graph, const std::set<
         if (i == 0 && shape->dim_size() >= 2 && batch) {
           if (dim->dim_value() != *batch) {
             throw InputError(fmt::format(
-                "{}: input '{}' has a fixed batch of {} in the file, not {}; export the model with a "
-                "dynamic batch axis or for that batch",
-                where, input.name(), dim->dim_value(), *batch));
+                "{}: input '{}' has a fixed batch of {} in the file, not {}; give --batch {}, or export "
+                "the model with a dynamic batch axis",
+                where, input.name(), dim->dim_value(), *batch, dim->dim_value()));
           }
           has_batch = true;
         }
         continue;
       }
       const std::string param = dim->has_dim_param() ? dim->dim_param() : std::string();
-      const auto role = dim_role(param, i, integer_input);
+      const auto value_of = [&](DimRole role) -> std::optional<std::int64_t> {
+        if (role == DimRole::batch) return batch;
+        if (role == DimRole::seq) return options.seq;
+        if (role == DimRole::context) return options.context ? options.context : options.seq;
+        return std::nullopt;
+      };
+      // A sum of names and numbers ("past_sequence_length + 1", as exporters write a mask over
+      // the cache and the new tokens) is the sum of their values.
+      DimRole role = DimRole::unknown;
       std::optional<std::int64_t> value;
-      if (role == DimRole::batch) {
-        value = batch;
-        has_batch = has_batch || batch.has_value();
+      if (param.find('+') != std::string::npos) {
+        value = 0;
+        for (const auto& term : split_sum(param)) {
+          if (!term.empty() && term.size() <= 12 &&
+              std::all_of(term.begin(), term.end(), [](unsigned char c) { return std::isdigit(c); })) {
+            *value += std::stoll(term);
+            continue;
+          }
+          const auto term_value = value_of(dim_role(term, -1, false));
+          if (!term_value) {
+            role = dim_role(term, -1, false);
+            value.reset();
+            break;
+          }
+          *value += *term_value;
+        }
+      } else {
+        role = dim_role(param, i, integer_input);
+        value = value_of(role);
+        has_batch = has_batch || (role == DimRole::batch && batch.has_value());
       }
-      if (role == DimRole::seq) value = options.seq;
-      if (role == DimRole::context) value = options.context ? options.context : options.seq;
       if (!value) {
         const char* flag = role == DimRole::batch     ? " (--batch)"
                            : role == DimRole::seq     ? " (--seq)"
-                           : role == DimRole::context ? " (--context)"
+                           : role == DimRole::context ? " (--context or --seq)"
                                                       : "";
         throw InputError(fmt::format(
             "{}: dimension {} ('{}') of input '{}' is dynamic and has no value{}; give the whole shape "
@@ -263,9 +304,10 @@ std::optional<Dims> broadcast(const Dims& a, const Dims& b) {
 // Output shapes that ONNX shape inference cannot give because this ONNX library has no schema for
 // the node: a standard op newer than the library (Gelu, opset 20) or an op of a custom domain.
 // An elementwise op writes its inputs' broadcast shape; any other such op is taken to write
-// tensors shaped like its first input, and is counted in `guessed` (op type -> nodes) for a
-// warning. The shapes go to `assumed`, which every inference pass starts from, so that the nodes
-// after them get shapes too. Returns how many tensors got a shape.
+// tensors shaped like its first floating-point activation (else its first input), and is counted
+// in `guessed` (op type -> nodes) for a warning. The shapes go to `assumed`, which every inference
+// pass starts from, so that the nodes after them get shapes too. Returns how many tensors got a
+// shape.
 int assume_shapes(const onnx::ModelProto& model, std::map<std::string, onnx::ValueInfoProto>& assumed,
                   std::map<std::string, int>& guessed) {
   const auto& graph = model.graph();
@@ -280,8 +322,15 @@ int assume_shapes(const onnx::ModelProto& model, std::map<std::string, onnx::Val
   for (const auto& value : graph.input()) learn(value);
   for (const auto& value : graph.value_info()) learn(value);
   for (const auto& value : graph.output()) learn(value);
+  std::map<std::string, std::int32_t> declared_types;
+  for (const auto& value : graph.output()) {
+    if (value.type().has_tensor_type() && value.type().tensor_type().elem_type() != 0)
+      declared_types[value.name()] = value.type().tensor_type().elem_type();
+  }
+  std::set<std::string> parameters;
   for (const auto& init : graph.initializer()) {
     known[init.name()] = {init.data_type(), Dims(init.dims().begin(), init.dims().end())};
+    parameters.insert(init.name());
   }
   int filled = 0;
   for (const auto& node : graph.node()) {
@@ -295,11 +344,26 @@ int assume_shapes(const onnx::ModelProto& model, std::map<std::string, onnx::Val
     const auto opset = opsets.find(domain);
     const int version = opset == opsets.end() ? 1 : static_cast<int>(opset->second);
     if (onnx::OpSchemaRegistry::Schema(node.op_type(), version, domain) != nullptr) continue;
-    const auto first = known.find(node.input(0));
-    if (first == known.end()) continue;
-    auto [elem_type, dims] = first->second;
     const bool elementwise = domain.empty() && (is_unary_elementwise(node.op_type()) ||
                                                 is_binary_elementwise(node.op_type()));
+    // Once every input has a shape: an elementwise op's first input; any other's first
+    // floating-point activation (an op that also reads token ids writes activations, not ids),
+    // else its first input.
+    if (!std::all_of(node.input().begin(), node.input().end(),
+                     [&](const std::string& t) { return t.empty() || known.count(t); }))
+      continue;
+    auto first = known.find(node.input(0));
+    if (!elementwise) {
+      for (const auto& in : node.input()) {
+        const auto it = known.find(in);
+        if (it != known.end() && !parameters.count(in) && is_float_type(it->second.first)) {
+          first = it;
+          break;
+        }
+      }
+    }
+    if (first == known.end()) continue;
+    auto [elem_type, dims] = first->second;
     if (elementwise) {
       bool ok = true;
       for (const auto& in : node.input()) {
@@ -321,7 +385,9 @@ int assume_shapes(const onnx::ModelProto& model, std::map<std::string, onnx::Val
       onnx::ValueInfoProto value;
       value.set_name(out);
       auto* tensor = value.mutable_type()->mutable_tensor_type();
-      tensor->set_elem_type(elem_type);
+      // A graph output keeps the element type the file declares for it.
+      const auto declared = declared_types.find(out);
+      tensor->set_elem_type(declared != declared_types.end() ? declared->second : elem_type);
       for (const auto d : dims) tensor->mutable_shape()->add_dim()->set_dim_value(d);
       assumed[out] = value;
       known[out] = {elem_type, dims};
@@ -431,8 +497,8 @@ ParsedGraph parse_onnx(const std::string& bytes, const std::string& where, const
   }
   for (const auto& [type, count] : guessed) {
     parsed.warnings.push_back(fmt::format(
-        "{} x{}: this ONNX library has no shape inference for it; its outputs are taken to have its "
-        "first input's shape",
+        "{} x{}: this ONNX library has no shape inference for it; its outputs are taken to have the "
+        "shape of its first floating-point activation (else of its first input)",
         type, count));
   }
   // The folded values are int64 initializers: constants to the op mapping, never parameters.

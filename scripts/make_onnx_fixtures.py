@@ -246,18 +246,22 @@ def transposes():
 
 def no_schema():
     """Nodes this ONNX library has no schema for, so no shape inference: an op of a custom domain
-    feeding a Conv, and Gelu (opset 20, newer than the library) feeding a ReLU. Input 'x'
-    [batch, 8, 16, 16]."""
+    feeding a Conv, Gelu (opset 20, newer than the library) feeding a ReLU, and a custom op that
+    reads token ids before an activation. Inputs 'x' [batch, 8, 16, 16] and 'ids' [batch, 5]."""
     n = helper.make_node
     graph = helper.make_graph(
         [n("Foo", ["x"], ["f"], name="custom", domain="custom.ops"),
          n("Conv", ["f", "w"], ["c"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
          n("Gelu", ["c"], ["g"], name="gelu"),
          n("Relu", ["g"], ["r"], name="relu"),
-         n("Add", ["r", "shift"], ["y"], name="shift")],
+         n("Add", ["r", "shift"], ["y"], name="shift"),
+         n("Mix", ["ids", "r"], ["m"], name="mix", domain="custom.ops"),
+         n("Sigmoid", ["m"], ["s"], name="after_mix")],
         "no_schema",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8, 16, 16])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8, 16, 16]),
+         helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+         helper.make_tensor_value_info("s", TensorProto.FLOAT, None)],
         [weight("w", 8, 8, 3, 3), weight("shift", 8, 1, 1)])
     # Not checked: the checker of this ONNX library knows neither op.
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20), helper.make_opsetid("custom.ops", 1)],
@@ -299,15 +303,19 @@ def conv_variants():
 
 
 def kv_cache():
-    """One decode step's cache update: the new token's keys appended to the cached ones. Inputs
-    'key' [batch, 2, 1, 4] and 'past_key' [batch, 2, past_sequence_length, 4]."""
+    """One decode step's cache update: the new token's keys appended to the cached ones, and a mask
+    over the cache and the new token. Inputs 'key' [batch, 2, 1, 4], 'past_key' [batch, 2,
+    past_sequence_length, 4] and 'mask' [batch, past_sequence_length + 1]."""
     f = TensorProto.FLOAT
     graph = helper.make_graph(
-        [helper.make_node("Concat", ["past_key", "key"], ["present_key"], name="append", axis=2)],
+        [helper.make_node("Concat", ["past_key", "key"], ["present_key"], name="append", axis=2),
+         helper.make_node("Sigmoid", ["mask"], ["gate"], name="gate")],
         "kv_cache",
         [helper.make_tensor_value_info("key", f, ["batch", 2, 1, 4]),
-         helper.make_tensor_value_info("past_key", f, ["batch", 2, "past_sequence_length", 4])],
-        [helper.make_tensor_value_info("present_key", f, ["batch", 2, "total_sequence_length", 4])])
+         helper.make_tensor_value_info("past_key", f, ["batch", 2, "past_sequence_length", 4]),
+         helper.make_tensor_value_info("mask", f, ["batch", "past_sequence_length + 1"])],
+        [helper.make_tensor_value_info("present_key", f, ["batch", 2, "total_sequence_length", 4]),
+         helper.make_tensor_value_info("gate", f, ["batch", "past_sequence_length + 1"])])
     return model_of(graph, 13)
 
 

@@ -256,6 +256,9 @@ TEST(OnnxImport, NodesWithoutASchemaPassShapesOn) {
   EXPECT_EQ(dims(find_op(graph, "relu").output.shape), shape);
   // The [8, 1, 1] shift broadcasts over the ReLU's output.
   EXPECT_EQ(dims(find_op(graph, "shift").output.shape), shape);
+  // An op that reads token ids and an activation writes the activation's shape.
+  EXPECT_EQ(dims(find_op(graph, "mix").output.shape), shape);
+  EXPECT_EQ(dims(find_op(graph, "after_mix").output.shape), shape);
   EXPECT_EQ(result.unknown_ops.at("custom.ops.Foo"), 1);
   EXPECT_EQ(result.unknown_ops.count("Gelu"), 0u);
   const auto guessed = std::count_if(result.warnings.begin(), result.warnings.end(), [](const std::string& w) {
@@ -322,6 +325,8 @@ TEST(OnnxImport, ACacheLengthTakesTheContext) {
   options.context = 20;
   const auto& with_context = load_onnx(fixture("kv_cache.onnx"), options).model.forward;
   EXPECT_EQ(dims(find_op(with_context, "append").output.shape), (std::vector<std::int64_t>{3, 2, 21, 4}));
+  // "past_sequence_length + 1": the cache and the new token.
+  EXPECT_EQ(dims(find_op(with_context, "gate").output.shape), (std::vector<std::int64_t>{3, 21}));
   options.context.reset();  // the sequence length stands in
   const auto& with_seq = load_onnx(fixture("kv_cache.onnx"), options).model.forward;
   EXPECT_EQ(dims(find_op(with_seq, "append").output.shape), (std::vector<std::int64_t>{3, 2, 9, 4}));
@@ -331,7 +336,7 @@ TEST(OnnxImport, ACacheLengthTakesTheContext) {
     FAIL() << "expected InputError";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("'past_sequence_length'"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("--context"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("(--context or --seq)"), std::string::npos) << e.what();
   }
 }
 
@@ -347,15 +352,23 @@ TEST(OnnxImport, TheBatchComesFromOnePlace) {
   EXPECT_THROW(load_onnx(fixture("tiny_cnn.onnx"), options), InputError);
   options.batch = 4;
   EXPECT_EQ(load_onnx(fixture("tiny_cnn.onnx"), options).batch, 4);
-  // Without --batch, a batch fixed in the file is the graph's; with one, it must agree.
-  options.input_shapes.clear();
+  // So for an input whose batch the file fixes (at 1 here).
+  options.input_shapes = {parse_input_shape("x=8x4x8x8")};
   options.batch = 1;
   options.batch_is_default = true;
-  const auto fixed = load_onnx(fixture("fixed_batch.onnx"), options);
-  ASSERT_TRUE(fixed.batch.has_value());
-  options.batch = *fixed.batch + 1;
+  EXPECT_EQ(load_onnx(fixture("fixed_batch.onnx"), options).batch, 8);
+  options.batch = 2;
   options.batch_is_default = false;
   EXPECT_THROW(load_onnx(fixture("fixed_batch.onnx"), options), InputError);
+  // A batch the file fixes is not --batch's default either: the message says which to give.
+  options.input_shapes.clear();
+  try {
+    load_onnx(fixture("fixed_batch.onnx"), options);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("fixed batch of 1 in the file, not 2; give --batch 1"), std::string::npos)
+        << e.what();
+  }
   // A graph whose batch is dynamic takes --batch.
   options.batch = 6;
   EXPECT_EQ(load_onnx(fixture("tiny_cnn.onnx"), options).batch, 6);
