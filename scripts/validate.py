@@ -80,6 +80,7 @@ import argparse
 import bisect
 import copy
 import datetime
+import functools
 import json
 import math
 import os
@@ -349,9 +350,10 @@ def user_model_spec(name):
     return (path, function) if sep and path.endswith(".py") else None
 
 
+@functools.lru_cache(maxsize=None)
 def user_model_function(name):
-    """The FUNCTION of FILE.py:FUNCTION, loaded from the file; one line and exit 2 when the file
-    cannot be loaded or has no such function."""
+    """The FUNCTION of FILE.py:FUNCTION, loaded from the file (once a process); one line and exit 2
+    when the file cannot be loaded or has no such function."""
     path, function = user_model_spec(name)
     import importlib.util
     if not os.path.isfile(path):
@@ -1976,6 +1978,8 @@ def write_report(rows, summary, meta, out_base):
         for model, warnings in warned.items():
             lines += [f"- {model}: {w}" for w in dict.fromkeys(warnings)]
     errors = [r for r in rows if r.get("estimate_error")]
+    if errors:
+        lines += ["", "Estimates that failed (left out of the median and worst):"]
     for r in errors:
         lines.append(f"- {r['model']} b{r['batch']}: estimate failed: {r['estimate_error']}")
     text = "\n".join(lines) + "\n"

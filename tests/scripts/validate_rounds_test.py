@@ -451,6 +451,7 @@ class UserModelNamesTest(unittest.TestCase):
                             "would both be rows named 'build'")
             with open(path, "w") as f:
                 f.write("import nothing_of_that_name\n")
+            validate.user_model_function.cache_clear()  # a file is loaded once a process
             self.exits_with([f"{path}:build"], "failed to load: ModuleNotFoundError")
 
 
