@@ -232,8 +232,7 @@ bool PeakWatch::burst(double min_claim, const std::atomic<bool>* stop, Clock::ti
   } else if (near_best && companions_due(*cat)) {
     // No spell to stand out, but the candidate runs as fast as it has: so may the companions.
     const auto companions_start = Clock::now();
-    time_companions(*cat, until, stop);
-    ++cat->companion_rounds;
+    if (time_companions(*cat, until, stop) > 0) ++cat->companion_rounds;
     const double spent_on_them = seconds_since(companions_start);
     cat->spell_time_s += spent_on_them;
     burst_time_s_ += spent_on_them;
@@ -241,12 +240,16 @@ bool PeakWatch::burst(double min_claim, const std::atomic<bool>* stop, Clock::ti
   return true;
 }
 
-void PeakWatch::time_companions(Category& cat, Clock::time_point until, const std::atomic<bool>* stop) {
-  cat.companions_timed = Clock::now();
+int PeakWatch::time_companions(Category& cat, Clock::time_point until, const std::atomic<bool>* stop) {
+  int timed = 0;
   for (auto& companion : cat.companions) {
     if (Clock::now() >= until || raised(stop)) break;
-    if (!companion.failed) time(companion, options_.burst_rule, false, stop);
+    if (companion.failed) continue;
+    time(companion, options_.burst_rule, false, stop);
+    ++timed;
   }
+  if (timed > 0) cat.companions_timed = Clock::now();
+  return timed;
 }
 
 bool PeakWatch::companions_due(const Category& cat) const {

@@ -204,8 +204,8 @@ class PeakWatch {
   // Whether the burst of `c` that took its samples from `from` on found a fast spell to stay on
   // (`best_rate`: its rate before the burst).
   bool spell_starts(const Category& cat, const Candidate& c, std::size_t from, double best_rate) const;
-  // One burst of each of the category's companions, until `until` at the latest.
-  void time_companions(Category& cat, Clock::time_point until, const std::atomic<bool>* stop);
+  // One burst of each of the category's companions, until `until` at the latest; how many ran.
+  int time_companions(Category& cat, Clock::time_point until, const std::atomic<bool>* stop);
   // Whether a burst of the category near its best also times its companions
   // (Options::companion_every_s).
   bool companions_due(const Category& cat) const;

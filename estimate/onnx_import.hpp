@@ -58,7 +58,8 @@ struct OnnxOptions {
   // sequence ("seq", "sequence", "length", "tokens", ...) or the second dimension of an integer
   // (token-id) input takes `seq`. `input_shapes` fix whole inputs and win over all of these.
   // An input whose batch dimension is fixed in the file to another value than the batch is an
-  // InputError: the graph's reshapes were exported for that batch. A dimension written as a sum
+  // InputError (unless `input_shapes` give its whole shape): the graph's reshapes were exported
+  // for that batch. A dimension written as a sum
   // ("past_sequence_length + 1") is the sum of its terms' values.
   std::optional<std::int64_t> batch;
   std::optional<std::int64_t> seq;

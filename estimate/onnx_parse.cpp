@@ -96,15 +96,16 @@ const InputShape* given_shape(const OnnxOptions& options, const std::string& nam
   return it == options.input_shapes.end() ? nullptr : &*it;
 }
 
-// Whether --input-shape's `given` for `tensor` fixes the batch: the input has a batch dimension
-// first (a dynamic one named or placed as a batch, or a fixed one of an input of rank 2 or more,
-// which the file's batch check below treats as its batch) and the given shape has its rank.
+// Whether --input-shape's `given` for `tensor` fixes the batch: the given shape has the input's
+// rank (2 or more) and fills its first dimension where that is a dynamic batch (named or placed
+// as one), or changes it where the file fixes it. A given shape that keeps a fixed first
+// dimension (a [1, 16, 64] table broadcast over the batch) says nothing of the batch.
 bool gives_batch(const onnx::TypeProto_Tensor& tensor, const InputShape& given) {
   if (!tensor.has_shape() || tensor.shape().dim_size() < 2 ||
       tensor.shape().dim_size() != static_cast<int>(given.dims.size()))
     return false;
   const auto& first = tensor.shape().dim(0);
-  if (first.has_dim_value() && first.dim_value() > 0) return true;
+  if (first.has_dim_value() && first.dim_value() > 0) return first.dim_value() != given.dims[0];
   return dim_role(first.has_dim_param() ? first.dim_param() : "", 0, is_integer_type(tensor.elem_type())) ==
          DimRole::batch;
 }
@@ -173,8 +174,8 @@ std::optional<std::int64_t> bind_inputs(onnx::GraphProto& graph, const std::set<
         if (i == 0 && shape->dim_size() >= 2 && batch) {
           if (dim->dim_value() != *batch) {
             throw InputError(fmt::format(
-                "{}: input '{}' has a fixed batch of {} in the file, not {}; give --batch {}, or export "
-                "the model with a dynamic batch axis",
+                "{}: input '{}' has a fixed batch of {} in the file, not {}; give --batch {} (its only "
+                "batch), its whole shape with --input-shape, or export the model with a dynamic batch axis",
                 where, input.name(), dim->dim_value(), *batch, dim->dim_value()));
           }
           has_batch = true;
@@ -195,18 +196,26 @@ std::optional<std::int64_t> bind_inputs(onnx::GraphProto& graph, const std::set<
       if (param.find('+') != std::string::npos) {
         value = 0;
         for (const auto& term : split_sum(param)) {
+          std::optional<std::int64_t> term_value;
           if (!term.empty() && term.size() <= 12 &&
               std::all_of(term.begin(), term.end(), [](unsigned char c) { return std::isdigit(c); })) {
-            *value += std::stoll(term);
-            continue;
+            term_value = std::stoll(term);
+          } else {
+            term_value = value_of(dim_role(term, -1, false));
           }
-          const auto term_value = value_of(dim_role(term, -1, false));
           if (!term_value) {
             role = dim_role(term, -1, false);
             value.reset();
             break;
           }
-          *value += *term_value;
+          if (__builtin_add_overflow(*value, *term_value, &*value)) {
+            throw InputError(fmt::format("{}: dimension {} ('{}') of input '{}' overflows", where, i, param,
+                                         input.name()));
+          }
+        }
+        if (value && *value <= 0) {
+          throw InputError(fmt::format("{}: dimension {} ('{}') of input '{}' comes to {}, not a positive size",
+                                       where, i, param, input.name(), *value));
         }
       } else {
         role = dim_role(param, i, integer_input);
@@ -309,7 +318,7 @@ std::optional<Dims> broadcast(const Dims& a, const Dims& b) {
 // pass starts from, so that the nodes after them get shapes too. Returns how many tensors got a
 // shape.
 int assume_shapes(const onnx::ModelProto& model, std::map<std::string, onnx::ValueInfoProto>& assumed,
-                  std::map<std::string, int>& guessed) {
+                  std::map<std::string, int>& guessed, bool patient) {
   const auto& graph = model.graph();
   std::map<std::string, std::int64_t> opsets;
   for (const auto& opset : model.opset_import()) {
@@ -346,11 +355,11 @@ int assume_shapes(const onnx::ModelProto& model, std::map<std::string, onnx::Val
     if (onnx::OpSchemaRegistry::Schema(node.op_type(), version, domain) != nullptr) continue;
     const bool elementwise = domain.empty() && (is_unary_elementwise(node.op_type()) ||
                                                 is_binary_elementwise(node.op_type()));
-    // Once every input has a shape: an elementwise op's first input; any other's first
-    // floating-point activation (an op that also reads token ids writes activations, not ids),
-    // else its first input.
-    if (!std::all_of(node.input().begin(), node.input().end(),
-                     [&](const std::string& t) { return t.empty() || known.count(t); }))
+    // An elementwise op's first input; any other's first floating-point activation (an op that
+    // also reads token ids writes activations, not ids), else its first input. `patient`: only
+    // once every input has a shape (one computed at run time, NonZero's, never has).
+    if (patient && !std::all_of(node.input().begin(), node.input().end(),
+                                [&](const std::string& t) { return t.empty() || known.count(t); }))
       continue;
     auto first = known.find(node.input(0));
     if (!elementwise) {
@@ -493,7 +502,10 @@ ParsedGraph parse_onnx(const std::string& bytes, const std::string& where, const
       throw InputError(fmt::format("{}: ONNX shape inference failed: {}", where, first_line(e.what())));
     }
     const int folded = fold_shape_tensors(model);
-    if (folded == 0 && assume_shapes(model, assumed, guessed) == 0) break;
+    // A node without a schema waits for all its inputs' shapes while other passes make progress.
+    if (folded == 0 && assume_shapes(model, assumed, guessed, true) == 0 &&
+        assume_shapes(model, assumed, guessed, false) == 0)
+      break;
   }
   for (const auto& [type, count] : guessed) {
     parsed.warnings.push_back(fmt::format(

@@ -149,13 +149,24 @@ def unnamed_dynamic():
     return model_of(graph, 13)
 
 
-def fixed_batch():
-    """Exported for batch 1: the batch is a number in the file."""
+def fixed_batch(batch=1):
+    """Exported for one batch: the batch is a number in the file."""
     n = helper.make_node
     graph = helper.make_graph(
         [n("Conv", ["x", "w"], ["y"], name="conv", kernel_shape=[1, 1])], "fixed_batch",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])], [weight("w", 4, 4, 1, 1)])
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 4, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 4, 8, 8])], [weight("w", 4, 4, 1, 1)])
+    return model_of(graph, 13)
+
+
+def broadcast_table():
+    """A position table given as an input of batch 1, added to every sample. Inputs 'x'
+    [batch, 16, 8] and 'pos' [1, 16, 8]."""
+    f = TensorProto.FLOAT
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "pos"], ["y"], name="add_pos")], "broadcast_table",
+        [helper.make_tensor_value_info("x", f, ["batch", 16, 8]), helper.make_tensor_value_info("pos", f, [1, 16, 8])],
+        [helper.make_tensor_value_info("y", f, ["batch", 16, 8])])
     return model_of(graph, 13)
 
 
@@ -246,8 +257,9 @@ def transposes():
 
 def no_schema():
     """Nodes this ONNX library has no schema for, so no shape inference: an op of a custom domain
-    feeding a Conv, Gelu (opset 20, newer than the library) feeding a ReLU, and a custom op that
-    reads token ids before an activation. Inputs 'x' [batch, 8, 16, 16] and 'ids' [batch, 5]."""
+    feeding a Conv, Gelu (opset 20, newer than the library) feeding a ReLU, a custom op that
+    reads token ids before an activation, and one that reads the indices NonZero finds (a shape
+    known only at run time). Inputs 'x' [batch, 8, 16, 16] and 'ids' [batch, 5]."""
     n = helper.make_node
     graph = helper.make_graph(
         [n("Foo", ["x"], ["f"], name="custom", domain="custom.ops"),
@@ -256,12 +268,16 @@ def no_schema():
          n("Relu", ["g"], ["r"], name="relu"),
          n("Add", ["r", "shift"], ["y"], name="shift"),
          n("Mix", ["ids", "r"], ["m"], name="mix", domain="custom.ops"),
-         n("Sigmoid", ["m"], ["s"], name="after_mix")],
+         n("Sigmoid", ["m"], ["s"], name="after_mix"),
+         n("NonZero", ["x"], ["nz"], name="nonzero"),
+         n("Pick", ["x", "nz"], ["p"], name="pick", domain="custom.ops"),
+         n("Relu", ["p"], ["pr"], name="after_pick")],
         "no_schema",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8, 16, 16]),
          helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", 5])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
-         helper.make_tensor_value_info("s", TensorProto.FLOAT, None)],
+         helper.make_tensor_value_info("s", TensorProto.FLOAT, None),
+         helper.make_tensor_value_info("pr", TensorProto.FLOAT, None)],
         [weight("w", 8, 8, 3, 3), weight("shift", 8, 1, 1)])
     # Not checked: the checker of this ONNX library knows neither op.
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20), helper.make_opsetid("custom.ops", 1)],
@@ -342,6 +358,8 @@ def main():
     write("no_schema.onnx", no_schema().SerializeToString())
     write("conv_variants.onnx", conv_variants().SerializeToString())
     write("kv_cache.onnx", kv_cache().SerializeToString())
+    write("fixed_batch4.onnx", fixed_batch(4).SerializeToString())
+    write("broadcast_table.onnx", broadcast_table().SerializeToString())
     write("truncated.onnx", cnn[: len(cnn) * 2 // 3])
     write("not_onnx.onnx", b"# a text file someone renamed to .onnx\nlayers: 3\n")
     write("empty.onnx", b"")

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -256,6 +257,8 @@ TEST(OnnxImport, NodesWithoutASchemaPassShapesOn) {
   EXPECT_EQ(dims(find_op(graph, "relu").output.shape), shape);
   // The [8, 1, 1] shift broadcasts over the ReLU's output.
   EXPECT_EQ(dims(find_op(graph, "shift").output.shape), shape);
+  // One that reads what NonZero found (known only at run time) still gets its input's shape.
+  EXPECT_EQ(dims(find_op(graph, "after_pick").output.shape), shape);
   // An op that reads token ids and an activation writes the activation's shape.
   EXPECT_EQ(dims(find_op(graph, "mix").output.shape), shape);
   EXPECT_EQ(dims(find_op(graph, "after_mix").output.shape), shape);
@@ -330,6 +333,17 @@ TEST(OnnxImport, ACacheLengthTakesTheContext) {
   options.context.reset();  // the sequence length stands in
   const auto& with_seq = load_onnx(fixture("kv_cache.onnx"), options).model.forward;
   EXPECT_EQ(dims(find_op(with_seq, "append").output.shape), (std::vector<std::int64_t>{3, 2, 9, 4}));
+  // A sum past the largest size is an error, not a wrapped-around dimension.
+  options.context = std::numeric_limits<std::int64_t>::max();
+  try {
+    load_onnx(fixture("kv_cache.onnx"), options);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("'past_sequence_length + 1') of input 'mask' overflows"),
+              std::string::npos)
+        << e.what();
+  }
+  options.context.reset();
   options.seq.reset();
   try {
     load_onnx(fixture("kv_cache.onnx"), options);
@@ -360,15 +374,27 @@ TEST(OnnxImport, TheBatchComesFromOnePlace) {
   options.batch = 2;
   options.batch_is_default = false;
   EXPECT_THROW(load_onnx(fixture("fixed_batch.onnx"), options), InputError);
-  // A batch the file fixes is not --batch's default either: the message says which to give.
+  // A batch the file fixes is not taken in place of --batch's default: the message says which to give.
   options.input_shapes.clear();
+  options.batch = 1;
+  options.batch_is_default = true;
   try {
-    load_onnx(fixture("fixed_batch.onnx"), options);
+    load_onnx(fixture("fixed_batch4.onnx"), options);
     FAIL() << "expected InputError";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("fixed batch of 1 in the file, not 2; give --batch 1"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("fixed batch of 4 in the file, not 1; give --batch 4"), std::string::npos)
         << e.what();
   }
+  options.batch = 4;
+  options.batch_is_default = false;
+  EXPECT_EQ(load_onnx(fixture("fixed_batch4.onnx"), options).batch, 4);
+  // A table of batch 1 broadcast over the samples: its shape, given whole, says nothing of the batch.
+  EXPECT_THROW(load_onnx(fixture("broadcast_table.onnx"), options), InputError);
+  options.input_shapes = {parse_input_shape("pos=1x16x8")};
+  const auto table = load_onnx(fixture("broadcast_table.onnx"), options);
+  EXPECT_EQ(table.batch, 4);
+  EXPECT_EQ(dims(find_op(table.model.forward, "add_pos").output.shape), (std::vector<std::int64_t>{4, 16, 8}));
+  options.input_shapes.clear();
   // A graph whose batch is dynamic takes --batch.
   options.batch = 6;
   EXPECT_EQ(load_onnx(fixture("tiny_cnn.onnx"), options).batch, 6);
