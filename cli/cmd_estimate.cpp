@@ -121,13 +121,10 @@ class ModelSource {
         for (const auto& w : imported.warnings)
           std::cerr << "truepeak: " << args_.model << ": " << w << "\n";
         // What the import folded, for a reader of the table (a JSON reader takes stderr as warnings).
-        if (!imported.fusions.empty() && args_.format != "json") {
-          std::string list;
-          for (const auto& [what, count] : imported.fusions)
-            list += fmt::format("{}{} x{}", list.empty() ? "" : ", ", what, count);
+        if (!imported.fusions.empty() && args_.format != "json")
           std::cerr << "truepeak: " << args_.model << ": " << imported.onnx_nodes
-                    << " ONNX nodes; fused as an inference runtime does: " << list << "\n";
-        }
+                    << " ONNX nodes; fused as an inference runtime does: " << estimate::count_list(imported.fusions)
+                    << "\n";
         warned_ = true;
       }
       model_ = std::move(imported.model);
@@ -140,11 +137,13 @@ class ModelSource {
     return *model_;
   }
   bool is_onnx() const { return onnx_; }
-  // An estimate of a graph bound to `batch` samples, labelled with its batch.
-  // An ONNX graph's batch is the one it was read with (--input-shape or the file may fix it).
+  // An estimate of a graph bound to `batch` samples, labelled with its batch; an ONNX graph's is
+  // the batch it was read with (--input-shape may fix it), its throughput that many samples a run.
   estimate::Estimate relabel(estimate::Estimate est, std::int64_t batch) const {
-    if (onnx_) batch = bound_batch_;
-    if (onnx_) est.throughput_per_s *= static_cast<double>(batch);
+    if (onnx_) {
+      batch = bound_batch_;
+      est.throughput_per_s *= static_cast<double>(batch);
+    }
     est.batch = batch;
     return est;
   }

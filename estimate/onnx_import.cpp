@@ -23,6 +23,12 @@ bool is_onnx_path(const std::string& path) {
   return lower == ".onnx";
 }
 
+std::string count_list(const std::map<std::string, int>& counts) {
+  std::string list;
+  for (const auto& [what, count] : counts) list += fmt::format("{}{} x{}", list.empty() ? "" : ", ", what, count);
+  return list;
+}
+
 InputShape parse_input_shape(const std::string& text) {
   const auto eq = text.find_first_of("=:");
   if (eq == std::string::npos || eq == 0 || eq + 1 >= text.size()) {

@@ -98,6 +98,9 @@ OnnxImport load_onnx(const std::string& path, const OnnxOptions& options = {});
 OnnxImport onnx_from_bytes(const std::string& bytes, const std::string& where,
                            const OnnxOptions& options = {});
 
+// Counts as one line: "Einsum x1, custom.Foo x2" (unknown_ops, fusions).
+std::string count_list(const std::map<std::string, int>& counts);
+
 // True when the path names an ONNX file (extension ".onnx", any case).
 bool is_onnx_path(const std::string& path);
 

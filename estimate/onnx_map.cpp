@@ -677,16 +677,12 @@ class Mapper {
     result_.onnx_nodes = static_cast<int>(g_.nodes.size());
     result_.batch = g_.batch;
     if (!result_.unknown_ops.empty()) {
-      std::string list;
       int total = 0;
-      for (const auto& [type, count] : result_.unknown_ops) {
-        list += fmt::format("{}{} x{}", list.empty() ? "" : ", ", type, count);
-        total += count;
-      }
+      for (const auto& entry : result_.unknown_ops) total += entry.second;
       result_.warnings.insert(result_.warnings.begin(),
                               fmt::format("{} node(s) of types the importer does not know, costed as "
                                           "memory-bound on their tensors: {}",
-                                          total, list));
+                                          total, count_list(result_.unknown_ops)));
     }
     for (auto& w : g_.warnings) result_.warnings.push_back(w);
     model.kind = "onnx";

@@ -49,6 +49,9 @@ bool is_integer_type(std::int32_t elem_type) {
          elem_type == T::UINT8 || elem_type == T::UINT16 || elem_type == T::UINT32 || elem_type == T::UINT64;
 }
 
+// "" for the default ONNX domain, however the file spells it.
+std::string domain_of(const std::string& domain) { return domain == "ai.onnx" ? std::string() : domain; }
+
 // Which option a dynamic dimension takes, from its name and place.
 enum class DimRole { batch, seq, context, unknown };
 
@@ -201,10 +204,10 @@ std::optional<std::int64_t> bind_inputs(onnx::GraphProto& graph, const std::set<
               std::all_of(term.begin(), term.end(), [](unsigned char c) { return std::isdigit(c); })) {
             term_value = std::stoll(term);
           } else {
-            term_value = value_of(dim_role(term, -1, false));
+            role = dim_role(term, -1, false);
+            term_value = value_of(role);
           }
           if (!term_value) {
-            role = dim_role(term, -1, false);
             value.reset();
             break;
           }
@@ -272,19 +275,6 @@ void check_structure(const onnx::GraphProto& graph, const std::string& where) {
   }
 }
 
-void record_value(const onnx::ValueInfoProto& value, ParsedGraph& parsed) {
-  if (!value.type().has_tensor_type()) return;
-  const auto& tensor = value.type().tensor_type();
-  if (is_float_type(tensor.elem_type())) parsed.float_tensors.insert(value.name());
-  if (!tensor.has_shape()) return;
-  std::vector<std::int64_t> dims;
-  for (const auto& d : tensor.shape().dim()) {
-    if (!d.has_dim_value() || d.dim_value() < 0) return;
-    dims.push_back(d.dim_value());
-  }
-  parsed.shapes[value.name()] = std::move(dims);
-}
-
 using Dims = std::vector<std::int64_t>;
 
 // A value's element type and dimensions, when they are all known.
@@ -296,6 +286,12 @@ std::optional<std::pair<std::int32_t, Dims>> known_type(const onnx::TypeProto& t
     dims.push_back(d.dim_value());
   }
   return std::pair{type.tensor_type().elem_type(), std::move(dims)};
+}
+
+void record_value(const onnx::ValueInfoProto& value, ParsedGraph& parsed) {
+  if (!value.type().has_tensor_type()) return;
+  if (is_float_type(value.type().tensor_type().elem_type())) parsed.float_tensors.insert(value.name());
+  if (auto type = known_type(value.type())) parsed.shapes[value.name()] = std::move(type->second);
 }
 
 // Numpy-style broadcast of two shapes; nullopt when they do not broadcast.
@@ -322,7 +318,7 @@ int assume_shapes(const onnx::ModelProto& model, std::map<std::string, onnx::Val
   const auto& graph = model.graph();
   std::map<std::string, std::int64_t> opsets;
   for (const auto& opset : model.opset_import()) {
-    opsets[opset.domain() == "ai.onnx" ? "" : opset.domain()] = opset.version();
+    opsets[domain_of(opset.domain())] = opset.version();
   }
   std::map<std::string, std::pair<std::int32_t, Dims>> known;
   const auto learn = [&](const onnx::ValueInfoProto& value) {
@@ -341,15 +337,15 @@ int assume_shapes(const onnx::ModelProto& model, std::map<std::string, onnx::Val
     known[init.name()] = {init.data_type(), Dims(init.dims().begin(), init.dims().end())};
     parameters.insert(init.name());
   }
+  const auto shaped = [&](const std::string& t) { return t.empty() || known.count(t) > 0; };
   int filled = 0;
   for (const auto& node : graph.node()) {
-    const bool all_known = std::all_of(node.output().begin(), node.output().end(),
-                                       [&](const std::string& t) { return t.empty() || known.count(t); });
+    const bool all_known = std::all_of(node.output().begin(), node.output().end(), shaped);
     const bool subgraph = std::any_of(node.attribute().begin(), node.attribute().end(), [](const auto& a) {
       return a.type() == onnx::AttributeProto::GRAPH || a.type() == onnx::AttributeProto::GRAPHS;
     });
     if (all_known || subgraph || node.input_size() == 0) continue;
-    const std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
+    const std::string domain = domain_of(node.domain());
     const auto opset = opsets.find(domain);
     const int version = opset == opsets.end() ? 1 : static_cast<int>(opset->second);
     if (onnx::OpSchemaRegistry::Schema(node.op_type(), version, domain) != nullptr) continue;
@@ -358,9 +354,7 @@ int assume_shapes(const onnx::ModelProto& model, std::map<std::string, onnx::Val
     // An elementwise op's first input; any other's first floating-point activation (an op that
     // also reads token ids writes activations, not ids), else its first input. `patient`: only
     // once every input has a shape (one computed at run time, NonZero's, never has).
-    if (patient && !std::all_of(node.input().begin(), node.input().end(),
-                                [&](const std::string& t) { return t.empty() || known.count(t); }))
-      continue;
+    if (patient && !std::all_of(node.input().begin(), node.input().end(), shaped)) continue;
     auto first = known.find(node.input(0));
     if (!elementwise) {
       for (const auto& in : node.input()) {
@@ -409,7 +403,7 @@ int assume_shapes(const onnx::ModelProto& model, std::map<std::string, onnx::Val
 Node convert_node(const onnx::NodeProto& proto, int index) {
   Node node;
   node.op_type = proto.op_type();
-  node.domain = proto.domain() == "ai.onnx" ? "" : proto.domain();
+  node.domain = domain_of(proto.domain());
   node.name = proto.name().empty() ? fmt::format("{}_{}", proto.op_type(), index) : proto.name();
   node.inputs.assign(proto.input().begin(), proto.input().end());
   node.outputs.assign(proto.output().begin(), proto.output().end());
@@ -459,7 +453,7 @@ ParsedGraph parse_onnx(const std::string& bytes, const std::string& where, const
   parsed.producer = fmt::format("{} {}", model.producer_name(), model.producer_version());
   while (!parsed.producer.empty() && parsed.producer.back() == ' ') parsed.producer.pop_back();
   for (const auto& opset : model.opset_import()) {
-    if (opset.domain().empty() || opset.domain() == "ai.onnx") parsed.opset = opset.version();
+    if (domain_of(opset.domain()).empty()) parsed.opset = opset.version();
   }
   if (parsed.opset == 0) throw InputError(fmt::format("{}: the model imports no default-domain opset", where));
   const auto max_opset = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map().at("").second;

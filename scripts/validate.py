@@ -350,6 +350,12 @@ def user_model_spec(name):
     return (path, function) if sep and path.endswith(".py") else None
 
 
+def row_name(name):
+    """The name of a --models entry's rows: FUNCTION for FILE.py:FUNCTION, else the name."""
+    spec = user_model_spec(name)
+    return spec[1] if spec else name
+
+
 @functools.lru_cache(maxsize=None)
 def user_model_function(name):
     """The FUNCTION of FILE.py:FUNCTION, loaded from the file (once a process); one line and exit 2
@@ -375,8 +381,7 @@ def user_model(name, batch):
     a tuple of tensors) for `batch` samples, the batch their first dimension."""
     import torch
     try:
-        made = user_model_function(name)(batch)
-        module, inputs = made
+        module, inputs = user_model_function(name)(batch)
     except SystemExit:
         raise
     except Exception as error:  # the user's code
@@ -395,7 +400,7 @@ def check_model_names(names):
     a torchvision classification model, nor a FILE.py:FUNCTION that can be loaded."""
     rows = {}
     for name in names:
-        row = user_model_spec(name)[1] if user_model_spec(name) else name
+        row = row_name(name)
         if row in rows:
             usage_error(f"validate.py: --models: {rows[row]} and {name} would both be rows named '{row}'")
         rows[row] = name
@@ -447,7 +452,7 @@ def build_case(name, batch, seq, context, device="cpu", runnable=True):
         # A model of the user's own: run as the CNNs when its first input is floating point
         # (an image), as the transformers when it is integer (token ids).
         module, user_inputs = user_model(name, batch)
-        name = user_model_spec(name)[1]
+        name = row_name(name)
     elif name not in TRANSFORMERS:
         size = torchvision_classifier(name)
         if size is None:
