@@ -12,9 +12,9 @@ namespace truepeak::estimate {
 // (name, JSON text) of every models/*.json, sorted by name.
 const std::vector<std::pair<std::string_view, std::string_view>>& zoo_files();
 
-// results/dev-cpu.json as it was at configure time; nullopt when there was none.
+// results/zen5-epyc/dev-cpu.json as it was at configure time; nullopt when there was none.
 std::optional<std::string_view> default_profile_text();
-// Where the default profile came from ("results/dev-cpu.json"), for messages.
+// Where the default profile came from ("results/zen5-epyc/dev-cpu.json"), for messages.
 std::string_view default_profile_path();
 
 }  // namespace truepeak::estimate
