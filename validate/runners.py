@@ -19,7 +19,7 @@ def uses_torch(name):
 
 def set_threads(name, threads):
     """Torch runtimes take their threads from the process; onnxruntime's are a session option,
-    set by its prepare."""
+    given to its prepare()."""
     if uses_torch(name):
         import torch
         torch.set_num_threads(threads)
@@ -41,7 +41,7 @@ def prepare_case(name, case, dtype, threads):
         import numpy
         with numpy.load(case["inputs"]) as arrays:
             feeds = {k: arrays[k] for k in arrays.files}
-        run = module.prepare(case["onnx"])
+        _, run = module.prepare(case["onnx"], threads)
         return lambda: run(feeds)
     import torch
     from validate import models
