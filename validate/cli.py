@@ -82,18 +82,22 @@ def check_args(args):
     if not args.runtimes or len(set(args.runtimes)) != len(args.runtimes):
         usage_error("--runtimes: name each runtime key once")
     if args.models is not None:
-        args.models = [m for m in args.models.split(",") if m]
+        models = [m for m in args.models.split(",") if m]
+        problem = sets.check_models(models)
+        if problem:
+            usage_error(problem)
+        # The children run from the project's root: a model file is passed on by its full path.
+        args.models = [absolute_spec(m) for m in models]
         args.set_of = {m: sets.USER_SET for m in args.models}
     else:
         names = [s for s in args.sets.split(",") if s]
         unknown = [s for s in names if s not in sets.SETS] or ([] if names else ["(none)"])
         if unknown:
             usage_error(f"--sets {unknown[0]}: expected {' or '.join(sets.SETS)}")
+        if len(set(names)) != len(names):
+            usage_error(f"--sets {args.sets}: name each set once")
         args.models = [m for s in names for m in sets.SETS[s]]
         args.set_of = {m: s for s in names for m in sets.SETS[s]}
-    problem = sets.check_models(args.models)
-    if problem:
-        usage_error(problem)
     if args.reuse_onnx and not args.onnx_dir:
         usage_error("--reuse-onnx: name the folder of the earlier exports with --onnx-dir")
     if (args.python or args.quick) and not (args.calibrate or args.calibrate_runtimes):
@@ -103,6 +107,11 @@ def check_args(args):
         usage_error(f"--truepeak {args.truepeak}: not an executable (build truepeak first, or pass its path)")
     if not os.access(args.export_python, os.X_OK):
         usage_error(f"--export-python {args.export_python}: not an executable (an interpreter with PyTorch)")
+
+
+def absolute_spec(name):
+    spec = sets.user_model_spec(name)
+    return f"{os.path.abspath(spec[0])}:{spec[1]}" if spec else name
 
 
 def find_truepeak(path):
@@ -164,7 +173,7 @@ def main(argv=None):
                                           args.python, args.quick)
         calibration = calibrate.run_calibration(cmd)
     doc, runtimes = load_runtimes(args)
-    onnx_dir = args.onnx_dir or tempfile.mkdtemp(prefix="truepeak-validate-")
+    onnx_dir = os.path.abspath(args.onnx_dir) if args.onnx_dir else tempfile.mkdtemp(prefix="truepeak-validate-")
     try:
         manifest = children.export(args.export_python, onnx_dir, args.models, args.batches, args.seq, args.context,
                                    args.reuse_onnx)
@@ -203,6 +212,8 @@ def time_runtime(args, key, runtime, cases, dtype):
 def validate_all(args, doc, runtimes, manifest, calibration, command):
     """Times every runtime's cases (one child at a time, so they never run together), then
     estimates them, then writes a table per runtime and set; returns (path, summary) of each."""
+    failed = [e for e in manifest if "error" in e]
+    manifest = [e for e in manifest if "error" not in e]
     timed = {}
     for key, runtime in runtimes.items():
         cases = plan_cases(args, key, manifest)
@@ -223,6 +234,7 @@ def validate_all(args, doc, runtimes, manifest, calibration, command):
                 result, shlex.join(cmd)))
         for set_name, rows in by_set.items():
             meta = table_meta(args, doc, key, runtimes[key], timing, set_name, calibration, command)
+            meta["export_failures"] = {e["row"]: e["error"] for e in failed if args.set_of[e["model"]] == set_name} or None
             base = os.path.join(folder, f"validation-{set_name}-{profile.slug(key)}")
             tables.append((base, report.write_table(base, meta, rows)))
     return tables

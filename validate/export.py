@@ -1,6 +1,7 @@
 """Child process, under a torch interpreter: exports each model to ONNX with PyTorch's exporter
 (batch axis dynamic) and writes each batch's random inputs beside it, for the runtimes that run
-the ONNX file. Prints the manifest, one JSON list, on stdout; progress on stderr.
+the ONNX file. Prints the manifest, one JSON list, on stdout (a model the exporter fails on is an
+entry with its error); progress on stderr.
 
     PYTHON -m validate.export --dir DIR --batches 1,8 [--seq S] [--context C] [--reuse] MODEL..."""
 import argparse
@@ -103,7 +104,13 @@ def main(argv=None):
     manifest = []
     for name in args.models:
         entry = args.reuse and reusable(args.dir, name, batches, args.seq, args.context)
-        manifest.append(entry or export_model(args.dir, name, batches, args.seq, args.context))
+        try:
+            entry = entry or export_model(args.dir, name, batches, args.seq, args.context)
+        except Exception as error:  # PyTorch's exporter: this model is left out, the others go on
+            message = f"{type(error).__name__}: {error}".splitlines()[0]
+            print(f"validate: {row_name(name)}: the export failed: {message}", file=sys.stderr, flush=True)
+            entry = {"model": name, "row": row_name(name), "error": message}
+        manifest.append(entry)
     print(json.dumps(manifest))
     return 0
 

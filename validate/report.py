@@ -88,8 +88,10 @@ def markdown(meta, rows, summary):
             f"{fmt(r['naive_error_pct'], '+.1f', '%')} | `{r['command']}` |")
     lines += ["", summary_line(summary)]
     failed = [r for r in rows if r["measure_error"] or r["estimate_error"]]
-    if failed:
+    exports = meta.get("export_failures") or {}
+    if failed or exports:
         lines += ["", "Not compared:"]
+        lines += [f"- {model}: the ONNX export failed: {error}" for model, error in exports.items()]
         lines += [f"- {r['model']} b{r['batch']}: " + "; ".join(
             x for x in (r["measure_error"] and f"the run failed: {r['measure_error']}",
                         r["estimate_error"] and f"the estimate failed: {r['estimate_error']}") if x)

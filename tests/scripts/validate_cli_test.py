@@ -131,6 +131,29 @@ class UserPathTest(Fixture):
         self.assertEqual([r["model"] for r in self.table("validation-models-onnxruntime")["rows"]],
                          ["tiny", "resnet18"])
 
+    def test_a_model_the_exporter_fails_on_is_listed(self):
+        rc, _, err = self.validate("--profile", self.profile, "--runtimes", "onnxruntime", "--models",
+                                   "resnet18,broken_net", "--batches", "1")
+        self.assertEqual(rc, 0, err)
+        doc = self.table("validation-models-onnxruntime")
+        self.assertEqual([r["model"] for r in doc["rows"]], ["resnet18"])
+        self.assertEqual(doc["meta"]["export_failures"], {"broken_net": "RuntimeError: not exportable"})
+        with open(os.path.join(self.out, "validation-models-onnxruntime.md")) as f:
+            self.assertIn("- broken_net: the ONNX export failed: RuntimeError: not exportable", f.read())
+
+    def test_a_model_file_is_passed_on_by_its_full_path(self):
+        with open(os.path.join(self.dir, "mine.py"), "w"):
+            pass
+        done = subprocess.run([sys.executable, "-m", "validate", "--truepeak", self.truepeak, "--export-python",
+                               self.python, "--out", "out", "--profile", "box.json", "--runtimes", "onnxruntime",
+                               "--models", "mine.py:net", "--batches", "1"],
+                              cwd=self.dir, capture_output=True, text=True,
+                              env=dict(self.env, PYTHONPATH=ROOT))
+        self.assertEqual(done.returncode, 0, done.stderr)
+        export = [e["argv"] for e in self.entries("python") if e["argv"][1] == "validate.export"][0]
+        self.assertEqual(export[-1], os.path.join(self.dir, "mine.py") + ":net")
+        self.assertTrue(os.path.exists(os.path.join(self.out, "validation-models-onnxruntime.md")))
+
     def test_a_runtime_key_with_a_label(self):
         fakes.profile(self.profile, self.python, keys=("torch-eager:torch2",), eager_dtypes=("f32",))
         rc, _, err = self.validate("--profile", self.profile, "--runtimes", "torch-eager:torch2", "--batches", "1")
