@@ -1,0 +1,129 @@
+"""The sizes every probe runs at: grids over the shape space, log-spaced, chosen by rule and never
+after a model (docs/runtimes.md, "How the probes choose sizes"). Standard library only."""
+
+# Elements of one operand of an own-kernel point: 2^13 to 2^22 in steps of 8x, from tensors an L1
+# cache holds (32 KiB in f32) to tensors that spill the last-level cache of small machines (16 MiB),
+# the span a model's activations cover. --quick keeps the two middle steps.
+ELEMENT_STEPS = (2 ** 13, 2 ** 16, 2 ** 19, 2 ** 22)
+QUICK_ELEMENT_STEPS = (2 ** 16, 2 ** 19)
+
+# Channels and spatial side of an image-shaped (N, C, H, W) operand, one pair per element step:
+# channels double and the side doubles with every step, from few channels on a small image to
+# many on a large one.
+IMAGE_SHAPES = {2 ** 13: (1, 32, 16, 16), 2 ** 16: (1, 64, 32, 32), 2 ** 19: (1, 128, 64, 64),
+                2 ** 22: (1, 256, 128, 128)}
+
+# Rows and row length of a row-shaped (rows, cols) operand, one pair per element step: the row
+# length (a softmax's or a layer norm's reduced axis) runs 64 to 4096 in steps of 4x, the rows
+# make up the rest.
+ROW_SHAPES = {2 ** 13: (128, 64), 2 ** 16: (256, 256), 2 ** 19: (512, 1024), 2 ** 22: (1024, 4096)}
+
+# Groups a row is split into by the transpose probes (the outer axes moved, or the innermost).
+TRANSPOSE_GROUPS = 8
+
+
+def element_steps(quick):
+    return QUICK_ELEMENT_STEPS if quick else ELEMENT_STEPS
+
+
+def image_shapes(quick):
+    return [IMAGE_SHAPES[e] for e in element_steps(quick)]
+
+
+def row_shapes(quick):
+    return [ROW_SHAPES[e] for e in element_steps(quick)]
+
+
+# GEMM points: rows 1 to 2048 (8x steps, then 4x) against square weights of width 64 to 4096 (8x
+# steps), skinny (one row: a weight-bound product) to square; a point above GEMM_MAX_FLOPS is left
+# out to keep the grid within the time budget (the large end of the grid is square enough).
+GEMM_ROWS = (1, 8, 64, 512, 2048)
+GEMM_WIDTHS = (64, 512, 4096)
+GEMM_MAX_FLOPS = 1.1e9
+QUICK_GEMM = ((1, 512), (64, 512), (512, 512))
+
+
+def gemm_grid(quick):
+    """[(rows, width)] of the products rows x width x width."""
+    if quick:
+        return list(QUICK_GEMM)
+    return [(m, w) for m in GEMM_ROWS for w in GEMM_WIDTHS if 2 * m * w * w <= GEMM_MAX_FLOPS]
+
+
+# Batched products between activations: [batch, s, s] x [batch, s, s], batch 2 and 16, side 64 and
+# 256.
+BATCHED_MATMULS = ((2, 64), (2, 256), (16, 64), (16, 256))
+QUICK_BATCHED_MATMULS = ((16, 64),)
+
+
+def batched_matmul_grid(quick):
+    """[(batch, side)]."""
+    return list(QUICK_BATCHED_MATMULS if quick else BATCHED_MATMULS)
+
+
+# Convolution points (batch 1, NCHW): channels 16 to 1024 (2x steps) paired with a spatial side
+# log-spaced from 112 down to 7 (about 1.75x steps), many channels on small images and few on
+# large ones, as the work of a layer stays within reach of the budget along that diagonal.
+CONV_DIAGONAL = ((16, 112), (32, 64), (64, 37), (128, 21), (256, 12), (512, 7), (1024, 7))
+CONV_MAX_FLOPS = 5.0e8
+# Channels per group of the grouped (not depthwise) points.
+CONV_GROUP_WIDTHS = (4, 32)
+
+
+def conv_shape(c, side, kernel, stride, groups):
+    """A conv point's shape: c in and out channels, a square image and kernel, 'same' padding."""
+    return {"n": 1, "c": c, "h": side, "w": side, "k": c, "r": kernel, "s": kernel, "stride": stride,
+            "pad": kernel // 2, "dilation": 1, "groups": groups}
+
+
+def conv_flops(shape):
+    out_h = (shape["h"] + 2 * shape["pad"] - shape["dilation"] * (shape["r"] - 1) - 1) // shape["stride"] + 1
+    out_w = (shape["w"] + 2 * shape["pad"] - shape["dilation"] * (shape["s"] - 1) - 1) // shape["stride"] + 1
+    return 2 * shape["n"] * shape["k"] * (shape["c"] // shape["groups"]) * shape["r"] * shape["s"] * out_h * out_w
+
+
+def _diagonal_ends(kernel, stride, groups_of):
+    """The two ends of the diagonal that fit CONV_MAX_FLOPS (few channels on a large image, the
+    most channels that fit on a small one) for one kernel, stride and grouping."""
+    fitting = []
+    for c, side in CONV_DIAGONAL:
+        groups = groups_of(c)
+        if groups is None:
+            continue
+        shape = conv_shape(c, side, kernel, stride, groups)
+        if conv_flops(shape) <= CONV_MAX_FLOPS:
+            fitting.append(shape)
+    if not fitting:
+        return []
+    return [fitting[0]] if len(fitting) == 1 else [fitting[0], fitting[-1]]
+
+
+def conv_grid(quick):
+    """Convolution shapes over kernel 1/3/5/7, stride 1/2, dense, grouped and depthwise."""
+    if quick:
+        return [conv_shape(64, 37, 3, 1, 1), conv_shape(256, 12, 1, 1, 1), conv_shape(128, 21, 3, 2, 128),
+                conv_shape(128, 21, 3, 1, 128 // 32)]
+    shapes = []
+    for kernel in (1, 3, 5, 7):
+        for stride in (1, 2):
+            shapes += _diagonal_ends(kernel, stride, lambda c: 1)
+    for width in CONV_GROUP_WIDTHS:
+        for stride in (1, 2):
+            shapes += _diagonal_ends(3, stride, lambda c, w=width: c // w if c > w else None)
+    for kernel in (3, 5, 7):
+        for stride in (1, 2):
+            shapes += _diagonal_ends(kernel, stride, lambda c: c)
+    return shapes
+
+
+# Channels per group tried by the grouped-convolution layout probe, over 128 channels in all.
+GROUP_REORDER_WIDTHS = (1, 2, 4, 8, 16, 32, 64)
+GROUP_PROBE_CHANNELS = 128
+
+# Links of the chains that time a fixed cost per op.
+CHAIN_LINKS = 32
+QUICK_CHAIN_LINKS = 8
+
+
+def chain_links(quick):
+    return QUICK_CHAIN_LINKS if quick else CHAIN_LINKS

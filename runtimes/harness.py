@@ -1,0 +1,321 @@
+"""The measurement rules every runtime probe shares: warm-up, the stopping rule, chains, slopes,
+output checks, the time budget and progress. Standard library only at import time: the
+frameworks are imported by the runtime modules that need them, so that this logic can be tested
+(and a missing framework reported) without them."""
+import math
+import os
+import statistics
+import sys
+import time
+
+SEED = 0  # every random input is drawn from this seed, so that two runs time the same values
+
+
+class FrameworkMissing(Exception):
+    """The runtime's framework is not importable here, or too old (exit 3). The message is one
+    line naming the command that installs it."""
+
+
+class UsageError(Exception):
+    """Bad arguments (exit 2); the message is one line."""
+
+
+class CheckFailed(Exception):
+    """A probe's output disagreed with its reference: its times cannot be trusted (exit 1)."""
+
+
+# ---- the time budget -------------------------------------------------------------------------
+
+class Budget:
+    """How long each point may sample, for a full or a --quick calibration. A runtime's whole
+    calibration has a target (`total_s`); once it is spent, points take their minimum samples
+    only, so that a slow machine overruns the target by little rather than by a multiple."""
+
+    def __init__(self, quick, total_s=None, clock=time.perf_counter, started=None):
+        self.quick = quick
+        self.clock = clock
+        self.started = clock() if started is None else started
+        self.total_s = total_s if total_s is not None else (3.0 if quick else 26.0)
+        self.base_point_s = 0.012 if quick else 0.12
+        self.min_samples = 3 if quick else 5
+        self.cv_target = 0.05 if quick else 0.03
+        self.warmup = 1 if quick else 2
+
+    def elapsed_s(self):
+        return self.clock() - self.started
+
+    def point_s(self, weight=1.0):
+        """The sampling time of one point (`weight` times the base), 0 once the total is spent."""
+        return 0.0 if self.elapsed_s() > self.total_s else self.base_point_s * weight
+
+
+# ---- timing ----------------------------------------------------------------------------------
+
+class Timing:
+    """One point's samples in seconds: the fastest (what rates derive from: interference only
+    ever adds time), the median beside it, their coefficient of variation and count."""
+
+    def __init__(self, samples):
+        if not samples:
+            raise ValueError("a timing needs at least one sample")
+        self.samples = list(samples)
+        self.time_s = min(self.samples)
+        self.median_s = statistics.median(self.samples)
+        self.cv = coefficient_of_variation(self.samples)
+
+    @property
+    def count(self):
+        return len(self.samples)
+
+    def fields(self):
+        """The point-format fields: time_s, median_s, cv, samples."""
+        return {"time_s": self.time_s, "median_s": self.median_s, "cv": self.cv, "samples": self.count}
+
+
+def coefficient_of_variation(samples):
+    """Standard deviation over mean; 0 for fewer than two samples."""
+    if len(samples) < 2:
+        return 0.0
+    mean = statistics.fmean(samples)
+    return statistics.stdev(samples) / mean if mean > 0 else 0.0
+
+
+def stop_sampling(samples, elapsed_s, budget_s, min_samples, cv_target, max_samples=100000):
+    """The stopping rule: at least `min_samples`, then until the coefficient of variation falls
+    under `cv_target` or the point's time budget is spent (or `max_samples` are taken)."""
+    if len(samples) < min_samples:
+        return False
+    if len(samples) >= max_samples or elapsed_s >= budget_s:
+        return True
+    return coefficient_of_variation(samples) < cv_target
+
+
+def time_calls(calls, budget, weight=1.0, clock=time.perf_counter, before=None):
+    """Times each callable of `calls` (key -> callable) as one group, interleaved: every round
+    runs each key once, so that a busy spell slows all of them alike (the chain timer and the
+    slope fitter take differences between keys). Each key is warmed up first and its first call
+    never timed. The group stops when every key meets the stopping rule, the group's budget
+    being the point budget times the number of keys. `before`, when given, runs untimed before
+    every timed call. Returns key -> Timing."""
+    for call in calls.values():
+        for _ in range(max(1, budget.warmup)):
+            call()
+    budget_s = budget.point_s(weight) * len(calls)
+    samples = {key: [] for key in calls}
+    start = clock()
+    while True:
+        for key, call in calls.items():
+            if before is not None:
+                before()
+            t0 = clock()
+            call()
+            samples[key].append(clock() - t0)
+        elapsed = clock() - start
+        if all(stop_sampling(s, elapsed, budget_s, budget.min_samples, budget.cv_target) for s in samples.values()):
+            break
+    return {key: Timing(s) for key, s in samples.items()}
+
+
+def time_call(call, budget, weight=1.0, clock=time.perf_counter, before=None):
+    """One callable's Timing (time_calls with one key)."""
+    return time_calls({0: call}, budget, weight, clock, before)[0]
+
+
+# ---- fits ------------------------------------------------------------------------------------
+
+def chain_cost(one_link_s, links_s, links, ops_per_link=1):
+    """Fixed cost of one op from chains of tiny ops: (time of `links` links - time of 1 link) /
+    ((links - 1) * ops_per_link); each time is the fastest of its samples. The chain's fixed
+    cost (the call into the runtime, its inputs and output) drops out. Noise can leave the long
+    chain no slower than the short one: that is 0, not a negative cost."""
+    if links < 2 or ops_per_link <= 0:
+        raise ValueError("a chain needs at least 2 links and 1 op a link")
+    return max(0.0, (links_s - one_link_s) / ((links - 1) * ops_per_link))
+
+
+# The slope is trusted when the work added over the grid takes at least this fraction of the
+# smallest point's time; below it the difference is mostly noise.
+SLOPE_MIN_GROWTH = 0.25
+
+
+def slope_rate(points):
+    """Rate of a runtime's own kernel over a grid of sizes: `points` = [(work, time_s)], work in
+    elements (or FLOPs). The least-squares slope of time over work gives the rate with the
+    kernel's fixed cost (charged per op elsewhere) dropped out. Where noise makes the slope
+    meaningless (not positive, or the grid's added work takes under SLOPE_MIN_GROWTH of the
+    smallest point's time), the largest point's work over its time: a rate that still holds its
+    fixed cost, so it can only be low. Returns (rate, method), method "slope" or "largest"."""
+    pts = sorted((float(w), float(t)) for w, t in points)
+    if not pts or any(w <= 0 or t <= 0 or not math.isfinite(w) or not math.isfinite(t) for w, t in pts):
+        raise ValueError(f"slope_rate needs positive finite points, got {points}")
+    largest_w, largest_t = pts[-1]
+    fallback = (largest_w / largest_t, "largest")
+    if len(pts) < 2 or pts[0][0] == largest_w:
+        return fallback
+    mean_w = statistics.fmean(w for w, _ in pts)
+    mean_t = statistics.fmean(t for _, t in pts)
+    var_w = sum((w - mean_w) ** 2 for w, _ in pts)
+    slope = sum((w - mean_w) * (t - mean_t) for w, t in pts) / var_w
+    if slope <= 0 or slope * (largest_w - pts[0][0]) < SLOPE_MIN_GROWTH * pts[0][1]:
+        return fallback
+    return 1.0 / slope, "slope"
+
+
+def kernel_time_s(measured_s, fixed_s, floor_fraction=0.5):
+    """A measured call's kernel time: its time less the fixed cost the estimator charges per op
+    (so that it is not counted twice), at least `floor_fraction` of the measured time, since a
+    fixed cost measured on tiny calls can exceed what a large call pays beside its kernel."""
+    return max(measured_s - max(fixed_s, 0.0), floor_fraction * measured_s)
+
+
+# ---- inputs and checks -----------------------------------------------------------------------
+
+def random_input(framework, shape, dtype=None, device=None, seed=SEED):
+    """A tensor of standard-normal values from a fixed seed, never zeros (zeros run faster on
+    some hardware and hide wrong indexing). `framework`: "torch" (dtype a torch dtype, device a
+    torch device) or "numpy" (dtype a numpy dtype, float32 by default)."""
+    shape = tuple(int(d) for d in shape)
+    if framework == "torch":
+        import torch
+        generator = torch.Generator().manual_seed(seed)
+        x = torch.randn(shape, generator=generator)
+        x = torch.where(x == 0, torch.ones_like(x), x)
+        return x.to(device=device or "cpu", dtype=dtype or torch.float32)
+    if framework == "numpy":
+        import numpy
+        dtype = numpy.dtype(dtype or numpy.float32)
+        rng = numpy.random.default_rng(seed)
+        # Drawn in single precision where that is the type: half the time of a double draw.
+        x = rng.standard_normal(shape, dtype=dtype) if dtype in (numpy.float32, numpy.float64) \
+            else rng.standard_normal(shape).astype(dtype)
+        x[x == 0] = 1
+        return x
+    raise ValueError(f"unknown framework '{framework}'")
+
+
+def as_floats(value):
+    """A tensor or array (torch, numpy) or nested sequence as a flat list of Python floats."""
+    if hasattr(value, "detach"):  # torch
+        return value.detach().to("cpu").float().flatten().tolist()
+    if hasattr(value, "ravel"):  # numpy
+        return [float(v) for v in value.ravel().tolist()]
+    if isinstance(value, (list, tuple)):
+        out = []
+        for v in value:
+            out.extend(as_floats(v) if isinstance(v, (list, tuple)) or hasattr(v, "ravel") else [float(v)])
+        return out
+    return [float(value)]
+
+
+def check_close(name, got, want, rtol=1e-4, atol=1e-5):
+    """Raises CheckFailed unless `got` matches the reference `want` elementwise within
+    atol + rtol * |want|, with the same number of elements, and both are finite. A probe's
+    times are trusted only after its output passed this once."""
+    g, w = as_floats(got), as_floats(want)
+    if len(g) != len(w):
+        raise CheckFailed(f"{name}: output has {len(g)} elements, the reference {len(w)}")
+    for i, (a, b) in enumerate(zip(g, w)):
+        if not (math.isfinite(a) and math.isfinite(b)):
+            raise CheckFailed(f"{name}: element {i} is not finite (output {a}, reference {b})")
+        if abs(a - b) > atol + rtol * abs(b):
+            raise CheckFailed(f"{name}: element {i} is {a}, the reference {b} (rtol {rtol}, atol {atol})")
+
+
+# ---- the machine -----------------------------------------------------------------------------
+
+def parse_cache_size(text):
+    """Bytes of a sysfs cache size ("32768K", "32M", "1024")."""
+    text = text.strip().upper()
+    scale = {"K": 1024, "M": 1024 ** 2, "G": 1024 ** 3}.get(text[-1:], 1)
+    digits = text[:-1] if text[-1:] in "KMG" else text
+    return int(digits) * scale
+
+
+def last_level_cache_bytes(sys_cpu="/sys/devices/system/cpu"):
+    """Bytes of the last-level cache, all its instances together (one per cluster of cores
+    sharing it), read from the OS; None where the OS does not say. A working set of 4x this
+    measures main memory."""
+    instances = {}
+    try:
+        cpus = [d for d in os.listdir(sys_cpu) if d.startswith("cpu") and d[3:].isdigit()]
+    except OSError:
+        return None
+    for cpu in cpus:
+        cache_dir = os.path.join(sys_cpu, cpu, "cache")
+        try:
+            indexes = [d for d in os.listdir(cache_dir) if d.startswith("index")]
+        except OSError:
+            continue
+        for index in indexes:
+            path = os.path.join(cache_dir, index)
+            try:
+                with open(os.path.join(path, "level")) as f:
+                    level = int(f.read())
+                with open(os.path.join(path, "type")) as f:
+                    kind = f.read().strip()
+                with open(os.path.join(path, "size")) as f:
+                    size = parse_cache_size(f.read())
+                shared = ""
+                if os.path.exists(os.path.join(path, "shared_cpu_list")):
+                    with open(os.path.join(path, "shared_cpu_list")) as f:
+                        shared = f.read().strip()
+            except (OSError, ValueError):
+                continue
+            if kind == "Instruction":
+                continue
+            instances[(level, shared or cpu)] = size
+    if not instances:
+        return None
+    top = max(level for level, _ in instances)
+    return sum(size for (level, _), size in instances.items() if level == top)
+
+
+def dram_working_set_bytes(llc_bytes, floor_bytes=256 * 1024 ** 2):
+    """The working set of a main-memory point: 4x the last-level cache, or `floor_bytes` where
+    the OS does not give the cache's size."""
+    return 4 * llc_bytes if llc_bytes else floor_bytes
+
+
+def cpu_count():
+    """Cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def physical_core_count(sys_cpu="/sys/devices/system/cpu"):
+    """Physical cores among those this process may run on (SMT siblings counted once), from
+    the OS topology; the logical count where the OS does not say."""
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+    except AttributeError:
+        return cpu_count()
+    cores = set()
+    for cpu in cpus:
+        topology = os.path.join(sys_cpu, f"cpu{cpu}", "topology")
+        try:
+            with open(os.path.join(topology, "physical_package_id")) as f:
+                package = f.read().strip()
+            with open(os.path.join(topology, "core_id")) as f:
+                core = f.read().strip()
+        except OSError:
+            return len(cpus)
+        cores.add((package, core))
+    return len(cores) or len(cpus)
+
+
+# ---- progress --------------------------------------------------------------------------------
+
+class Progress:
+    """Progress lines on stderr, each with the runtime's name and the seconds since it began;
+    stdout carries the record alone."""
+
+    def __init__(self, runtime, started=None, stream=None):
+        self.runtime = runtime
+        self.started = time.perf_counter() if started is None else started
+        self.stream = stream
+
+    def __call__(self, message):
+        stream = self.stream or sys.stderr
+        print(f"[{self.runtime} {time.perf_counter() - self.started:6.1f}s] {message}", file=stream, flush=True)

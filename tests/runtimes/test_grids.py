@@ -1,0 +1,71 @@
+"""The probes' size grids: generic by rule, covering the shape space the brief names, never a
+known model's sizes (standard library only)."""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+from runtimes import grids  # noqa: E402
+
+# Sizes that single out well-known models: BERT/GPT-2's widths and heads, ImageNet's image,
+# ResNet's first stage.
+MODEL_WIDTHS = {768, 3072, 1536, 2304}
+MODEL_SIDES = {224, 56}
+
+
+def product(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+class GridTest(unittest.TestCase):
+    def test_operand_shapes_hold_their_element_steps(self):
+        for quick in (False, True):
+            steps = grids.element_steps(quick)
+            self.assertEqual([product(s) for s in grids.image_shapes(quick)], list(steps))
+            self.assertEqual([product(s) for s in grids.row_shapes(quick)], list(steps))
+        self.assertEqual(grids.ELEMENT_STEPS, tuple(2 ** (13 + 3 * i) for i in range(4)))
+
+    def test_rows_split_evenly_for_the_transposes(self):
+        for rows, cols in grids.row_shapes(False):
+            self.assertEqual(cols % grids.TRANSPOSE_GROUPS, 0)
+
+    def test_gemm_grid_runs_skinny_to_square_within_its_cap(self):
+        grid = grids.gemm_grid(False)
+        self.assertIn(1, {m for m, _ in grid})
+        self.assertTrue(any(m == w for m, w in grid))
+        self.assertTrue(all(2 * m * w * w <= grids.GEMM_MAX_FLOPS for m, w in grid))
+        self.assertEqual(set(grids.gemm_grid(True)) - set(grid), set())
+
+    def test_conv_grid_covers_kernels_strides_and_groupings(self):
+        grid = grids.conv_grid(False)
+        self.assertEqual({s["r"] for s in grid}, {1, 3, 5, 7})
+        self.assertEqual({s["stride"] for s in grid}, {1, 2})
+        dense = [s for s in grid if s["groups"] == 1]
+        depthwise = [s for s in grid if s["groups"] == s["c"]]
+        grouped = [s for s in grid if 1 < s["groups"] < s["c"]]
+        self.assertTrue(dense and depthwise and grouped)
+        self.assertEqual({(s["r"], s["stride"]) for s in dense}, {(r, st) for r in (1, 3, 5, 7) for st in (1, 2)})
+        for s in grid:
+            self.assertTrue(16 <= s["c"] <= 1024 and 7 <= s["h"] <= 112, s)
+            self.assertEqual(s["c"] % s["groups"], 0)
+            self.assertLessEqual(grids.conv_flops(s), grids.CONV_MAX_FLOPS)
+
+    def test_conv_flops(self):
+        shape = grids.conv_shape(16, 8, 3, 2, 1)
+        self.assertEqual(grids.conv_flops(shape), 2 * 16 * 16 * 9 * 4 * 4)
+        self.assertEqual(grids.conv_flops(grids.conv_shape(16, 8, 3, 1, 16)), 2 * 16 * 9 * 8 * 8)
+
+    def test_no_size_is_a_known_models(self):
+        widths = {w for _, w in grids.gemm_grid(False)} | {c for _, c in grids.row_shapes(False)}
+        widths |= {s for _, s in grids.batched_matmul_grid(False)}
+        self.assertFalse(widths & MODEL_WIDTHS)
+        sides = {s["h"] for s in grids.conv_grid(False)} | {s[2] for s in grids.image_shapes(False)}
+        self.assertFalse(sides & MODEL_SIDES)
+        self.assertNotIn(12 * 64, {c for _, c in grids.row_shapes(False)})
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,247 @@
+"""The probes' harness: the stopping rule, interleaved timing, the chain and slope fits, output
+checks, the cache size from the OS (standard library only)."""
+import io
+import math
+import os
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+from runtimes import harness  # noqa: E402
+
+
+class FakeClock:
+    """A clock that only moves when a fake call runs."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+    def call(self, durations, log=None, name=None):
+        """A callable taking the next of `durations` (the last repeats) per call."""
+        durations = list(durations)
+
+        def run():
+            self.now += durations.pop(0) if len(durations) > 1 else durations[0]
+            if log is not None:
+                log.append(name)
+        return run
+
+
+def budget(quick=False, clock=None, total_s=None):
+    return harness.Budget(quick, total_s=total_s, clock=clock or FakeClock(), started=0.0)
+
+
+class StopSamplingTest(unittest.TestCase):
+    def test_never_before_the_minimum(self):
+        self.assertFalse(harness.stop_sampling([1.0] * 4, elapsed_s=100, budget_s=1, min_samples=5, cv_target=0.03))
+
+    def test_a_steady_point_stops_at_the_minimum(self):
+        self.assertTrue(harness.stop_sampling([1.0] * 5, elapsed_s=0, budget_s=1, min_samples=5, cv_target=0.03))
+
+    def test_a_noisy_point_samples_until_its_budget_is_spent(self):
+        noisy = [1.0, 2.0, 1.0, 3.0, 1.0]
+        self.assertFalse(harness.stop_sampling(noisy, elapsed_s=0.5, budget_s=1, min_samples=5, cv_target=0.03))
+        self.assertTrue(harness.stop_sampling(noisy, elapsed_s=1.0, budget_s=1, min_samples=5, cv_target=0.03))
+
+    def test_the_sample_cap_ends_it_too(self):
+        noisy = [1.0, 2.0] * 10
+        self.assertTrue(harness.stop_sampling(noisy, 0, 10, 5, 0.03, max_samples=20))
+
+    def test_coefficient_of_variation(self):
+        self.assertEqual(harness.coefficient_of_variation([2.0]), 0.0)
+        self.assertAlmostEqual(harness.coefficient_of_variation([1.0, 3.0]), math.sqrt(2) / 2)
+
+
+class TimeCallsTest(unittest.TestCase):
+    def test_the_warm_up_is_never_timed_and_the_fastest_is_kept(self):
+        clock = FakeClock()
+        # Warm-up calls take 9 s; then 3, 1, 2, 2, 2, ...
+        run = clock.call([9.0, 9.0, 3.0, 1.0, 2.0, 2.0, 2.0])
+        t = harness.time_call(run, budget(clock=clock), clock=clock)
+        self.assertEqual(t.time_s, 1.0)
+        self.assertNotIn(9.0, t.samples)
+        self.assertGreaterEqual(t.count, 5)
+        self.assertEqual(t.median_s, 2.0)
+
+    def test_keys_are_interleaved_round_by_round(self):
+        clock, log = FakeClock(), []
+        calls = {"a": clock.call([1.0], log, "a"), "b": clock.call([2.0], log, "b")}
+        b = budget(clock=clock)
+        timings = harness.time_calls(calls, b, clock=clock)
+        timed = log[2 * b.warmup:]
+        self.assertEqual(timed[:4], ["a", "b", "a", "b"])
+        self.assertEqual(timings["a"].time_s, 1.0)
+        self.assertEqual(timings["b"].time_s, 2.0)
+
+    def test_a_noisy_group_stops_when_its_budget_is_spent(self):
+        clock = FakeClock()
+        b = budget(clock=clock)
+        calls = {"a": clock.call([0.01, 0.02, 0.03] * 1000), "b": clock.call([0.01])}
+        timings = harness.time_calls(calls, b, clock=clock)
+        spent = sum(timings["a"].samples) + sum(timings["b"].samples)
+        self.assertLess(spent, b.base_point_s * 2 + 0.1)
+        self.assertGreater(timings["a"].count, b.min_samples)
+
+    def test_the_before_hook_runs_untimed(self):
+        clock = FakeClock()
+        slow_hook = clock.call([5.0])
+        t = harness.time_call(clock.call([1.0]), budget(clock=clock), clock=clock, before=slow_hook)
+        self.assertEqual(set(t.samples), {1.0})
+
+    def test_fields_are_the_point_format(self):
+        t = harness.Timing([2.0, 1.0, 3.0])
+        self.assertEqual(t.fields(), {"time_s": 1.0, "median_s": 2.0, "cv": t.cv, "samples": 3})
+        with self.assertRaises(ValueError):
+            harness.Timing([])
+
+
+class BudgetTest(unittest.TestCase):
+    def test_points_take_their_minimum_once_the_total_is_spent(self):
+        clock = FakeClock()
+        b = budget(clock=clock, total_s=10)
+        self.assertGreater(b.point_s(), 0)
+        self.assertAlmostEqual(b.point_s(2.0), 2 * b.base_point_s)
+        clock.now = 11
+        self.assertEqual(b.point_s(), 0.0)
+
+    def test_quick_points_are_shorter(self):
+        self.assertLess(budget(quick=True).base_point_s, budget().base_point_s)
+        self.assertLessEqual(budget(quick=True).min_samples, budget().min_samples)
+
+
+class ChainCostTest(unittest.TestCase):
+    def test_the_fixed_cost_drops_out(self):
+        # 20 us of fixed cost, 5 us an op, 2 ops a link.
+        fixed, op = 20e-6, 5e-6
+        self.assertAlmostEqual(harness.chain_cost(fixed + 2 * op, fixed + 64 * 2 * op, 64, 2), op)
+
+    def test_noise_that_leaves_the_long_chain_no_slower_is_zero(self):
+        self.assertEqual(harness.chain_cost(1e-3, 0.9e-3, 32), 0.0)
+
+    def test_a_chain_needs_two_links(self):
+        with self.assertRaises(ValueError):
+            harness.chain_cost(1.0, 1.0, 1)
+
+
+class SlopeRateTest(unittest.TestCase):
+    def test_the_fixed_cost_drops_out_of_the_rate(self):
+        rate, fixed = 1e9, 30e-6
+        points = [(n, fixed + n / rate) for n in (2 ** 13, 2 ** 16, 2 ** 19, 2 ** 22)]
+        got, method = harness.slope_rate(points)
+        self.assertEqual(method, "slope")
+        self.assertAlmostEqual(got / rate, 1.0, places=9)
+
+    def test_two_points_are_the_slope_between_them(self):
+        got, method = harness.slope_rate([(1e5, 2e-4), (4e5, 5e-4)])
+        self.assertEqual(method, "slope")
+        self.assertAlmostEqual(got / (3e5 / 3e-4), 1.0)
+
+    def test_a_slope_lost_in_noise_falls_back_to_the_largest_point(self):
+        # Growth over the grid (0.1 us) is far under a quarter of the smallest time (10 us).
+        got, method = harness.slope_rate([(1e3, 10e-6), (2e3, 10.1e-6)])
+        self.assertEqual(method, "largest")
+        self.assertAlmostEqual(got, 2e3 / 10.1e-6)
+
+    def test_a_falling_slope_falls_back_too(self):
+        self.assertEqual(harness.slope_rate([(1e3, 2e-3), (1e6, 1e-3)])[1], "largest")
+
+    def test_one_size_falls_back(self):
+        self.assertEqual(harness.slope_rate([(1e3, 1e-3)]), (1e6, "largest"))
+
+    def test_bad_points_are_refused(self):
+        for points in ([], [(1e3, 0.0)], [(1e3, float("nan"))], [(-1, 1e-3)]):
+            with self.assertRaises(ValueError):
+                harness.slope_rate(points)
+
+    def test_kernel_time_takes_off_the_fixed_cost_down_to_a_floor(self):
+        self.assertAlmostEqual(harness.kernel_time_s(100e-6, 20e-6), 80e-6)
+        self.assertAlmostEqual(harness.kernel_time_s(30e-6, 20e-6), 15e-6)
+        self.assertAlmostEqual(harness.kernel_time_s(30e-6, -1.0), 30e-6)
+
+
+class CheckCloseTest(unittest.TestCase):
+    def test_within_tolerance_passes(self):
+        harness.check_close("x", [1.0, 2.0], [1.0, 2.0000001])
+        harness.check_close("x", [[1.0], [2.0]], (1.0, 2.0))
+
+    def test_a_wrong_value_fails_naming_it(self):
+        with self.assertRaises(harness.CheckFailed) as caught:
+            harness.check_close("relu 1x4", [1.0, 2.5], [1.0, 2.0])
+        self.assertIn("relu 1x4", str(caught.exception))
+        self.assertIn("element 1", str(caught.exception))
+
+    def test_a_wrong_size_fails(self):
+        with self.assertRaises(harness.CheckFailed):
+            harness.check_close("x", [1.0], [1.0, 2.0])
+
+    def test_non_finite_output_fails(self):
+        with self.assertRaises(harness.CheckFailed):
+            harness.check_close("x", [float("nan")], [1.0])
+        with self.assertRaises(harness.CheckFailed):
+            harness.check_close("x", [float("inf")], [float("inf")])
+
+
+def write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+
+
+class CacheTest(unittest.TestCase):
+    def fake_cpu_tree(self, root, cpus, l3_of):
+        for cpu in range(cpus):
+            base = os.path.join(root, f"cpu{cpu}", "cache")
+            for index, (level, kind, size, shared) in enumerate([
+                    (1, "Data", "48K", str(cpu)), (1, "Instruction", "32K", str(cpu)),
+                    (2, "Unified", "1024K", str(cpu)), (3, "Unified", "32768K", l3_of(cpu))]):
+                for name, value in (("level", level), ("type", kind), ("size", size), ("shared_cpu_list", shared)):
+                    write(os.path.join(base, f"index{index}", name), f"{value}\n")
+        write(os.path.join(root, "online"), "0-3\n")  # not a cpuN directory
+
+    def test_sizes_parse(self):
+        self.assertEqual(harness.parse_cache_size("32768K\n"), 32 * 2 ** 20)
+        self.assertEqual(harness.parse_cache_size("2M"), 2 * 2 ** 20)
+        self.assertEqual(harness.parse_cache_size("512"), 512)
+
+    def test_one_shared_last_level_cache_counts_once(self):
+        with tempfile.TemporaryDirectory() as root:
+            self.fake_cpu_tree(root, 4, lambda cpu: "0-3")
+            self.assertEqual(harness.last_level_cache_bytes(root), 32 * 2 ** 20)
+
+    def test_each_instance_of_a_split_last_level_cache_counts(self):
+        with tempfile.TemporaryDirectory() as root:
+            self.fake_cpu_tree(root, 4, lambda cpu: "0-1" if cpu < 2 else "2-3")
+            self.assertEqual(harness.last_level_cache_bytes(root), 64 * 2 ** 20)
+
+    def test_no_cache_information_is_none(self):
+        with tempfile.TemporaryDirectory() as root:
+            self.assertIsNone(harness.last_level_cache_bytes(root))
+        self.assertIsNone(harness.last_level_cache_bytes("/nonexistent/truepeak"))
+
+    def test_the_main_memory_working_set_is_four_caches(self):
+        self.assertEqual(harness.dram_working_set_bytes(32 * 2 ** 20), 128 * 2 ** 20)
+        self.assertEqual(harness.dram_working_set_bytes(None), 256 * 2 ** 20)
+
+    def test_smt_siblings_count_as_one_physical_core(self):
+        cpus = sorted(os.sched_getaffinity(0))
+        with tempfile.TemporaryDirectory() as root:
+            for cpu in cpus:
+                write(os.path.join(root, f"cpu{cpu}", "topology", "physical_package_id"), "0\n")
+                write(os.path.join(root, f"cpu{cpu}", "topology", "core_id"), f"{cpu // 2}\n")
+            self.assertEqual(harness.physical_core_count(root), len({cpu // 2 for cpu in cpus}))
+            self.assertEqual(harness.physical_core_count(os.path.join(root, "missing")), len(cpus))
+
+
+class ProgressTest(unittest.TestCase):
+    def test_lines_name_the_runtime(self):
+        out = io.StringIO()
+        harness.Progress("torch-jit", stream=out)("hello")
+        self.assertRegex(out.getvalue(), r"^\[torch-jit +\d+\.\ds\] hello\n$")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,130 @@
+"""The record a probe prints: its assembly and the checks calibrate applies again (standard
+library only)."""
+import io
+import json
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+from runtimes import record  # noqa: E402
+
+
+def gemm_point(**fields):
+    point = {"dtype": "f32", "m": 64, "n": 512, "k": 512, "batch": 1, "time_s": 1e-4, "median_s": 1.1e-4,
+             "flops_per_s": 3.4e11, "cv": 0.02, "samples": 10, "impl": "mlas"}
+    point.update(fields)
+    return point
+
+
+def conv_point(**fields):
+    point = {"dtype": "f32", "n": 1, "c": 256, "h": 12, "w": 12, "k": 256, "r": 1, "s": 1, "stride": 1, "pad": 0,
+             "dilation": 1, "groups": 1, "layout": "nchw", "time_s": 2e-4, "median_s": 2.2e-4,
+             "flops_per_s": 1e11, "cv": 0.0, "samples": 5, "impl": "mlas"}
+    point.update(fields)
+    return point
+
+
+def a_record(**changes):
+    doc = record.build_record(
+        runtime="onnxruntime", device="cpu", framework="onnxruntime 1.32.0", versions={"onnxruntime": "1.32.0"},
+        threads=2, dtypes=["f32"], settings={"session_options": "default"}, op_s=2.5e-7,
+        probes=[{"name": "op chain", "shape": "1x16", "time_s": 5e-6, "median_s": 6e-6, "cv": 0.0, "samples": 9,
+                 "nodes": 0}],
+        calibration_s=3.2, kind_op_s=[{"kind": "linear", "dtype": "bf16", "op_s": 0.0}],
+        own_kernels=[{"kind": "pool:max", "dtype": "f32", "elements_per_s": 1.5e10}],
+        layout={"blocked_ops": ["pool:max"], "to_plain_copies": 1, "to_blocked_copies": 1,
+                "expand_broadcast": False, "group_reorder_widths": [2, 4]},
+        conv_layout="blocked", fuse_activations=True, memory_levels=[{"name": "DRAM", "bytes": None, "Bps": 4e10}],
+        gemm=[gemm_point()], conv=[conv_point()])
+    doc.update(changes)
+    return doc
+
+
+class BuildRecordTest(unittest.TestCase):
+    def test_fields_come_in_the_documented_order(self):
+        self.assertEqual(list(a_record()), list(record.FIELDS))
+
+    def test_the_allocator_interpreter_and_python_version_are_filled_in(self):
+        doc = a_record()
+        self.assertEqual(doc["settings"]["allocator"], "glibc default")
+        self.assertEqual(doc["settings"]["session_options"], "default")
+        self.assertEqual(doc["python"], sys.executable)
+        self.assertIn("python", doc["versions"])
+        self.assertEqual(doc["memory"], {"levels": [{"name": "DRAM", "bytes": None, "Bps": 4e10}]})
+
+    def test_a_good_record_passes(self):
+        self.assertEqual(record.problems(a_record()), [])
+
+    def test_probe_points_carry_their_timing(self):
+        class Timing:
+            def fields(self):
+                return {"time_s": 1.0, "median_s": 1.5, "cv": 0.1, "samples": 4}
+        point = record.probe_point("own relu f32", "1x64x32x32", Timing(), elements=65536)
+        self.assertEqual(point, {"name": "own relu f32", "shape": "1x64x32x32", "time_s": 1.0, "median_s": 1.5,
+                                 "cv": 0.1, "samples": 4, "elements": 65536})
+
+
+class ProblemsTest(unittest.TestCase):
+    def assertProblem(self, doc, text):
+        found = record.problems(doc)
+        self.assertTrue(any(text in p for p in found), f"no problem with '{text}' in {found}")
+
+    def test_numbers_must_be_finite(self):
+        self.assertProblem(a_record(op_s=float("nan")), "op_s")
+        self.assertProblem(a_record(gemm=[gemm_point(flops_per_s=float("inf"))]), "gemm[0].flops_per_s")
+
+    def test_numbers_must_be_positive(self):
+        self.assertProblem(a_record(gemm=[gemm_point(time_s=0.0)]), "gemm[0].time_s")
+        self.assertProblem(a_record(own_kernels=[{"kind": "softmax", "dtype": "f32", "elements_per_s": -1.0}]),
+                           "own_kernels[0].elements_per_s")
+        self.assertProblem(a_record(op_s=-1e-6), "op_s")
+        self.assertProblem(a_record(calibration_s=0.0), "calibration_s")
+
+    def test_op_costs_cvs_padding_and_probe_counts_may_be_zero(self):
+        doc = a_record(op_s=0.0)
+        self.assertEqual(doc["kind_op_s"][0]["op_s"], 0.0)
+        self.assertEqual(doc["conv"][0]["pad"], 0)
+        self.assertEqual(doc["conv"][0]["cv"], 0.0)
+        self.assertEqual(record.problems(doc), [])
+
+    def test_probe_times_may_not_be_zero(self):
+        doc = a_record()
+        doc["probes"][0]["time_s"] = 0.0
+        self.assertProblem(doc, "probes[0].time_s")
+
+    def test_missing_fields_are_named(self):
+        doc = a_record()
+        del doc["in_place"]
+        self.assertEqual(record.problems(doc), ["missing field 'in_place'"])
+
+    def test_types(self):
+        self.assertProblem(a_record(dtypes=["float32"]), "dtypes")
+        self.assertProblem(a_record(dtypes=[]), "dtypes")
+        self.assertProblem(a_record(threads=0), "threads")
+        self.assertProblem(a_record(fuse_activations="yes"), "fuse_activations")
+        self.assertProblem(a_record(kind_op_s=[{"kind": "linear", "op_s": 1e-6}]), "kind_op_s[0]")
+        self.assertProblem(a_record(kind_op_s=[{"kind": "linear", "dtype": "half", "op_s": 1e-6}]),
+                           "kind_op_s[0].dtype")
+        self.assertProblem(a_record(layout={"blocked_ops": []}), "layout: missing 'to_plain_copies'")
+        self.assertProblem(a_record(gemm=[{"dtype": "f32", "m": 1}]), "gemm[0]: missing")
+        self.assertProblem(a_record(conv=[conv_point(layout=None)]), "conv[0]")
+        self.assertProblem(a_record(memory={"levels": [{"name": "DRAM", "Bps": 1e9}]}), "memory.levels[0]")
+
+    def test_a_plain_runtime_has_no_layout(self):
+        self.assertEqual(record.problems(a_record(layout=None)), [])
+
+
+class WriteRecordTest(unittest.TestCase):
+    def test_one_json_document(self):
+        out = io.StringIO()
+        record.write_record(a_record(), out)
+        self.assertEqual(json.loads(out.getvalue())["runtime"], "onnxruntime")
+
+    def test_a_non_finite_number_is_never_written(self):
+        with self.assertRaises(ValueError):
+            record.write_record(a_record(op_s=float("nan")), io.StringIO())
+
+
+if __name__ == "__main__":
+    unittest.main()
