@@ -1,0 +1,512 @@
+"""onnxruntime: a model as onnxruntime.InferenceSession runs it on the CPU execution provider,
+default session options (graph optimizations on; the thread count set only where --threads asks
+for fewer threads than the cores this process may use), in f32.
+
+Probes, each a tiny ONNX graph built in memory with onnx.helper: the fixed cost of one node
+(chains of Add and Relu nodes on a tiny tensor) and of a session call; MLAS's own GEMM points
+(MatMul with constant weights), each less the fixed costs the estimator charges per call and
+per op; its layout rules (its NCHWc transformer runs convolutions channel-blocked:
+runtimes/onnxruntime_layout.py); its convolution points, timed in chains so that the reorders
+at a graph's ends drop out; the rates of its own kernels (elementwise, pools, norms, softmax,
+concat, transposes) over the size grids; whether it folds an activation into the convolution
+before it (no Relu left in the graph it optimizes from Conv+Relu); the main-memory bandwidth of
+its Add. All grids are generic (runtimes/grids.py)."""
+import os
+import tempfile
+
+from runtimes import grids, harness, onnxruntime_layout, record
+
+RUNTIME = "onnxruntime"
+DEVICES = ("cpu",)
+MINIMUM_ORT = (1, 10)
+OPSET = 17  # LayerNormalization; onnxruntime runs it from 1.14
+MS_DOMAIN = "com.microsoft"  # onnxruntime's own ops (Gelu, FusedConv)
+PROVIDERS = ["CPUExecutionProvider"]
+TINY_WIDTH = 16  # the op chain's tensor: 1 x TINY_WIDTH
+KERNEL_FLOOR = 0.5  # a point's kernel time is at least this fraction of its measured time
+QUICK_KINDS = ("elementwise:relu", "elementwise:add", "elementwise:gelu", "pool:max", "softmax", "norm:layernorm")
+INSTALL = "scripts/setup-venv.sh onnxruntime (then --python .venv/bin/python)"
+
+
+def require():
+    """(onnxruntime, onnx, numpy), or harness.FrameworkMissing naming the install command."""
+    import sys
+    try:
+        import numpy
+        import onnx
+        import onnxruntime
+    except ImportError as error:
+        raise harness.FrameworkMissing(f"{RUNTIME} needs onnxruntime, onnx and numpy, which {sys.executable} cannot "
+                                       f"import ({error}): {INSTALL}") from None
+    from runtimes.torch_common import version_tuple
+    if version_tuple(onnxruntime.__version__) < MINIMUM_ORT:
+        raise harness.FrameworkMissing(f"{RUNTIME} needs onnxruntime >= {MINIMUM_ORT[0]}.{MINIMUM_ORT[1]}, "
+                                       f"{sys.executable} has {onnxruntime.__version__}: {INSTALL}")
+    return onnxruntime, onnx, numpy
+
+
+def session_options(ort, threads=None):
+    """Default session options; the intra-op thread count only where `threads` asks for fewer
+    than the cores this process may use (onnxruntime's default is every physical core)."""
+    options = ort.SessionOptions()
+    if threads and threads < harness.cpu_count():
+        options.intra_op_num_threads = threads
+    return options
+
+
+def prepare(onnx_path, threads=None):
+    """The model at `onnx_path` run as the onnxruntime probes run theirs: an InferenceSession on
+    the CPU execution provider with default session options (session_options). Returns
+    (session, run), run(feeds) -> the list of outputs, feeds a dict of input name -> array."""
+    ort, _, _ = require()
+    session = ort.InferenceSession(onnx_path, sess_options=session_options(ort, threads), providers=PROVIDERS)
+    names = [o.name for o in session.get_outputs()]
+    return session, lambda feeds: session.run(names, feeds)
+
+
+class Graphs:
+    """Builds tiny ONNX models in memory and sessions over them."""
+
+    def __init__(self, ort, onnx, np, threads):
+        self.ort, self.onnx, self.np, self.threads = ort, onnx, np, threads
+        self.helper = onnx.helper
+
+    def tensor(self, name, shape):
+        return self.helper.make_tensor_value_info(name, self.onnx.TensorProto.FLOAT, list(shape))
+
+    def constant(self, name, array):
+        return self.onnx.numpy_helper.from_array(self.np.ascontiguousarray(array, dtype=self.np.float32), name)
+
+    def model(self, nodes, inputs, outputs, constants=(), ms_domain=False):
+        """The serialized model: `inputs` and `outputs` [(name, shape)], `constants` [(name, array)]."""
+        graph = self.helper.make_graph(list(nodes), "truepeak_probe", [self.tensor(n, s) for n, s in inputs],
+                                       [self.tensor(n, s) for n, s in outputs],
+                                       [self.constant(n, a) for n, a in constants])
+        opsets = [self.helper.make_opsetid("", OPSET)] + ([self.helper.make_opsetid(MS_DOMAIN, 1)] if ms_domain else [])
+        model = self.helper.make_model(graph, opset_imports=opsets)
+        model.ir_version = min(model.ir_version, 8)  # readable by every onnxruntime from 1.10
+        return model.SerializeToString()
+
+    def session(self, model_bytes, optimized_path=None):
+        options = session_options(self.ort, self.threads)
+        if optimized_path:
+            options.optimized_model_filepath = optimized_path
+            options.log_severity_level = 3  # its warning that a saved NCHWc graph is machine-specific
+        return self.ort.InferenceSession(model_bytes, sess_options=options, providers=PROVIDERS)
+
+    def runner(self, model_bytes, feeds):
+        """A callable running the model on `feeds`, and its session."""
+        session = self.session(model_bytes)
+        names = [o.name for o in session.get_outputs()]
+        return (lambda: session.run(names, feeds)), session
+
+    def optimized_node_types(self, model_bytes):
+        """The op types of the graph onnxruntime runs after its optimizations."""
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "optimized.onnx")
+            self.session(model_bytes, optimized_path=path)
+            return [node.op_type for node in self.onnx.load(path).graph.node]
+
+
+# ---- the fixed costs ---------------------------------------------------------------------------
+
+def relu_add_chain(g, links):
+    """`links` links of Add(a constant) and Relu on a 1 x TINY_WIDTH tensor; the model, its
+    feeds and the reference output."""
+    np = g.np
+    x = harness.random_input("numpy", (1, TINY_WIDTH))
+    bias = harness.random_input("numpy", (TINY_WIDTH,), seed=1) * 0.1
+    nodes, name = [], "x"
+    for i in range(links):
+        nodes.append(g.helper.make_node("Add", [name, "bias"], [f"s{i}"]))
+        name = f"r{i}" if i < links - 1 else "y"
+        nodes.append(g.helper.make_node("Relu", [f"s{i}"], [name]))
+    want = x.astype(np.float64)
+    for _ in range(links):
+        want = np.maximum(want + bias, 0)
+    model = g.model(nodes, [("x", (1, TINY_WIDTH))], [("y", (1, TINY_WIDTH))], [("bias", bias)])
+    return model, {"x": x}, want
+
+
+def fixed_costs(g, budget, progress, quick):
+    """op_s from chains of 1 and of n Add+Relu links: (time of n - time of 1) / ((n - 1) x the
+    nodes a link keeps after optimization); and the fixed cost of a session call, the 1-link
+    chain less its nodes. Returns (op_s, call_s, probe points)."""
+    links = grids.chain_links(quick)
+    runs, nodes = {}, {}
+    for n in (1, links):
+        model, feeds, want = relu_add_chain(g, n)
+        run, _ = g.runner(model, feeds)
+        harness.check_close(f"Add+Relu chain x{n}", run()[0], want)
+        runs[n] = run
+        nodes[n] = len(g.optimized_node_types(model))
+    timings = harness.time_calls(runs, budget, weight=3.0)
+    per_link = nodes[links] / links
+    op_s = harness.chain_cost(timings[1].time_s, timings[links].time_s, links, per_link)
+    call_s = max(0.0, timings[1].time_s - nodes[1] * op_s)
+    probes = [record.probe_point(f"op chain Add+Relu 1x{TINY_WIDTH} x{n}", f"1x{TINY_WIDTH}", timings[n], links=n,
+                                 nodes=nodes[n]) for n in (1, links)]
+    progress(f"op_s {op_s * 1e6:.2f} us, session call {call_s * 1e6:.2f} us")
+    return op_s, call_s, probes
+
+
+# ---- GEMM and convolution points ---------------------------------------------------------------
+
+def product_point(timing, fixed_s, flops, fields):
+    """A point in the profile's format: kernel time = measured less the fixed costs (a session
+    call and an op), at least KERNEL_FLOOR of measured."""
+    kernel_s = harness.kernel_time_s(timing.time_s, fixed_s, KERNEL_FLOOR)
+    median_s = harness.kernel_time_s(timing.median_s, fixed_s, KERNEL_FLOOR)
+    point = dict(fields)
+    point.update({"time_s": kernel_s, "median_s": median_s, "flops_per_s": flops / kernel_s, "cv": timing.cv,
+                  "samples": timing.count, "impl": "mlas", "cold_weights": False, "measured_s": timing.time_s,
+                  "fixed_s_taken_off": timing.time_s - kernel_s})
+    return point
+
+
+def gemm_points(g, fixed_s, budget, progress, quick):
+    """MatMul of X [m, k] by constant weights [k, n] (onnxruntime prepacks them) over
+    grids.gemm_grid, f32. Returns (points, probe points)."""
+    np = g.np
+    points, probes = [], []
+    for i, (m, w) in enumerate(grids.gemm_grid(quick)):
+        x = harness.random_input("numpy", (m, w), seed=2 * i)
+        b = harness.random_input("numpy", (w, w), seed=2 * i + 1)
+        model = g.model([g.helper.make_node("MatMul", ["x", "b"], ["y"])], [("x", (m, w))], [("y", (m, w))],
+                        [("b", b)])
+        run, _ = g.runner(model, {"x": x})
+        if i == 0:
+            harness.check_close(f"MatMul {m}x{w}x{w}", run()[0], x.astype(np.float64) @ b, 1e-4, 1e-3)
+        timing = harness.time_call(run, budget)
+        points.append(product_point(timing, fixed_s, 2.0 * m * w * w,
+                                    {"dtype": "f32", "m": m, "n": w, "k": w, "batch": 1,
+                                     "layout": "row-major, weights [k][n]"}))
+        probes.append(record.probe_point("gemm MatMul f32", f"{m}x{w}x{w}", timing))
+    best = max(points, key=lambda p: p["flops_per_s"])
+    progress(f"{len(points)} gemm points, best {best['flops_per_s'] / 1e9:.1f} GFLOP/s "
+             f"({best['m']}x{best['n']}x{best['k']})")
+    return points, probes
+
+
+def conv_reference(np, x, w, b, stride, pad, groups):
+    """A grouped 2-D convolution in float64 (NCHW), for the output checks."""
+    from numpy.lib.stride_tricks import sliding_window_view
+    x, w = x.astype(np.float64), w.astype(np.float64)
+    n, c = x.shape[:2]
+    k, per_group, r, s = w.shape
+    padded = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    windows = sliding_window_view(padded, (r, s), axis=(2, 3))[:, :, ::stride, ::stride]
+    out_h, out_w = windows.shape[2:4]
+    windows = windows.reshape(n, groups, per_group, out_h, out_w, r, s)
+    weights = w.reshape(groups, k // groups, per_group, r, s)
+    out = np.einsum("ngchwrs,gkcrs->ngkhw", windows, weights).reshape(n, k, out_h, out_w)
+    return out + b[None, :, None, None]
+
+
+def conv_layer(g, shape, source, target, prefix, seed):
+    """A Conv node (with bias) of `shape` (grids.conv_shape's fields) and its constants."""
+    w = harness.random_input("numpy", (shape["k"], shape["c"] // shape["groups"], shape["r"], shape["s"]),
+                             seed=seed + 1) * (shape["r"] * shape["s"] * shape["c"] // shape["groups"]) ** -0.5
+    b = harness.random_input("numpy", (shape["k"],), seed=seed + 2)
+    node = g.helper.make_node("Conv", [source, f"{prefix}w", f"{prefix}b"], [target],
+                              kernel_shape=[shape["r"], shape["s"]], strides=[shape["stride"]] * 2,
+                              pads=[shape["pad"]] * 4, group=shape["groups"], dilations=[1, 1])
+    return node, [(f"{prefix}w", w), (f"{prefix}b", b)]
+
+
+def out_side(shape):
+    return (shape["h"] + 2 * shape["pad"] - shape["r"]) // shape["stride"] + 1
+
+
+def follower(shape):
+    """The convolution after a point's in its chain: the same, stride 1, on the point's output
+    (as many FLOPs as the point, whatever its stride)."""
+    side = out_side(shape)
+    return dict(shape, c=shape["k"], h=side, w=side, stride=1)
+
+
+def conv_models(g, shape, seed):
+    """The models that time a convolution point: the point followed by its follower, and the
+    follower alone; and the input of each. onnxruntime reorders a blocked region's input and
+    output at the graph's ends: the difference of the two is the point's kernel and one op, in
+    the layout onnxruntime runs it in inside a network."""
+    second = follower(shape)
+    x = harness.random_input("numpy", (shape["n"], shape["c"], shape["h"], shape["w"]), seed=seed)
+    x2 = harness.random_input("numpy", (second["n"], second["c"], second["h"], second["w"]), seed=seed + 5)
+    out = (shape["n"], shape["k"], out_side(shape), out_side(shape))
+    a, a_consts = conv_layer(g, shape, "x", "h", "a", seed)
+    b, b_consts = conv_layer(g, second, "h", "y", "b", seed + 3)
+    pair = g.model([a, b], [("x", x.shape)], [("y", out)], a_consts + b_consts)
+    b_alone, _ = conv_layer(g, second, "x", "y", "b", seed + 3)
+    alone = g.model([b_alone], [("x", x2.shape)], [("y", out)], b_consts)
+    return (pair, x, a_consts + b_consts), (alone, x2)
+
+
+def check_conv_class(g, shape, seed):
+    """Checks the chain of a small convolution of the same class as `shape` (kernel, stride,
+    channels per group; two groups at most, few channels, a small image) against numpy."""
+    width = shape["c"] // shape["groups"]
+    groups = min(shape["groups"], 2)
+    small = grids.conv_shape(width * groups if shape["groups"] > 1 else min(shape["c"], 16),
+                             2 * shape["r"] + 3, shape["r"], shape["stride"], groups)
+    (pair, x, consts), _ = conv_models(g, small, seed)
+    run, _ = g.runner(pair, {"x": x})
+    c = dict(consts)
+    second = follower(small)
+    want = conv_reference(g.np, x, c["aw"], c["ab"], small["stride"], small["pad"], small["groups"])
+    want = conv_reference(g.np, want, c["bw"], c["bb"], 1, second["pad"], second["groups"])
+    harness.check_close(f"Conv {conv_name(small)} and its follower", run()[0], want, 1e-4, 1e-3)
+
+
+def conv_name(shape):
+    """oneDNN's benchdnn-style name of a convolution shape."""
+    return (f"mb{shape['n']}g{shape['groups']}ic{shape['c']}oc{shape['k']}_ih{shape['h']}kh{shape['r']}"
+            f"sh{shape['stride']}ph{shape['pad']}")
+
+
+def conv_points(g, op_s, budget, progress, quick):
+    """Conv over grids.conv_grid, f32, timed in a chain (conv_models): kernel time = time of the
+    pair - time of the follower alone - op_s, at least KERNEL_FLOOR of half the pair's time (the
+    pair is two convolutions of the same FLOPs). Each point's layout is that of its optimized graph (blocked where
+    onnxruntime reorders around it, else nchw); each class's output is checked once. Returns
+    (points, probe points)."""
+    points, probes, checked = [], [], set()
+    for i, shape in enumerate(grids.conv_grid(quick)):
+        key = (shape["r"], shape["stride"], shape["c"] // shape["groups"] if shape["groups"] > 1 else 0)
+        if key not in checked:
+            check_conv_class(g, shape, 100 + i)
+            checked.add(key)
+        (pair, x, _), (alone, x2) = conv_models(g, shape, 10 * i)
+        runs = {"pair": g.runner(pair, {"x": x})[0], "alone": g.runner(alone, {"x": x2})[0]}
+        timings = harness.time_calls(runs, budget)
+        floor_s = KERNEL_FLOOR * timings["pair"].time_s / 2
+        kernel_s = max(timings["pair"].time_s - timings["alone"].time_s - op_s, floor_s)
+        median_s = max(timings["pair"].median_s - timings["alone"].median_s - op_s, floor_s)
+        blocked = "ReorderInput" in g.optimized_node_types(alone)
+        flops = grids.conv_flops(shape)
+        point = dict(dtype="f32", **shape, layout="blocked" if blocked else "nchw")
+        point.update({"time_s": kernel_s, "median_s": max(median_s, kernel_s), "flops_per_s": flops / kernel_s,
+                      "cv": timings["pair"].cv, "samples": timings["pair"].count, "impl": "mlas",
+                      "cold_weights": False, "pair_s": timings["pair"].time_s, "follower_s": timings["alone"].time_s})
+        points.append(point)
+        probes += [record.probe_point(f"conv Conv f32 {name}", conv_name(shape), timings[name]) for name in runs]
+    best = max(points, key=lambda p: p["flops_per_s"])
+    progress(f"{len(points)} conv points, best {best['flops_per_s'] / 1e9:.1f} GFLOP/s ({conv_name(best)})")
+    return points, probes
+
+
+# ---- own kernels -------------------------------------------------------------------------------
+
+def own_kernel_table(g):
+    """Estimator row kind -> (grid, build(shape) -> (nodes, input names, output shape, constants,
+    ms_domain), window(shape), reference(np, inputs) or None)."""
+    np, make = g.np, g.helper.make_node
+    erf = np.vectorize(__import__("math").erf)
+
+    def unary(op, ref, **attrs):
+        return lambda s: ([make(op, ["x0"], ["y"], **attrs)], 1, s, [], False), ref
+
+    def ms_unary(op, ref):
+        return lambda s: ([make(op, ["x0"], ["y"], domain=MS_DOMAIN)], 1, s, [], True), ref
+
+    def binary(op, ref):
+        return lambda s: ([make(op, ["x0", "x1"], ["y"])], 2, s, [], False), ref
+
+    def sigmoid(x):
+        return 1 / (1 + np.exp(-x))
+
+    def pool(op, ref):
+        return (lambda s: ([make(op, ["x0"], ["y"], kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1],
+                                 **({"count_include_pad": 1} if op == "AveragePool" else {}))], 1, s, [], False), ref)
+
+    def pool_ref(reduce):
+        def ref(x):
+            from numpy.lib.stride_tricks import sliding_window_view
+            fill = -np.inf if reduce is np.max else 0
+            padded = np.pad(x[0], ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=fill)
+            return reduce(sliding_window_view(padded, (3, 3), axis=(2, 3)), axis=(-2, -1))
+        return ref
+
+    def batchnorm(s):
+        c = s[1]
+        consts = [("scale", harness.random_input("numpy", (c,), seed=11)),
+                  ("bias", harness.random_input("numpy", (c,), seed=12)),
+                  ("mean", harness.random_input("numpy", (c,), seed=13) * 0.1),
+                  ("var", np.abs(harness.random_input("numpy", (c,), seed=14)) + 0.5)]
+        return [make("BatchNormalization", ["x0", "scale", "bias", "mean", "var"], ["y"])], 1, s, consts, False
+
+    def batchnorm_ref(x, scale, bias, mean, var):
+        e = lambda v: v[None, :, None, None]  # noqa: E731
+        return (x[0] - e(mean)) / np.sqrt(e(var) + 1e-5) * e(scale) + e(bias)
+
+    def layernorm(s):
+        consts = [("scale", harness.random_input("numpy", (s[1],), seed=15)),
+                  ("bias", harness.random_input("numpy", (s[1],), seed=16))]
+        return [make("LayerNormalization", ["x0", "scale", "bias"], ["y"], axis=-1)], 1, s, consts, False
+
+    def layernorm_ref(x, scale, bias):
+        mean = x[0].mean(-1, keepdims=True)
+        var = x[0].var(-1, keepdims=True)
+        return (x[0] - mean) / np.sqrt(var + 1e-5) * scale + bias
+
+    def divide(s):
+        return [make("Div", ["x0", "d"], ["y"])], 1, s, [("d", np.array(3.0))], False
+
+    def clip(s):
+        return [make("Clip", ["x0", "lo", "hi"], ["y"])], 1, s, [("lo", np.array(0.0)), ("hi", np.array(6.0))], False
+
+    def silu(s):
+        return [make("Sigmoid", ["x0"], ["g"]), make("Mul", ["x0", "g"], ["y"])], 1, s, [], False
+
+    def concat(s):
+        return [make("Concat", ["x0", "x1"], ["y"], axis=1)], 2, (s[0], 2 * s[1], *s[2:]), [], False
+
+    def global_avg(s):
+        return [make("GlobalAveragePool", ["x0"], ["y"])], 1, (s[0], s[1], 1, 1), [], False
+
+    g_ = grids.TRANSPOSE_GROUPS
+
+    def transpose(perm):
+        def build(s):
+            shape3 = (s[0], g_, s[1] // g_)
+            return [make("Transpose", ["x0"], ["y"], perm=list(perm))], 1, tuple(shape3[p] for p in perm), [], False
+        return build
+
+    image, rows = "image", "rows"
+    table = {
+        "elementwise:relu": (image, *unary("Relu", lambda x: np.maximum(x[0], 0))),
+        "elementwise:clip": (image, clip, lambda x, lo, hi: np.clip(x[0], 0, 6)),
+        "elementwise:sigmoid": (image, *unary("Sigmoid", lambda x: sigmoid(x[0]))),
+        "elementwise:tanh": (image, *unary("Tanh", lambda x: np.tanh(x[0]))),
+        "elementwise:gelu": (image, *ms_unary("Gelu", lambda x: 0.5 * x[0] * (1 + erf(x[0] / 2 ** 0.5)))),
+        "elementwise:silu": (image, silu, lambda x: x[0] * sigmoid(x[0])),
+        "elementwise:hardswish": (image, *unary("HardSwish", lambda x: x[0] * np.clip(x[0] / 6 + 0.5, 0, 1))),
+        "elementwise:hardsigmoid": (image, *unary("HardSigmoid", lambda x: np.clip(x[0] / 6 + 0.5, 0, 1),
+                                                  alpha=1 / 6, beta=0.5)),
+        "elementwise:add": (image, *binary("Add", lambda x: x[0] + x[1])),
+        "elementwise:mul": (image, *binary("Mul", lambda x: x[0] * x[1])),
+        "elementwise:div": (rows, divide, lambda x, d: x[0] / 3.0),
+        "pool:max": (image, *pool("MaxPool", pool_ref(np.max))),
+        "pool:avg": (image, *pool("AveragePool", pool_ref(np.mean))),
+        "pool:global_avg": (image, global_avg, lambda x: x[0].mean(axis=(2, 3), keepdims=True)),
+        "norm:batchnorm": (image, batchnorm, batchnorm_ref),
+        "norm:layernorm": (rows, layernorm, layernorm_ref),
+        "softmax": (rows, *unary("Softmax", lambda x: np.exp(x[0]) / np.exp(x[0]).sum(-1, keepdims=True), axis=-1)),
+        "concat": (image, concat, lambda x: np.concatenate([x[0], x[1]], axis=1)),
+        "transpose": (rows, transpose((1, 0, 2)), lambda x: x[0].transpose(1, 0, 2)),
+        "transpose:inner": (rows, transpose((1, 2, 0)), lambda x: x[0].transpose(1, 2, 0)),
+    }
+    return table
+
+
+def own_kernel_rates(g, budget, progress, quick):
+    """Elements per second of onnxruntime's own kernels over the size grids, as the slope
+    between sizes (harness.slope_rate); an op's elements are its outputs, a pool's its window
+    elements. Each kind's output is checked once against numpy, at the smallest size."""
+    np = g.np
+    entries, probes = [], []
+    shapes = {"image": grids.image_shapes(quick), "rows": grids.row_shapes(quick)}
+    for kind, (grid, build, reference) in own_kernel_table(g).items():
+        if quick and kind not in QUICK_KINDS:
+            continue
+        runs, work = {}, {}
+        for i, shape in enumerate(shapes[grid]):
+            nodes, operands, out_shape, consts, ms = build(shape)
+            in_shape = (shape[0], grids.TRANSPOSE_GROUPS, shape[1] // grids.TRANSPOSE_GROUPS) \
+                if kind.startswith("transpose") else shape
+            xs = {f"x{j}": harness.random_input("numpy", in_shape, seed=j) for j in range(operands)}
+            model = g.model(nodes, [(name, in_shape) for name in xs], [("y", out_shape)], consts, ms_domain=ms)
+            run, _ = g.runner(model, xs)
+            if i == 0:
+                ins = [xs[f"x{j}"].astype(np.float64) for j in range(operands)]
+                const_values = [np.asarray(a, dtype=np.float64) for _, a in consts]
+                harness.check_close(f"{kind} {shape}", run()[0], reference(ins, *const_values), 1e-4, 1e-4)
+            elements = 1
+            for d in out_shape:
+                elements *= d
+            window = shape[2] * shape[3] if kind == "pool:global_avg" else 9 if kind.startswith("pool:") else 1
+            work[i] = elements * window
+            runs[i] = run
+        timings = harness.time_calls(runs, budget)
+        rate, method = harness.slope_rate([(work[i], timings[i].time_s) for i in runs])
+        entries.append({"kind": kind, "dtype": "f32", "elements_per_s": rate})
+        probes += [record.probe_point(f"own {kind} f32", "x".join(map(str, shapes[grid][i])), timings[i],
+                                      elements=work[i], fit=method) for i in runs]
+        progress(f"own kernel {kind}: {rate:.3g} elements/s ({method})")
+    return entries, probes
+
+
+# ---- fusions and memory ------------------------------------------------------------------------
+
+def fuses_activations(g):
+    """Whether onnxruntime folds a Relu into the Conv before it: a FusedConv node (or no Relu
+    left) in the graph it optimizes from Conv+Relu. Returns (bool, probe point)."""
+    x = harness.random_input("numpy", (1, 16, 8, 8))
+    w = harness.random_input("numpy", (16, 16, 3, 3), seed=1)
+    b = harness.random_input("numpy", (16,), seed=2)
+    nodes = [g.helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             g.helper.make_node("Relu", ["c"], ["y"])]
+    model = g.model(nodes, [("x", x.shape)], [("y", x.shape)], [("w", w), ("b", b)])
+    run, _ = g.runner(model, {"x": x})
+    harness.check_close("Conv+Relu", run()[0], g.np.maximum(conv_reference(g.np, x, w, b, 1, 1, 1), 0), 1e-4, 1e-3)
+    types = g.optimized_node_types(model)
+    fused = "FusedConv" in types or "Relu" not in types
+    return fused, record.probe_point("fusion Conv+Relu", "1x16x8x8 3x3", optimized_nodes=" ".join(types),
+                                     fused=int(fused))
+
+
+def dram_level(g, budget, progress):
+    """Main-memory bandwidth of onnxruntime's Add with plain stores: a, b and the output
+    together 4x the last-level cache (from the OS), bound once (io_binding) so that no call
+    allocates; bytes = two read + one written."""
+    np, ort = g.np, g.ort
+    llc = harness.last_level_cache_bytes()
+    n = harness.dram_working_set_bytes(llc) // (3 * 4)
+    a = harness.random_input("numpy", (n,), seed=4)
+    b = harness.random_input("numpy", (n,), seed=5)
+    out = np.empty(n, dtype=np.float32)
+    model = g.model([g.helper.make_node("Add", ["a", "b"], ["y"])], [("a", (n,)), ("b", (n,))], [("y", (n,))])
+    session = g.session(model)
+    binding = session.io_binding()
+    for name, array in (("a", a), ("b", b)):
+        binding.bind_ortvalue_input(name, ort.OrtValue.ortvalue_from_numpy(array))
+    binding.bind_ortvalue_output("y", ort.OrtValue.ortvalue_from_numpy(out))
+    session.run_with_iobinding(binding)
+    for part in (slice(0, 4096), slice(n - 4096, n)):
+        harness.check_close("memory Add", out[part], a[part].astype(np.float64) + b[part], 1e-6, 1e-6)
+    timing = harness.time_call(lambda: session.run_with_iobinding(binding), budget, weight=2)
+    moved = 3 * n * 4
+    bps = moved / timing.time_s
+    progress(f"main memory, Add: {bps / 1e9:.1f} GB/s over {moved / 2 ** 20:.0f} MiB")
+    probe = record.probe_point("memory Add f32", f"3x{n}", timing, bytes=moved, last_level_cache_bytes=llc or 0)
+    return {"name": "DRAM", "bytes": None, "Bps": bps}, probe
+
+
+def calibrate(options):
+    ort, onnx, np = require()
+    progress, budget = options.progress, options.budget
+    g = Graphs(ort, onnx, np, options.threads)
+    op_s, call_s, probes = fixed_costs(g, budget, progress, options.quick)
+    fixed_s = call_s + op_s
+    gemm, gemm_probes = gemm_points(g, fixed_s, budget, progress, options.quick)
+    layout, conv_layout, layout_probes = onnxruntime_layout.probe(g, own_kernel_table(g))
+    progress(f"layout: convolutions {conv_layout}" + (f", {len(layout['blocked_ops'])} kinds blocked, copies "
+             f"{layout['to_plain_copies']}/{layout['to_blocked_copies']}, group widths "
+             f"{layout['group_reorder_widths']}" if layout else ""))
+    conv, conv_probes = conv_points(g, op_s, budget, progress, options.quick)
+    own, own_probes = own_kernel_rates(g, budget, progress, options.quick)
+    fused, fusion_probe = fuses_activations(g)
+    level, memory_probe = dram_level(g, budget, progress)
+    settings = {"execution_provider": PROVIDERS[0], "session_options": "default"}
+    # onnxruntime's default: one intra-op thread per physical core.
+    threads = options.threads if options.threads < harness.cpu_count() else harness.physical_core_count()
+    if options.threads < harness.cpu_count():
+        settings["intra_op_num_threads"] = options.threads
+    probes.append(record.probe_point("session call", f"1x{TINY_WIDTH}", fixed_s=call_s))
+    return record.build_record(
+        runtime=RUNTIME, device="cpu", framework=f"onnxruntime {ort.__version__}",
+        versions={"onnxruntime": ort.__version__, "onnx": onnx.__version__, "numpy": np.__version__},
+        threads=threads, dtypes=["f32"], settings=settings, op_s=op_s, own_kernels=own, layout=layout,
+        conv_layout=conv_layout, linears_as_convolutions=False, in_place=[], fuse_activations=fused,
+        memory_levels=[level], gemm=gemm, conv=conv,
+        probes=probes + gemm_probes + layout_probes + conv_probes + own_probes + [fusion_probe, memory_probe], calibration_s=0.0)

@@ -1,0 +1,327 @@
+"""What the PyTorch runtimes share: the framework check, versions, the Linear-as-convolution
+rewrite, the op kinds by estimator row name, the own-kernel rates over the size grids and the
+main-memory bandwidth of PyTorch's own kernels. torch is imported where it is used."""
+import copy
+import re
+import sys
+
+from runtimes import grids, harness, record
+
+DEBIAN_TORCH = "/usr/bin/python3"
+
+
+def version_tuple(text):
+    """(major, minor) of a version string such as "1.13.0a0+git" or "2.3.1+cpu"."""
+    m = re.match(r"(\d+)\.(\d+)", text)
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
+def install_hint(need_2x=False):
+    """The command that installs a PyTorch this interpreter can use."""
+    if need_2x:
+        return "scripts/setup-venv.sh torch"
+    if sys.executable == DEBIAN_TORCH:
+        return "apt-get install python3-torch (or scripts/setup-venv.sh torch and --python .venv/bin/python)"
+    return "scripts/setup-venv.sh torch (or --python /usr/bin/python3 with Debian's python3-torch)"
+
+
+def require_torch(runtime, minimum=(1, 10), need_2x=False):
+    """torch, or harness.FrameworkMissing with one line naming the install command."""
+    try:
+        import torch
+    except ImportError as error:
+        raise harness.FrameworkMissing(f"{runtime} needs PyTorch, which {sys.executable} cannot import "
+                                       f"({error}): {install_hint(need_2x)}") from None
+    if version_tuple(torch.__version__) < minimum:
+        if need_2x:
+            raise harness.FrameworkMissing(f"{runtime} needs torch 2.x, {sys.executable} has "
+                                           f"{torch.__version__}: {install_hint(True)}")
+        raise harness.FrameworkMissing(f"{runtime} needs torch >= {minimum[0]}.{minimum[1]}, {sys.executable} has "
+                                       f"{torch.__version__}: {install_hint()}")
+    return torch
+
+
+def versions(torch):
+    """torch, oneDNN, the BLAS and CUDA as this build reports them."""
+    out = {"torch": torch.__version__}
+    config = torch.__config__.show()
+    m = re.search(r"(?:MKL-DNN|oneDNN) v([\d.]+)", config)
+    if m:
+        out["onednn"] = m.group(1)
+    m = re.search(r"BLAS_INFO=([^,\s]+)", config)
+    if m:
+        out["blas"] = m.group(1)
+    if torch.version.cuda:
+        out["cuda"] = torch.version.cuda
+    return out
+
+
+def framework(torch):
+    return f"torch {torch.__version__}"
+
+
+def set_threads(torch, threads):
+    torch.set_num_threads(threads)
+
+
+def linears_as_convolutions(module):
+    """Replaces every nn.Linear inside `module` by the same product as a 1x1 convolution, in
+    place, and returns `module`. A frozen f32 graph runs nn.Linear as aten::linear on PyTorch's
+    BLAS (Debian's torch 1.13: the generic reference BLAS), a 1x1 convolution on oneDNN with
+    prepacked weights, the library the profile measures."""
+    import torch
+    from torch import nn
+
+    class ConvLinear(nn.Module):
+        def __init__(self, linear):
+            super().__init__()
+            self.conv = nn.Conv2d(linear.in_features, linear.out_features, 1, bias=linear.bias is not None)
+            with torch.no_grad():
+                self.conv.weight.copy_(linear.weight[:, :, None, None])
+                if linear.bias is not None:
+                    self.conv.bias.copy_(linear.bias)
+
+        def forward(self, x):
+            y = self.conv(x.reshape(-1, x.shape[-1], 1, 1))
+            return y.reshape(*x.shape[:-1], y.shape[1])
+
+    for parent in list(module.modules()):
+        for name, child in list(parent.named_children()):
+            if isinstance(child, nn.Linear):
+                setattr(parent, name, ConvLinear(child))
+    return module
+
+
+def call_module(f):
+    """f as an nn.Module (so that it traces and deep-copies like one)."""
+    from torch import nn
+
+    class Call(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.f = f
+
+        def forward(self, *xs):
+            return self.f(*xs)
+    return Call()
+
+
+def elementwise_modules():
+    """Estimator row kind -> (module, operands) of the elementwise ops probes time."""
+    import torch
+    from torch import nn
+    return {
+        "elementwise:relu": (nn.ReLU(), 1), "elementwise:clip": (nn.ReLU6(), 1),
+        "elementwise:sigmoid": (nn.Sigmoid(), 1), "elementwise:tanh": (nn.Tanh(), 1),
+        "elementwise:gelu": (nn.GELU(), 1), "elementwise:silu": (nn.SiLU(), 1),
+        "elementwise:hardswish": (nn.Hardswish(), 1), "elementwise:hardsigmoid": (nn.Hardsigmoid(), 1),
+        "elementwise:add": (call_module(torch.add), 2), "elementwise:mul": (call_module(torch.mul), 2),
+    }
+
+
+def image_modules(channels):
+    """Estimator row kind -> (module, operands) of the ops of image-shaped activations besides
+    the elementwise ones: 3x3 pools (stride 1, padded), the global average, an inference batch
+    norm over `channels` and a concatenation of two along the channels."""
+    import torch
+    from torch import nn
+    norm = nn.BatchNorm2d(channels).eval()
+    with torch.no_grad():  # statistics of a trained norm, not the identity
+        norm.running_mean.copy_(harness.random_input("torch", (channels,)) * 0.1)
+        norm.running_var.copy_(harness.random_input("torch", (channels,), seed=1).abs() + 0.5)
+    return {
+        "pool:max": (nn.MaxPool2d(3, 1, 1), 1), "pool:avg": (nn.AvgPool2d(3, 1, 1), 1),
+        "pool:global_avg": (nn.AdaptiveAvgPool2d(1), 1), "norm:batchnorm": (norm, 1),
+        "concat": (call_module(lambda a, b: torch.cat([a, b], 1)), 2),
+    }
+
+
+def window_of(kind, shape):
+    """Elements a pool reads for each output: its window (the whole image for a global pool)."""
+    if kind.startswith("pool:global"):
+        return shape[2] * shape[3]
+    return 9 if kind.startswith("pool:") else 1
+
+
+class MixedPrecisionLayerNorm:
+    """Factory of the layer norm a bf16 model runs in eager mode: computed in f32 whatever the
+    activations' type, as mixed-precision inference does (PyTorch's CPU autocast keeps
+    layer_norm in f32; this build's bf16 layer_norm is a slow path)."""
+
+    @staticmethod
+    def make(width):
+        import torch
+        from torch import nn
+
+        class LayerNorm(nn.LayerNorm):
+            def forward(self, x):
+                return nn.functional.layer_norm(x.float(), self.normalized_shape, self.weight.float(),
+                                                self.bias.float(), self.eps).to(x.dtype)
+        return LayerNorm(width)
+
+    @staticmethod
+    def replace_in(module):
+        """Every nn.LayerNorm inside `module` computed in f32, in place; returns `module`."""
+        from torch import nn
+        for parent in list(module.modules()):
+            for name, child in list(parent.named_children()):
+                if type(child) is nn.LayerNorm and child.elementwise_affine:
+                    norm = MixedPrecisionLayerNorm.make(child.normalized_shape)
+                    norm.load_state_dict(child.state_dict())
+                    setattr(parent, name, norm.to(child.weight.dtype))
+        return module
+
+
+def row_kernels(dtype, mixed_norm):
+    """Estimator row kind -> (make(shape) -> callable, operand shapes(shape)) of the ops of
+    row-shaped (rows, cols) activations: activations, binary ops, a scale, softmax and layer norm
+    over each row, the transposes of a row split into TRANSPOSE_GROUPS groups (the outer axes
+    moved; the innermost moved too), and a concatenation of two along the rows."""
+    import torch
+    from torch import nn
+    f = nn.functional
+    g = grids.TRANSPOSE_GROUPS
+
+    def norm(shape):
+        module = MixedPrecisionLayerNorm.make(shape[1]) if mixed_norm else nn.LayerNorm(shape[1])
+        with torch.no_grad():
+            module.weight.copy_(harness.random_input("torch", (shape[1],), seed=2))
+            module.bias.copy_(harness.random_input("torch", (shape[1],), seed=3))
+        return module.to(dtype).eval()
+
+    one = lambda shape: [shape]  # noqa: E731
+    two = lambda shape: [shape, shape]  # noqa: E731
+    return {
+        "elementwise:gelu": (lambda s: f.gelu, one),
+        "elementwise:gelu_tanh": (lambda s: (lambda x: f.gelu(x, approximate="tanh")), one),
+        "elementwise:relu": (lambda s: torch.relu, one),
+        "elementwise:silu": (lambda s: f.silu, one),
+        "elementwise:tanh": (lambda s: torch.tanh, one),
+        "elementwise:sigmoid": (lambda s: torch.sigmoid, one),
+        "elementwise:add": (lambda s: torch.add, two),
+        "elementwise:mul": (lambda s: torch.mul, two),
+        "elementwise:div": (lambda s: (lambda x: x / 3.0), one),
+        "softmax": (lambda s: (lambda x: torch.softmax(x, dim=-1)), one),
+        "norm:layernorm": (norm, one),
+        "transpose": (lambda s: (lambda x: x.view(s[0], g, s[1] // g).transpose(0, 1).contiguous()), one),
+        "transpose:inner": (lambda s: (lambda x: x.view(s[0], g, s[1] // g).permute(1, 2, 0).contiguous()), one),
+        "concat": (lambda s: (lambda a, b: torch.cat([a, b], 0)), two),
+    }
+
+
+def image_kernels(kinds=None):
+    """Estimator row kind -> (make(shape) -> callable, operand shapes(shape)) of the ops of
+    image-shaped (N, C, H, W) activations: elementwise_modules and image_modules."""
+    def from_table(kind, table_of):
+        def make(shape):
+            return table_of(shape)[kind][0].eval()
+
+        def operands(shape):
+            return [shape] * table_of(shape)[kind][1]
+        return make, operands
+
+    table = {}
+    for kind in elementwise_modules():
+        table[kind] = from_table(kind, lambda shape: elementwise_modules())
+    for kind in image_modules(16):
+        table[kind] = from_table(kind, lambda shape: image_modules(shape[1]))
+    return {k: v for k, v in table.items() if kinds is None or k in kinds}
+
+
+def tolerance(torch, dtype):
+    """(rtol, atol) of an output in `dtype` against a float64 reference."""
+    return (3e-2, 3e-2) if dtype in (torch.bfloat16, torch.float16) else (1e-4, 1e-4)
+
+
+def reference_of(call):
+    """The same op in float64: a module deep-copied and converted, else the callable itself."""
+    import torch
+    if isinstance(call, torch.nn.Module):
+        return copy.deepcopy(call).double()
+    return call
+
+
+def own_kernel_rates(torch, kernels, shapes, dtype, budget, progress, device="cpu", sync=None, time_group=None):
+    """Elements per second of the runtime's own kernels (kernels: kind -> (make, operands), as
+    row_kernels and image_kernels give), over `shapes` (the grid), as the slope between sizes
+    (harness.slope_rate): an op's elements are its outputs, a pool's its window elements. Each
+    kind's output is checked once, at the smallest size, against the op in float64. `sync` ends
+    every timed call (a GPU's synchronize); `time_group` replaces harness.time_calls (a GPU's
+    device timer). Returns (own_kernels entries, probe points)."""
+    dtype_name = dtype_label(torch, dtype)
+    rtol, atol = tolerance(torch, dtype)
+    entries, probes = [], []
+    for kind, (make, operands) in kernels.items():
+        calls, work = {}, {}
+        for i, shape in enumerate(shapes):
+            call = make(shape)
+            if isinstance(call, torch.nn.Module):
+                call = call.to(device, dtype).eval()
+            xs = [harness.random_input("torch", s, dtype, device, seed=j) for j, s in enumerate(operands(shape))]
+            with torch.no_grad():
+                out = call(*xs)
+                if i == 0:
+                    want = reference_of(call)(*[x.double() for x in xs])
+                    harness.check_close(f"{kind} {shape}", out, want, rtol, atol)
+            work[i] = out.numel() * window_of(kind, shape)
+            calls[i] = _synced(call, xs, sync)
+        with torch.no_grad():
+            timings = (time_group or harness.time_calls)(calls, budget)
+        rate, method = harness.slope_rate([(work[i], timings[i].time_s) for i in calls])
+        entries.append({"kind": kind, "dtype": dtype_name, "elements_per_s": rate})
+        for i, shape in enumerate(shapes):
+            probes.append(record.probe_point(f"own {kind} {dtype_name}", "x".join(map(str, shape)), timings[i],
+                                             elements=work[i], fit=method))
+        progress(f"own kernel {kind}: {rate:.3g} elements/s ({method})")
+    return entries, probes
+
+
+def _synced(call, xs, sync):
+    if sync is None:
+        return lambda: call(*xs)
+
+    def run():
+        call(*xs)
+        sync()
+    return run
+
+
+def dtype_label(torch, dtype):
+    return {torch.float32: "f32", torch.bfloat16: "bf16", torch.float16: "f16"}[dtype]
+
+
+def dram_level(torch, dtype, budget, progress, device="cpu", sync=None, working_set_bytes=None):
+    """Main-memory bandwidth of one of PyTorch's own kernels with plain stores: torch.add(a, b,
+    out=c), the three tensors together 4x the last-level cache (from the OS), bytes = two read +
+    one written. Returns (memory level, probe point)."""
+    llc = harness.last_level_cache_bytes() if device == "cpu" else None
+    working = working_set_bytes or harness.dram_working_set_bytes(llc)
+    itemsize = torch.tensor([], dtype=dtype).element_size()
+    n = working // (3 * itemsize)
+    a = harness.random_input("torch", (n,), dtype, device, seed=4)
+    b = harness.random_input("torch", (n,), dtype, device, seed=5)
+    out = torch.empty(n, dtype=dtype, device=device)
+    with torch.no_grad():
+        torch.add(a, b, out=out)
+        rtol, atol = tolerance(torch, dtype)
+        for part in (slice(0, 4096), slice(n - 4096, n)):
+            harness.check_close("memory add", out[part], a[part].double() + b[part].double(), rtol, atol)
+        timing = harness.time_call(_synced(lambda: torch.add(a, b, out=out), (), sync), budget, weight=2)
+    moved = 3 * n * itemsize
+    bps = moved / timing.time_s
+    progress(f"main memory, add out=: {bps / 1e9:.1f} GB/s over {moved / 2 ** 20:.0f} MiB")
+    probe = record.probe_point(f"memory add out= {dtype_label(torch, dtype)}", f"3x{n}", timing, bytes=moved,
+                               last_level_cache_bytes=llc or 0)
+    return {"name": "DRAM", "bytes": None, "Bps": bps}, probe
+
+
+def chain_probe(torch, name, make_run, links, ops_per_link, budget, weight=3.0):
+    """Fixed cost of one op from chains of 1 and of `links` links (make_run(n) -> callable),
+    timed interleaved (harness.chain_cost). Returns (seconds per op, probe points)."""
+    runs = {1: make_run(1), links: make_run(links)}
+    with torch.no_grad():
+        timings = harness.time_calls(runs, budget, weight)
+    cost = harness.chain_cost(timings[1].time_s, timings[links].time_s, links, ops_per_link)
+    probes = [record.probe_point(f"{name} x{n}", f"{n} links of {ops_per_link}", timings[n], op_s=cost)
+              for n in (1, links)]
+    return cost, probes

@@ -1,0 +1,296 @@
+"""torch-eager: a model as eager PyTorch runs it, module.eval() under torch.inference_mode(): on
+the CPU in bf16 where its bf16 kernels work and beat f32 (derived here, never assumed), else in
+f32; on a GPU in bf16 where the device supports it. In bf16 a layer norm computes in f32, as
+mixed-precision inference does (prepare()).
+
+Probes: the fixed cost of one op (chains of linears too small for oneDNN: the dispatch every
+eager op pays); the costs of the kinds that pay more or less than that (products that reach
+oneDNN, views, the mixed-precision layer norm); the rates of PyTorch's own kernels over the
+size grids; the runtime's own GEMM points (linears and batched matmuls over a grid skinny to
+square, each less its kind's fixed cost, which kind_op_s charges); the main-memory bandwidth
+of its own kernels. On a GPU (unverified on hardware so far): issue times per op and kind from
+synchronized chains, kernel rates and GEMM points from device time (CUDA events)."""
+import copy
+
+from runtimes import grids, harness, record, torch_common
+
+RUNTIME = "torch-eager"
+DEVICES = ("cpu", "cuda")
+MINIMUM_TORCH = (1, 9)  # torch.inference_mode
+
+# The dtype decision's linear: rows x width -> width.
+DTYPE_PROBE_ROWS, DTYPE_PROBE_WIDTH = 256, 512
+# op_s: linears of 1 x TINY_WIDTH -> TINY_WIDTH, below the size PyTorch sends to oneDNN.
+TINY_WIDTH = 16
+# A product that reaches oneDNN: PRODUCT_ROWS x PRODUCT_WIDTH -> PRODUCT_WIDTH, and batched
+# matmuls [PRODUCT_BATCH, PRODUCT_ROWS, PRODUCT_WIDTH] x [.., PRODUCT_WIDTH, PRODUCT_WIDTH].
+PRODUCT_ROWS, PRODUCT_WIDTH, PRODUCT_BATCH = 8, 64, 2
+# Views: a tensor of VIEW_SIDE^2 elements viewed as a square and transposed.
+VIEW_SIDE = 16
+# The layer-norm chain's width.
+NORM_WIDTH = 64
+# A GEMM point's kernel time is at least this fraction of its measured time.
+KERNEL_FLOOR = 0.5
+QUICK_ROW_KINDS = ("elementwise:gelu", "elementwise:add", "softmax", "norm:layernorm", "linear:bias")
+
+
+def prepare(module, example_inputs, dtype=None):
+    """`module` run as torch-eager runs it: a copy in eval mode in `dtype` (a torch dtype; None:
+    the dtype this machine's calibration chose, see choose_dtype), its layer norms computing in
+    f32 when the dtype is bf16 or f16, on the device of `example_inputs`. Returns a
+    callable(*inputs) that runs it under torch.inference_mode()."""
+    torch = torch_common.require_torch(RUNTIME, MINIMUM_TORCH)
+    device = example_inputs[0].device if example_inputs else torch.device("cpu")
+    if dtype is None:
+        dtype, _ = choose_dtype(torch, str(device), harness.Budget(quick=True), lambda message: None)
+    model = copy.deepcopy(module).eval().to(device, dtype)
+    if dtype in (torch.bfloat16, torch.float16):
+        torch_common.MixedPrecisionLayerNorm.replace_in(model)
+
+    def run(*inputs):
+        with torch.inference_mode():
+            return model(*inputs)
+    return run
+
+
+def _linear(torch, rows, width, dtype, device, bias=True, seed=0):
+    from torch import nn
+    torch.manual_seed(seed)
+    layer = nn.Linear(width, width, bias=bias).to(device, dtype).eval()
+    return layer, harness.random_input("torch", (rows, width), dtype, device, seed=seed)
+
+
+def choose_dtype(torch, device, budget, progress):
+    """bf16 where its kernels work (output checked) and a linear of DTYPE_PROBE_ROWS x
+    DTYPE_PROBE_WIDTH runs faster in bf16 than in f32 (on a GPU: where the device supports
+    bf16), else f32. Returns (dtype, probe points)."""
+    if device.startswith("cuda"):
+        return (torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float32), []
+    times, probes = {}, []
+    for dtype in (torch.float32, torch.bfloat16):
+        layer, x = _linear(torch, DTYPE_PROBE_ROWS, DTYPE_PROBE_WIDTH, dtype, device)
+        try:
+            with torch.inference_mode():
+                harness.check_close(f"linear {dtype}", layer(x), torch.nn.functional.linear(
+                    x.double(), layer.weight.double(), layer.bias.double()), *torch_common.tolerance(torch, dtype))
+                times[dtype] = harness.time_call(lambda: layer(x), budget)
+        except (RuntimeError, harness.CheckFailed) as error:
+            if dtype == torch.float32:
+                raise
+            progress(f"bf16 linear unusable here: {str(error).splitlines()[0]}")
+            continue
+        probes.append(record.probe_point(f"dtype choice linear {torch_common.dtype_label(torch, dtype)}",
+                                         f"{DTYPE_PROBE_ROWS}x{DTYPE_PROBE_WIDTH}x{DTYPE_PROBE_WIDTH}", times[dtype]))
+    bf16 = torch.bfloat16 in times and times[torch.bfloat16].time_s < times[torch.float32].time_s
+    return (torch.bfloat16 if bf16 else torch.float32), probes
+
+
+def _chain_of(torch, step, x, sync):
+    """make_run(n) of a chain applying `step` n times to x (each step on the last's output)."""
+    def make(n):
+        def run():
+            y = x
+            for _ in range(n):
+                y = step(y)
+            if sync:
+                sync()
+        return run
+    return make
+
+
+def fixed_costs(torch, dtype, device, budget, progress, quick, sync=None):
+    """op_s and kind_op_s from chains of tiny ops. Returns (op_s, kind_op_s, probe points)."""
+    from torch import nn
+    links = grids.chain_links(quick)
+    label = torch_common.dtype_label(torch, dtype)
+    rtol, atol = torch_common.tolerance(torch, dtype)
+    probes, kinds = [], []
+
+    def linear_step(rows, width):
+        layer, x = _linear(torch, rows, width, dtype, device)
+        harness.check_close(f"linear {rows}x{width}", layer(x), torch.nn.functional.linear(
+            x.double(), layer.weight.double(), layer.bias.double()), rtol, atol)
+        return layer, x
+
+    with torch.inference_mode():
+        layer, x = linear_step(1, TINY_WIDTH)
+        op_s, points = torch_common.chain_probe(torch, f"op chain linear 1x{TINY_WIDTH} {label}",
+                                                _chain_of(torch, layer, x, sync), links, 1, budget)
+        probes += points
+
+        layer, x = linear_step(PRODUCT_ROWS, PRODUCT_WIDTH)
+        cost, points = torch_common.chain_probe(torch, f"kind chain linear {PRODUCT_ROWS}x{PRODUCT_WIDTH} {label}",
+                                                _chain_of(torch, layer, x, sync), links, 1, budget)
+        kinds.append({"kind": "linear", "dtype": label, "op_s": cost})
+        probes += points
+
+        w = harness.random_input("torch", (PRODUCT_BATCH, PRODUCT_WIDTH, PRODUCT_WIDTH), dtype, device, seed=1)
+        w = w / PRODUCT_WIDTH ** 0.5  # keeps the chain's values in range
+        a = harness.random_input("torch", (PRODUCT_BATCH, PRODUCT_ROWS, PRODUCT_WIDTH), dtype, device, seed=2)
+        harness.check_close("matmul", torch.matmul(a, w), torch.matmul(a.double(), w.double()), rtol, atol)
+        cost, points = torch_common.chain_probe(
+            torch, f"kind chain matmul {PRODUCT_BATCH}x{PRODUCT_ROWS}x{PRODUCT_WIDTH} {label}",
+            _chain_of(torch, lambda y: torch.matmul(y, w), a, sync), links, 1, budget)
+        kinds.append({"kind": "matmul", "dtype": label, "op_s": cost})
+        probes += points
+
+        # Each link views the same tensor anew: a view of a transposed view would copy.
+        v = harness.random_input("torch", (1, VIEW_SIDE * VIEW_SIDE), dtype, device)
+        cost, points = torch_common.chain_probe(
+            torch, f"kind chain view+transpose {VIEW_SIDE}x{VIEW_SIDE}",
+            _chain_of(torch, lambda y: v.view(VIEW_SIDE, VIEW_SIDE).transpose(0, 1), v, sync), links, 2, budget)
+        kinds.append({"kind": "reshape", "dtype": None, "op_s": cost})
+        probes += points
+
+        mixed = dtype in (torch.bfloat16, torch.float16)
+        norm = (torch_common.MixedPrecisionLayerNorm.make(NORM_WIDTH) if mixed else nn.LayerNorm(NORM_WIDTH))
+        norm = norm.to(device, dtype).eval()
+        n = harness.random_input("torch", (1, NORM_WIDTH), dtype, device)
+        harness.check_close("layer norm", norm(n), copy.deepcopy(norm).double()(n.double()), rtol, atol)
+        cost, points = torch_common.chain_probe(
+            torch, f"kind chain layer norm 1x{NORM_WIDTH} {label}{' computed in f32' if mixed else ''}",
+            _chain_of(torch, norm, n, sync), links, 1, budget)
+        kinds.append({"kind": "norm:layernorm", "dtype": label, "op_s": cost})
+        probes += points
+    progress(f"op_s {op_s * 1e6:.2f} us; " + ", ".join(f"{k['kind']} {k['op_s'] * 1e6:.2f} us" for k in kinds))
+    return op_s, kinds, probes
+
+
+def gemm_points(torch, dtype, device, kind_costs, budget, progress, quick, time_group=None):
+    """The runtime's own GEMM points in the profile's point format: linears (weights [n][k],
+    without bias: its copy is the own kernel linear:bias) over grids.gemm_grid and batched
+    matmuls over grids.batched_matmul_grid. time_s and median_s are kernel times: measured less
+    the kind's fixed cost (kind_op_s charges it per op), at least KERNEL_FLOOR of measured."""
+    label = torch_common.dtype_label(torch, dtype)
+    rtol, atol = torch_common.tolerance(torch, dtype)
+    time_group = time_group or harness.time_calls
+    points, probes = [], []
+
+    def point(op, batch, m, n, k, call, layout, reference):
+        with torch.inference_mode():
+            got = call()
+            if reference is not None:
+                harness.check_close(f"{op} {batch}x{m}x{n}x{k}", got, reference(), rtol, max(atol, rtol * k ** 0.5))
+            timing = time_group({0: call}, budget)[0]
+        fixed = kind_costs.get(op, 0.0)
+        kernel_s = harness.kernel_time_s(timing.time_s, fixed, KERNEL_FLOOR)
+        kernel_median_s = harness.kernel_time_s(timing.median_s, fixed, KERNEL_FLOOR)
+        flops = 2.0 * batch * m * n * k
+        points.append({"dtype": label, "m": m, "n": n, "k": k, "batch": batch, "time_s": kernel_s,
+                       "median_s": kernel_median_s, "flops_per_s": flops / kernel_s, "cv": timing.cv,
+                       "samples": timing.count, "impl": f"torch {op}", "layout": layout, "cold_weights": False,
+                       "op": op, "measured_s": timing.time_s, "fixed_s_taken_off": timing.time_s - kernel_s})
+        probes.append(record.probe_point(f"gemm {op} {label}", f"{batch}x{m}x{n}x{k}", timing))
+
+    for i, (m, w) in enumerate(grids.gemm_grid(quick)):
+        layer, x = _linear(torch, m, w, dtype, device, bias=False, seed=i)
+        ref = (lambda layer=layer, x=x: x.double() @ layer.weight.double().t()) if i == 0 else None
+        point("linear", 1, m, w, w, lambda layer=layer, x=x: layer(x), "row-major, weights [n][k]", ref)
+    for i, (batch, side) in enumerate(grids.batched_matmul_grid(quick)):
+        a = harness.random_input("torch", (batch, side, side), dtype, device, seed=2 * i)
+        b = harness.random_input("torch", (batch, side, side), dtype, device, seed=2 * i + 1)
+        ref = (lambda a=a, b=b: a.double() @ b.double()) if i == 0 else None
+        point("matmul", batch, side, side, side, lambda a=a, b=b: torch.matmul(a, b), "row-major, B [k][n]", ref)
+    best = max(points, key=lambda p: p["flops_per_s"])
+    progress(f"{len(points)} gemm points, best {best['flops_per_s'] / 1e9:.1f} GFLOP/s "
+             f"({best['op']} {best['m']}x{best['n']}x{best['k']})")
+    return points, probes
+
+
+def row_kernel_table(torch, dtype, quick):
+    """The own kernels eager runs time: row_kernels in `dtype` (the layer norm mixed-precision
+    in bf16) and the copy of a linear's bias into its output before the product (aten::addmm)."""
+    mixed = dtype in (torch.bfloat16, torch.float16)
+    kernels = dict(torch_common.row_kernels(dtype, mixed_norm=mixed))
+    kernels["linear:bias"] = (lambda s: (lambda bias, out: out.copy_(bias.expand_as(out))),
+                              lambda s: [(s[1],), s])
+    if quick:
+        kernels = {k: v for k, v in kernels.items() if k in QUICK_ROW_KINDS}
+    return kernels
+
+
+class CudaTimer:
+    """harness.time_calls with device time: CUDA events around each call (the kernels' time on
+    the device, not the host's issue time)."""
+
+    def __init__(self, torch):
+        self.torch = torch
+
+    def __call__(self, calls, budget, weight=1.0):
+        torch = self.torch
+        for call in calls.values():
+            for _ in range(max(1, budget.warmup)):
+                call()
+        torch.cuda.synchronize()
+        budget_s = budget.point_s(weight) * len(calls)
+        samples = {key: [] for key in calls}
+        elapsed = 0.0
+        while True:
+            for key, call in calls.items():
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                call()
+                end.record()
+                end.synchronize()
+                seconds = start.elapsed_time(end) / 1e3
+                samples[key].append(seconds)
+                elapsed += seconds
+            if all(harness.stop_sampling(s, elapsed, budget_s, budget.min_samples, budget.cv_target)
+                   for s in samples.values()):
+                break
+        return {key: harness.Timing(s) for key, s in samples.items()}
+
+
+def calibrate(options):
+    torch = torch_common.require_torch(RUNTIME, MINIMUM_TORCH)
+    torch_common.set_threads(torch, options.threads)
+    torch.manual_seed(harness.SEED)
+    progress, budget, device = options.progress, options.budget, options.device
+    gpu = device.startswith("cuda")
+    if gpu and not torch.cuda.is_available():
+        raise harness.FrameworkMissing(f"{RUNTIME} --device {device}: this PyTorch ({torch.__version__}) sees no "
+                                       f"CUDA device: scripts/setup-venv.sh torch on a machine with one")
+    sync = torch.cuda.synchronize if gpu else None
+    timer = CudaTimer(torch) if gpu else None
+
+    dtype, probes = choose_dtype(torch, device, budget, progress)
+    label = torch_common.dtype_label(torch, dtype)
+    progress(f"dtype {label}")
+    op_s, kind_op_s, fixed_probes = fixed_costs(torch, dtype, device, budget, progress, options.quick, sync)
+    kernels = row_kernel_table(torch, dtype, options.quick)
+    own, own_probes = torch_common.own_kernel_rates(torch, kernels, grids.row_shapes(options.quick), dtype, budget,
+                                                    progress, device, time_group=timer)
+    kind_costs = {k["kind"]: k["op_s"] for k in kind_op_s}
+    if gpu:
+        kind_costs = {}  # device time holds no host cost to take off
+    gemm, gemm_probes = gemm_points(torch, dtype, device, kind_costs, budget, progress, options.quick, timer)
+    if gpu:
+        props = torch.cuda.get_device_properties(device)
+        working = 4 * getattr(props, "L2_cache_size", 0) or 1024 ** 3
+        level, memory_probe = _gpu_memory_level(torch, dtype, device, working, budget, timer, progress)
+    else:
+        level, memory_probe = torch_common.dram_level(torch, dtype, budget, progress)
+
+    settings = {"mode": "module.eval() under torch.inference_mode()"}
+    if dtype in (torch.bfloat16, torch.float16):
+        settings["layernorm_dtype"] = "f32"
+    return record.build_record(
+        runtime=RUNTIME, device=device, framework=torch_common.framework(torch), versions=torch_common.versions(torch),
+        threads=torch.get_num_threads(), dtypes=[label], settings=settings, op_s=op_s, kind_op_s=kind_op_s,
+        own_kernels=own, layout=None, conv_layout="", linears_as_convolutions=False, in_place=[],
+        fuse_activations=False, memory_levels=[level], gemm=gemm,
+        probes=probes + fixed_probes + own_probes + gemm_probes + [memory_probe], calibration_s=0.0)
+
+
+def _gpu_memory_level(torch, dtype, device, working, budget, timer, progress):
+    """Device-memory bandwidth of torch.add out= over 4x the L2 cache, from device time."""
+    itemsize = torch.tensor([], dtype=dtype).element_size()
+    n = working // (3 * itemsize)
+    a = harness.random_input("torch", (n,), dtype, device, seed=4)
+    b = harness.random_input("torch", (n,), dtype, device, seed=5)
+    out = torch.empty(n, dtype=dtype, device=device)
+    timing = timer({0: lambda: torch.add(a, b, out=out)}, budget, weight=2)[0]
+    bps = 3 * n * itemsize / timing.time_s
+    progress(f"device memory, add out=: {bps / 1e9:.0f} GB/s")
+    return ({"name": "DRAM", "bytes": None, "Bps": bps},
+            record.probe_point("memory add out= device", f"3x{n}", timing, bytes=3 * n * itemsize))

@@ -1,0 +1,198 @@
+"""torch-jit: a model as frozen TorchScript runs it on the CPU, in f32: torch.jit.trace,
+torch.jit.freeze, torch.jit.optimize_for_inference (convolutions on oneDNN, channel-blocked),
+with every nn.Linear run as the same product in a 1x1 convolution (prepare()).
+
+Probes: the fixed cost of one op (chains of 1x1 convolutions, 16 channels, 4x4, in a frozen
+graph); the cost of each elementwise kind that runs blocked, beside a convolution (chains of
+conv+op links less the convolutions'); the layout rules, in-place kinds and activation folding
+(the layout probe, runtimes/torch_layout.py, in a child process with ONEDNN_VERBOSE=1); the
+rates of PyTorch's own kernels, which run the ops a frozen graph leaves plain, over the size
+grids; and the main-memory bandwidth of its own kernels."""
+import copy
+import json
+import os
+import subprocess
+import sys
+
+from runtimes import frozen_graph, grids, harness, record, torch_common
+
+RUNTIME = "torch-jit"
+DEVICES = ("cpu",)
+MINIMUM_TORCH = (1, 10)  # torch.jit.optimize_for_inference
+
+# The kinds of the elementwise chains in --quick (the full run tries every elementwise kind that
+# runs blocked).
+QUICK_KINDS = ("elementwise:relu", "elementwise:add")
+# Row-shaped kernels timed beside the image-shaped ones (the kinds both have are timed once).
+ROW_KINDS = ("softmax", "norm:layernorm", "transpose", "transpose:inner", "elementwise:gelu_tanh",
+             "elementwise:div")
+QUICK_IMAGE_KINDS = ("elementwise:relu", "elementwise:add", "elementwise:silu", "pool:max", "norm:batchnorm")
+QUICK_ROW_KINDS = ("softmax", "norm:layernorm")
+CHAIN_CHANNELS, CHAIN_SIDE = 16, 4
+
+
+def freeze(torch, module, example_inputs):
+    """`module` traced on `example_inputs`, frozen and optimized for inference."""
+    with torch.no_grad():
+        return torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.trace(module.eval(), example_inputs)))
+
+
+def prepare(module, example_inputs, dtype=None):
+    """`module` run as torch-jit runs it: a copy with every nn.Linear as the same 1x1
+    convolution, in f32, traced on `example_inputs` (a tuple), frozen and optimized for
+    inference. Returns a callable(*inputs) that runs it without autograd. `dtype`: None or
+    torch.float32 (the runtime's only dtype)."""
+    torch = torch_common.require_torch(RUNTIME, MINIMUM_TORCH)
+    if dtype not in (None, torch.float32):
+        raise ValueError(f"{RUNTIME} runs in f32, not {dtype}")
+    model = torch_common.linears_as_convolutions(copy.deepcopy(module)).float().eval()
+    graph = freeze(torch, model, tuple(example_inputs))
+
+    def run(*inputs):
+        with torch.no_grad():
+            return graph(*inputs)
+    return run
+
+
+def start_layout_probe(threads):
+    """The layout probe as a child process with ONEDNN_VERBOSE=1 (oneDNN reads it once, when
+    torch loads); it builds and runs its nets while this process builds its own."""
+    package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, ONEDNN_VERBOSE="1", DNNL_VERBOSE="1",
+               PYTHONPATH=os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p))
+    return subprocess.Popen([sys.executable, "-m", "runtimes.torch_layout", "--threads", str(threads)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def finish_layout_probe(child, timeout_s=300):
+    """(findings, layout, probe points) of the layout probe; RuntimeError, one line, on failure."""
+    try:
+        out, err = child.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        raise RuntimeError(f"the layout probe did not finish in {timeout_s} s") from None
+    lines = out.splitlines()
+    if child.returncode != 0 or not lines or not lines[-1].startswith("{"):
+        last = (err.strip().splitlines() or [f"exit status {child.returncode}"])[-1]
+        raise RuntimeError(f"the layout probe failed: {last}")
+    findings = json.loads(lines[-1])
+    layout, counts = frozen_graph.layout_of(findings, lines[:-1], grids.GROUP_REORDER_WIDTHS)
+    probes = [record.probe_point(f"layout reorders {name}", "to plain, to blocked", to_plain=c[0], to_blocked=c[1])
+              for name, c in counts.items()]
+    probes.append(record.probe_point("layout to_dense per conv-OP-conv graph", "16ch 16x16",
+                                     to_dense=findings["to_dense"], cross=findings.get("cross") or ""))
+    return findings, layout, probes
+
+
+def conv_chain(torch, links):
+    """A frozen chain of `links` 1x1 convolutions (CHAIN_CHANNELS channels, CHAIN_SIDE square)."""
+    from torch import nn
+    x = harness.random_input("torch", (1, CHAIN_CHANNELS, CHAIN_SIDE, CHAIN_SIDE))
+    chain = nn.Sequential(*[nn.Conv2d(CHAIN_CHANNELS, CHAIN_CHANNELS, 1) for _ in range(links)]).eval()
+    return chain, x
+
+
+def kind_chain(torch, module, operands, links):
+    """A chain of `links` links of a 1x1 convolution and the op (on the convolution's output;
+    a binary op on the link's input too)."""
+    from torch import nn
+
+    class Link(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv, self.op = nn.Conv2d(CHAIN_CHANNELS, CHAIN_CHANNELS, 1), copy.deepcopy(module)
+
+        def forward(self, x):
+            y = self.conv(x)
+            return self.op(y, x) if operands == 2 else self.op(y)
+
+    x = harness.random_input("torch", (1, CHAIN_CHANNELS, CHAIN_SIDE, CHAIN_SIDE))
+    return nn.Sequential(*[Link() for _ in range(links)]).eval(), x
+
+
+def frozen_checked(torch, name, chain, x):
+    """The chain frozen, its output checked against the eager module's; a callable."""
+    graph = freeze(torch, chain, x)
+    with torch.no_grad():
+        harness.check_close(name, graph(x), chain(x), rtol=1e-4, atol=1e-4)
+    return lambda: graph(x)
+
+
+def build_chains(torch, links, kinds):
+    """The frozen chains, each output checked: 1 and `links` 1x1 convolutions, and `links`
+    conv+op links of each kind of `kinds`. Returns name -> callable."""
+    modules = torch_common.elementwise_modules()
+    runs = {"conv x1": frozen_checked(torch, "conv chain x1", *conv_chain(torch, 1)),
+            f"conv x{links}": frozen_checked(torch, f"conv chain x{links}", *conv_chain(torch, links))}
+    for kind in kinds:
+        module, operands = modules[kind]
+        runs[kind] = frozen_checked(torch, f"{kind} chain", *kind_chain(torch, module, operands, links))
+    return runs
+
+
+def chain_costs(torch, runs, links, kinds, budget, progress):
+    """op_s from the convolution chains of `runs` (build_chains), and each kind's own cost beside
+    a convolution: (time of `links` conv+op links - time of `links` convolutions) / links. One
+    interleaved group, so that a busy spell slows every chain alike. Returns (op_s, kind_op_s
+    entries, probe points)."""
+    runs = {name: run for name, run in runs.items() if name.startswith("conv x") or name in kinds}
+    progress(f"timing {len(runs)} frozen chains of up to {links} links")
+    with torch.no_grad():
+        timings = harness.time_calls(runs, budget, weight=2.0)
+    conv_1, conv_n = timings["conv x1"].time_s, timings[f"conv x{links}"].time_s
+    op_s = harness.chain_cost(conv_1, conv_n, links)
+    shape = f"1x{CHAIN_CHANNELS}x{CHAIN_SIDE}x{CHAIN_SIDE}"
+    probes = [record.probe_point(f"op chain conv1x1 {CHAIN_CHANNELS}ch {CHAIN_SIDE}x{CHAIN_SIDE} x{n}", shape,
+                                 timings[f"conv x{n}"], links=n) for n in (1, links)]
+    kind_op_s = []
+    for kind in kinds:
+        cost = max(0.0, (timings[kind].time_s - conv_n) / links)
+        kind_op_s.append({"kind": kind, "dtype": None, "op_s": cost})
+        probes.append(record.probe_point(f"kind chain conv1x1+{kind} x{links}", shape, timings[kind], links=links,
+                                         op_s=cost))
+    progress(f"op_s {op_s * 1e6:.2f} us; " + ", ".join(f"{k['kind']} {k['op_s'] * 1e6:.2f} us" for k in kind_op_s))
+    return op_s, kind_op_s, probes
+
+
+def calibrate(options):
+    torch = torch_common.require_torch(RUNTIME, MINIMUM_TORCH)
+    torch_common.set_threads(torch, options.threads)
+    torch.manual_seed(harness.SEED)
+    progress, budget = options.progress, options.budget
+    # The layout probe runs while this process builds its chains; timing starts once it is done.
+    child = start_layout_probe(options.threads)
+    try:
+        candidates = [k for k in torch_common.elementwise_modules() if not options.quick or k in QUICK_KINDS]
+        links = grids.chain_links(options.quick)
+        progress(f"building {len(candidates) + 2} frozen chains while the layout probe runs")
+        runs = build_chains(torch, links, candidates)
+        findings, layout, layout_probes = finish_layout_probe(child)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    progress(f"layout: {len(layout['blocked_ops'])} kinds blocked, copies {layout['to_plain_copies']}/"
+             f"{layout['to_blocked_copies']}, group widths {layout['group_reorder_widths']}")
+    # An elementwise op that runs plain pays its layout changes (charged by the layout rules) and
+    # its kernel (own_kernels) beside the convolutions: only the blocked ones have a cost of their own.
+    blocked = [k for k in candidates if k in layout["blocked_ops"]]
+    op_s, kind_op_s, probes = chain_costs(torch, runs, links, blocked, budget, progress)
+
+    image_kinds = QUICK_IMAGE_KINDS if options.quick else None
+    row_kinds = QUICK_ROW_KINDS if options.quick else ROW_KINDS
+    kernels = torch_common.image_kernels(image_kinds)
+    own, own_probes = torch_common.own_kernel_rates(torch, kernels, grids.image_shapes(options.quick), torch.float32,
+                                                    budget, progress)
+    rows = {k: v for k, v in torch_common.row_kernels(torch.float32, mixed_norm=False).items() if k in row_kinds}
+    own_rows, row_probes = torch_common.own_kernel_rates(torch, rows, grids.row_shapes(options.quick),
+                                                         torch.float32, budget, progress)
+    level, memory_probe = torch_common.dram_level(torch, torch.float32, budget, progress)
+
+    return record.build_record(
+        runtime=RUNTIME, device="cpu", framework=torch_common.framework(torch),
+        versions=torch_common.versions(torch), threads=torch.get_num_threads(), dtypes=["f32"],
+        settings={"linears_as_convolutions": True, "conv_layout": findings["conv_layout"],
+                  "freeze": "torch.jit.trace, torch.jit.freeze, torch.jit.optimize_for_inference"},
+        op_s=op_s, kind_op_s=kind_op_s, own_kernels=own + own_rows, layout=layout,
+        conv_layout=findings["conv_layout"], linears_as_convolutions=True, in_place=findings["in_place"],
+        fuse_activations=findings["fuse_activations"], memory_levels=[level],
+        probes=probes + layout_probes + own_probes + row_probes + [memory_probe], calibration_s=0.0)

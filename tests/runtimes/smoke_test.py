@@ -1,0 +1,74 @@
+"""A quick real run of the runtime probes whose framework is installed here: torch-jit with
+Debian's PyTorch (/usr/bin/python3, or TRUEPEAK_TORCH_PYTHON) and onnxruntime with the project's
+venv (.venv/bin/python, or TRUEPEAK_ORT_PYTHON, see scripts/setup-venv.sh). Each record must
+pass the record checks. Exit 77 (skipped) when neither framework imports, saying why."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+sys.path.insert(0, ROOT)
+from runtimes import record  # noqa: E402
+
+SKIP = 77
+RUNS = (
+    ("torch-jit", os.environ.get("TRUEPEAK_TORCH_PYTHON", "/usr/bin/python3"), "torch"),
+    ("onnxruntime", os.environ.get("TRUEPEAK_ORT_PYTHON", os.path.join(ROOT, ".venv", "bin", "python")),
+     "onnxruntime"),
+)
+
+
+def imports(python, module):
+    if not os.path.exists(python):
+        return False
+    done = subprocess.run([python, "-c", f"import {module}"], capture_output=True, timeout=120)
+    return done.returncode == 0
+
+
+def run(runtime, python):
+    """The record of one quick run, or an error line."""
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    start = time.perf_counter()
+    done = subprocess.run([python, "-m", "runtimes", "--runtime", runtime, "--device", "cpu", "--quick"], env=env,
+                          capture_output=True, text=True, timeout=600)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        return None, f"{runtime}: exit {done.returncode}: {(done.stderr.strip().splitlines() or [''])[-1]}"
+    try:
+        doc = json.loads(done.stdout)
+    except ValueError as error:
+        return None, f"{runtime}: stdout is not one JSON document ({error})"
+    wrong = record.problems(doc)
+    if wrong:
+        return None, f"{runtime}: the record fails its checks: {'; '.join(wrong[:3])}"
+    same_python = os.path.realpath(doc["python"]) == os.path.realpath(python)
+    if doc["runtime"] != runtime or not same_python:
+        return None, f"{runtime}: the record names {doc['runtime']} run by {doc['python']}"
+    print(f"{runtime}: ok in {seconds:.1f} s (calibration_s {doc['calibration_s']:.1f}), op_s "
+          f"{doc['op_s'] * 1e6:.2f} us, {len(doc['own_kernels'])} own kernels, {len(doc['probes'])} probe points")
+    return doc, None
+
+
+def main():
+    ran, failures = 0, []
+    for runtime, python, module in RUNS:
+        if not imports(python, module):
+            print(f"{runtime}: skipped, {python} cannot import {module}")
+            continue
+        ran += 1
+        _, error = run(runtime, python)
+        if error:
+            failures.append(error)
+            print(error)
+    if failures:
+        return 1
+    if not ran:
+        print("skipped: no framework installed (apt-get install python3-torch; scripts/setup-venv.sh onnxruntime)")
+        return SKIP
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
