@@ -47,8 +47,10 @@ def sections(lines, marks, end="truepeak-layout-end"):
 def group_reorder_widths(base_reorders, reorders_by_width):
     """The channels per group whose grouped convolution runs in a layout of its own: its net
     makes at least two reorders beyond the same net with a dense convolution (its input out of
-    the blocked layout and its output back)."""
-    return sorted(w for w, n in reorders_by_width.items() if n >= base_reorders + 2)
+    the blocked layout and its output back). A depthwise convolution (width 1) is probed, and
+    its count kept in the probes, but never listed: the estimator treats depthwise
+    convolutions apart, and the profile's schema takes widths of 2 and up."""
+    return sorted(w for w, n in reorders_by_width.items() if w > 1 and n >= base_reorders + 2)
 
 
 def mark(name):

@@ -136,6 +136,8 @@ def chain_cost(one_link_s, links_s, links, ops_per_link=1):
 # The slope is trusted when the work added over the grid takes at least this fraction of the
 # smallest point's time; below it the difference is mostly noise.
 SLOPE_MIN_GROWTH = 0.25
+# ... and when the fixed cost it implies is at most this fraction of the largest point's time.
+SLOPE_MAX_FIXED = 0.5
 
 
 def slope_rate(points):
@@ -157,6 +159,10 @@ def slope_rate(points):
     var_w = sum((w - mean_w) ** 2 for w, _ in pts)
     slope = sum((w - mean_w) * (t - mean_t) for w, t in pts) / var_w
     if slope <= 0 or slope * (largest_w - pts[0][0]) < SLOPE_MIN_GROWTH * pts[0][1]:
+        return fallback
+    # The grid's largest point is sized for its kernel to outweigh a call's fixed cost; a slope
+    # that leaves more than SLOPE_MAX_FIXED of its time to the fixed cost came from noise.
+    if largest_t - slope * largest_w > SLOPE_MAX_FIXED * largest_t:
         return fallback
     return 1.0 / slope, "slope"
 

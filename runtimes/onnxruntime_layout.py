@@ -117,7 +117,7 @@ def probe(g, table):
     widths = []
     for width in grids.GROUP_REORDER_WIDTHS:
         n = sum(reorders(g.optimized_node_types(grouped_net(g, grids.GROUP_PROBE_CHANNELS // width))))
-        if n >= dense + 2:
+        if width > 1 and n >= dense + 2:  # depthwise apart, as frozen_graph.group_reorder_widths
             widths.append(width)
         probes.append(record.probe_point(f"layout grouped conv width {width}", f"1x{grids.GROUP_PROBE_CHANNELS}x8x8",
                                          reorders=n, dense_reorders=dense))

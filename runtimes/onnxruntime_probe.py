@@ -427,7 +427,7 @@ def own_kernel_rates(g, budget, progress, quick):
             window = shape[2] * shape[3] if kind == "pool:global_avg" else 9 if kind.startswith("pool:") else 1
             work[i] = elements * window
             runs[i] = run
-        timings = harness.time_calls(runs, budget)
+        timings = harness.time_calls(runs, budget, 0.5)
         rate, method = harness.slope_rate([(work[i], timings[i].time_s) for i in runs])
         entries.append({"kind": kind, "dtype": "f32", "elements_per_s": rate})
         probes += [record.probe_point(f"own {kind} f32", "x".join(map(str, shapes[grid][i])), timings[i],

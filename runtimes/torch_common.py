@@ -266,7 +266,7 @@ def own_kernel_rates(torch, kernels, shapes, dtype, budget, progress, device="cp
             work[i] = out.numel() * window_of(kind, shape)
             calls[i] = _synced(call, xs, sync)
         with torch.no_grad():
-            timings = (time_group or harness.time_calls)(calls, budget)
+            timings = (time_group or harness.time_calls)(calls, budget, 0.5)
         rate, method = harness.slope_rate([(work[i], timings[i].time_s) for i in calls])
         entries.append({"kind": kind, "dtype": dtype_name, "elements_per_s": rate})
         for i, shape in enumerate(shapes):

@@ -38,7 +38,8 @@ def prepare(module, example_inputs, dtype=None):
     """`module` run as torch-eager runs it: a copy in eval mode in `dtype` (a torch dtype; None:
     the dtype this machine's calibration chose, see choose_dtype), its layer norms computing in
     f32 when the dtype is bf16 or f16, on the device of `example_inputs`. Returns a
-    callable(*inputs) that runs it under torch.inference_mode()."""
+    callable(*inputs) that runs it under torch.inference_mode(), floating-point inputs
+    converted to the dtype."""
     torch = torch_common.require_torch(RUNTIME, MINIMUM_TORCH)
     device = example_inputs[0].device if example_inputs else torch.device("cpu")
     if dtype is None:
@@ -49,7 +50,7 @@ def prepare(module, example_inputs, dtype=None):
 
     def run(*inputs):
         with torch.inference_mode():
-            return model(*inputs)
+            return model(*(x.to(dtype) if torch.is_tensor(x) and x.is_floating_point() else x for x in inputs))
     return run
 
 

@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 
 from runtimes import frozen_graph, grids, harness, record, torch_common
 
@@ -32,8 +33,11 @@ CHAIN_CHANNELS, CHAIN_SIDE = 16, 4
 
 
 def freeze(torch, module, example_inputs):
-    """`module` traced on `example_inputs`, frozen and optimized for inference."""
-    with torch.no_grad():
+    """`module` traced on `example_inputs`, frozen and optimized for inference. torch 2.x
+    warns on each call that TorchScript is deprecated: the runtime is what is measured, so the
+    warning is silenced."""
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
         return torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.trace(module.eval(), example_inputs)))
 
 
@@ -54,13 +58,15 @@ def prepare(module, example_inputs, dtype=None):
     return run
 
 
-def start_layout_probe(threads):
+def start_layout_probe():
     """The layout probe as a child process with ONEDNN_VERBOSE=1 (oneDNN reads it once, when
-    torch loads); it builds and runs its nets while this process builds its own."""
+    torch loads); it builds and runs its nets while this process builds its own. It times
+    nothing, so it runs on one thread: graph rewrites and reorders do not depend on the thread
+    count, and one thread never waits at a barrier for a core that others hold."""
     package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, ONEDNN_VERBOSE="1", DNNL_VERBOSE="1",
                PYTHONPATH=os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p))
-    return subprocess.Popen([sys.executable, "-m", "runtimes.torch_layout", "--threads", str(threads)], env=env,
+    return subprocess.Popen([sys.executable, "-m", "runtimes.torch_layout", "--threads", "1"], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -156,11 +162,13 @@ def chain_costs(torch, runs, links, kinds, budget, progress):
 
 def calibrate(options):
     torch = torch_common.require_torch(RUNTIME, MINIMUM_TORCH)
-    torch_common.set_threads(torch, options.threads)
     torch.manual_seed(harness.SEED)
     progress, budget = options.progress, options.budget
-    # The layout probe runs while this process builds its chains; timing starts once it is done.
-    child = start_layout_probe(options.threads)
+    # The layout probe runs while this process builds its chains, both on one thread; timing
+    # starts once it is done, on every thread asked for (oneDNN's primitive cache keys a
+    # primitive by the thread count it was made for, so none made while building is reused).
+    torch_common.set_threads(torch, 1)
+    child = start_layout_probe()
     try:
         candidates = [k for k in torch_common.elementwise_modules() if not options.quick or k in QUICK_KINDS]
         links = grids.chain_links(options.quick)
@@ -170,6 +178,7 @@ def calibrate(options):
     finally:
         if child.poll() is None:
             child.kill()
+    torch_common.set_threads(torch, options.threads)
     progress(f"layout: {len(layout['blocked_ops'])} kinds blocked, copies {layout['to_plain_copies']}/"
              f"{layout['to_blocked_copies']}, group widths {layout['group_reorder_widths']}")
     # An elementwise op that runs plain pays its layout changes (charged by the layout rules) and

@@ -26,9 +26,8 @@ CHANNELS, SIDE = 16, 16
 
 
 def freeze(torch, module, x):
-    module = module.eval()
-    with torch.no_grad():
-        return torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.trace(module, x)))
+    from runtimes import torch_jit
+    return torch_jit.freeze(torch, module, x)
 
 
 def conv_op_conv(torch, middle, operands, out_channels_in=CHANNELS):

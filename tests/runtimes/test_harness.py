@@ -149,6 +149,12 @@ class SlopeRateTest(unittest.TestCase):
     def test_a_falling_slope_falls_back_too(self):
         self.assertEqual(harness.slope_rate([(1e3, 2e-3), (1e6, 1e-3)])[1], "largest")
 
+    def test_a_slope_that_leaves_most_of_the_largest_point_to_fixed_cost_falls_back(self):
+        # The slope says 4.5e10/s, which leaves 63% of the largest point's 6 us to fixed cost.
+        got, method = harness.slope_rate([(1e4, 4e-6), (1e5, 6e-6)])
+        self.assertEqual(method, "largest")
+        self.assertAlmostEqual(got, 1e5 / 6e-6)
+
     def test_one_size_falls_back(self):
         self.assertEqual(harness.slope_rate([(1e3, 1e-3)]), (1e6, "largest"))
 

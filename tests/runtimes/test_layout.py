@@ -91,6 +91,12 @@ class LayoutOfTest(unittest.TestCase):
         layout, _ = frozen_graph.layout_of(FOUND, lines, (1, 2, 4))
         self.assertEqual(layout["group_reorder_widths"], [2])
 
+    def test_depthwise_is_never_listed(self):
+        lines = probe_output(runs(groups={1: [TO_PLAIN, TO_BLOCKED], 2: [TO_PLAIN, TO_BLOCKED]}))
+        layout, counts = frozen_graph.layout_of(FOUND, lines, (1, 2, 4))
+        self.assertEqual(layout["group_reorder_widths"], [2])
+        self.assertEqual(counts["group-1"], (2, 2))
+
     def test_a_missing_mark_or_end_is_an_error(self):
         lines = probe_output(runs())
         with self.assertRaises(ValueError):
