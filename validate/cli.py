@@ -222,22 +222,28 @@ def validate_all(args, doc, runtimes, manifest, calibration, command):
     folder = out_dir(args, doc)
     tables = []
     for key, (cases, dtype, timing) in timed.items():
-        by_set = {}
-        for case in cases:
-            cmd = estimate.estimate_command(args.truepeak, args.profile, key, case["onnx"], case["batch"], dtype,
-                                            case["seq"], case["context"])
-            result = estimate.run_estimate(cmd)
-            say(f"{key}: {case['key']}: predicted " + (f"{result['predicted_s'] * 1e3:.2f} ms" if "predicted_s" in result
-                                                       else result["error"]))
-            by_set.setdefault(case["set"], []).append(report.row(
-                case["row"], case["batch"], dtype, key, timing["results"].get(case["key"], {"error": "not timed"}),
-                result, shlex.join(cmd)))
-        for set_name, rows in by_set.items():
+        for set_name, rows in estimate_rows(args, key, cases, dtype, timing).items():
             meta = table_meta(args, doc, key, runtimes[key], timing, set_name, calibration, command)
-            meta["export_failures"] = {e["row"]: e["error"] for e in failed if args.set_of[e["model"]] == set_name} or None
+            meta["export_failures"] = {e["row"]: e["error"] for e in failed
+                                       if args.set_of[e["model"]] == set_name} or None
             base = os.path.join(folder, f"validation-{set_name}-{profile.slug(key)}")
             tables.append((base, report.write_table(base, meta, rows)))
     return tables
+
+
+def estimate_rows(args, key, cases, dtype, timing):
+    """Each case of runtime `key` estimated with the user's command, as table rows by set."""
+    by_set = {}
+    for case in cases:
+        cmd = estimate.estimate_command(args.truepeak, args.profile, key, case["onnx"], case["batch"], dtype,
+                                        case["seq"], case["context"])
+        result = estimate.run_estimate(cmd)
+        said = f"{result['predicted_s'] * 1e3:.2f} ms" if "predicted_s" in result else result["error"]
+        say(f"{key}: {case['key']}: predicted {said}")
+        measured = timing["results"].get(case["key"], {"error": "not timed"})
+        by_set.setdefault(case["set"], []).append(
+            report.row(case["row"], case["batch"], dtype, key, measured, result, shlex.join(cmd)))
+    return by_set
 
 
 def table_meta(args, doc, key, runtime, timing, set_name, calibration, command):

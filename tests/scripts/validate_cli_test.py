@@ -188,7 +188,8 @@ class CalibrateTest(Fixture):
                                    "--quick")
         self.assertEqual(rc, 0, err)
         first = fakes.read_log(self.log)[0]["argv"]
-        self.assertEqual(first, ["calibrate", "--runtime", "torch-jit", "--label", "new-box", "--out", fresh, "--quick"])
+        self.assertEqual(first, ["calibrate", "--runtime", "torch-jit", "--label", "new-box", "--out", fresh,
+                                 "--quick"])
         self.assertTrue(os.path.exists(os.path.join(self.out, "validation-public-torch-jit.md")))
 
 
