@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <unistd.h>
 
@@ -36,9 +37,9 @@ json to_json(const TransferFit& fit) {
   return {{"latency_s", optional_number(fit.latency_s)}, {"Bps", optional_number(fit.Bps)}, {"points", points}};
 }
 
-json to_json(const Device& d) {
+json gemm_json(const std::vector<GemmPoint>& points) {
   json gemm = json::array();
-  for (const auto& p : d.gemm) {
+  for (const auto& p : points) {
     gemm.push_back(to_json(p.timing, p.flops_per_s,
                            {{"dtype", to_string(p.shape.dtype)},
                             {"m", p.shape.m},
@@ -49,8 +50,12 @@ json to_json(const Device& d) {
                             {"layout", p.layout},
                             {"cold_weights", p.cold_weights}}));
   }
+  return gemm;
+}
+
+json conv_json(const std::vector<ConvPoint>& points) {
   json conv = json::array();
-  for (const auto& p : d.conv) {
+  for (const auto& p : points) {
     const auto& s = p.shape;
     conv.push_back(to_json(p.timing, p.flops_per_s,
                            {{"dtype", to_string(s.dtype)}, {"n", s.n}, {"c", s.c}, {"h", s.h}, {"w", s.w},
@@ -58,6 +63,18 @@ json to_json(const Device& d) {
                             {"dilation", s.dilation}, {"groups", s.groups}, {"layout", p.layout},
                             {"impl", p.impl}, {"cold_weights", p.cold_weights}}));
   }
+  return conv;
+}
+
+json levels_json(const std::vector<LevelBandwidth>& in) {
+  json out = json::array();
+  for (const auto& l : in) out.push_back({{"name", l.name}, {"bytes", optional_integer(l.bytes)}, {"Bps", l.Bps}});
+  return out;
+}
+
+json to_json(const Device& d) {
+  const json gemm = gemm_json(d.gemm);
+  const json conv = conv_json(d.conv);
   json vector_ops = json::array();
   for (const auto& p : d.vector_ops) {
     vector_ops.push_back({{"op", p.op}, {"dtype", to_string(p.dtype)}, {"rows", p.rows},
@@ -70,11 +87,6 @@ json to_json(const Device& d) {
   for (const auto& p : d.memory_sweep) {
     sweep.push_back({{"kernel", p.kernel}, {"bytes", p.bytes}, {"Bps", p.Bps}, {"median_Bps", p.median_Bps}});
   }
-  const auto levels_json = [](const std::vector<LevelBandwidth>& in) {
-    json out = json::array();
-    for (const auto& l : in) out.push_back({{"name", l.name}, {"bytes", optional_integer(l.bytes)}, {"Bps", l.Bps}});
-    return out;
-  };
   json memory = {{"sweep", sweep}, {"levels", levels_json(d.memory_levels)}};
   if (!d.memory_in_place_levels.empty()) memory["in_place_levels"] = levels_json(d.memory_in_place_levels);
   json transfers = json::object();
@@ -83,7 +95,7 @@ json to_json(const Device& d) {
   json skipped = json::array();
   for (const auto& s : d.skipped) skipped.push_back({{"what", s.what}, {"reason", s.reason}});
 
-  return {
+  json out = {
       {"id", d.id},
       {"kind", d.kind},
       {"name", d.name},
@@ -108,6 +120,13 @@ json to_json(const Device& d) {
       {"conditions", d.conditions},
       {"skipped", skipped},
   };
+  // Absent where no runtime was calibrated, as in profiles before 1.12.
+  if (!d.runtimes.empty()) {
+    json runtimes = json::object();
+    for (const auto& [key, record] : d.runtimes) runtimes[key] = to_json(record);
+    out["runtimes"] = std::move(runtimes);
+  }
+  return out;
 }
 
 // Reading: every access names the JSON path, so an error says where and why.
@@ -220,6 +239,175 @@ class Reader {
   std::string where_;
 };
 
+std::vector<GemmPoint> gemm_from_json(const Reader& r, const json& obj, const std::string& path) {
+  std::vector<GemmPoint> out;
+  const auto* gemm = r.optional_field(obj, path, "gemm");
+  if (!gemm) return out;
+  if (!gemm->is_array()) r.fail(path + "/gemm", "expected an array");
+  for (std::size_t i = 0; i < gemm->size(); ++i) {
+    const auto& g = (*gemm)[i];
+    const auto p = fmt::format("{}/gemm/{}", path, i);
+    GemmPoint pt;
+    pt.shape.dtype = r.dtype(g, p);
+    pt.shape.m = r.integer(g, p, "m");
+    pt.shape.n = r.integer(g, p, "n");
+    pt.shape.k = r.integer(g, p, "k");
+    pt.shape.batch = r.integer(g, p, "batch");
+    pt.timing = r.timing(g, p);
+    pt.flops_per_s = r.number(g, p, "flops_per_s");
+    pt.impl = r.optional_string(g, p, "impl");
+    pt.layout = r.optional_string(g, p, "layout");
+    pt.cold_weights = r.optional_field(g, p, "cold_weights") && r.boolean(g, p, "cold_weights");
+    out.push_back(std::move(pt));
+  }
+  return out;
+}
+
+std::vector<ConvPoint> conv_from_json(const Reader& r, const json& obj, const std::string& path) {
+  std::vector<ConvPoint> out;
+  const auto* conv = r.optional_field(obj, path, "conv");
+  if (!conv) return out;
+  if (!conv->is_array()) r.fail(path + "/conv", "expected an array");
+  for (std::size_t i = 0; i < conv->size(); ++i) {
+    const auto& c = (*conv)[i];
+    const auto p = fmt::format("{}/conv/{}", path, i);
+    ConvPoint pt;
+    auto& s = pt.shape;
+    s.dtype = r.dtype(c, p);
+    s.n = r.integer(c, p, "n");
+    s.c = r.integer(c, p, "c");
+    s.h = r.integer(c, p, "h");
+    s.w = r.integer(c, p, "w");
+    s.k = r.integer(c, p, "k");
+    s.r = r.integer(c, p, "r");
+    s.s = r.integer(c, p, "s");
+    s.stride = r.integer(c, p, "stride");
+    s.pad = r.integer(c, p, "pad");
+    s.dilation = r.integer(c, p, "dilation");
+    s.groups = r.integer(c, p, "groups");
+    pt.layout = r.optional_string(c, p, "layout");
+    pt.timing = r.timing(c, p);
+    pt.flops_per_s = r.number(c, p, "flops_per_s");
+    pt.impl = r.optional_string(c, p, "impl");
+    pt.cold_weights = r.optional_field(c, p, "cold_weights") && r.boolean(c, p, "cold_weights");
+    out.push_back(std::move(pt));
+  }
+  return out;
+}
+
+std::vector<LevelBandwidth> levels_from_json(const Reader& r, const json& obj, const std::string& path,
+                                             const char* key) {
+  std::vector<LevelBandwidth> out;
+  const auto* levels = r.optional_field(obj, path, key);
+  if (!levels) return out;
+  const auto kp = fmt::format("{}/{}", path, key);
+  if (!levels->is_array()) r.fail(kp, "expected an array");
+  for (std::size_t i = 0; i < levels->size(); ++i) {
+    const auto& l = (*levels)[i];
+    const auto lp = fmt::format("{}/{}", kp, i);
+    out.push_back({r.string(l, lp, "name"), r.optional_integer(l, lp, "bytes"), r.number(l, lp, "Bps")});
+  }
+  return out;
+}
+
+// The fields of a runtime record this version knows; any other is kept in RuntimeRecord::extra.
+const std::set<std::string>& record_fields() {
+  static const std::set<std::string> names = {
+      "runtime", "device",      "framework", "versions",        "python",      "threads",
+      "dtypes",  "settings",    "op_s",      "kind_op_s",       "own_kernels", "layout",
+      "conv_layout", "linears_as_convolutions", "in_place", "fuse_activations", "memory",
+      "gemm",    "conv",        "probes",    "calibration_s"};
+  return names;
+}
+
+std::vector<std::string> string_list(const Reader& r, const json& obj, const std::string& path, const char* key) {
+  std::vector<std::string> out;
+  const auto* v = r.optional_field(obj, path, key);
+  if (!v) return out;
+  if (!v->is_array()) r.fail(path + "/" + key, "expected an array of strings");
+  for (const auto& item : *v) {
+    if (!item.is_string()) r.fail(path + "/" + key, "expected an array of strings");
+    out.push_back(item.get<std::string>());
+  }
+  return out;
+}
+
+RuntimeRecord record_from_json(const Reader& r, const json& obj, const std::string& path) {
+  if (!obj.is_object()) r.fail(path, "expected an object (a runtime record)");
+  RuntimeRecord rec;
+  rec.runtime = r.string(obj, path, "runtime");
+  rec.device = r.string(obj, path, "device");
+  rec.framework = r.string(obj, path, "framework");
+  if (const auto* v = r.optional_field(obj, path, "versions")) rec.versions = *v;
+  rec.python = r.optional_string(obj, path, "python");
+  rec.threads = static_cast<int>(r.integer(obj, path, "threads"));
+  const auto& dtypes = r.array(obj, path, "dtypes");
+  for (std::size_t i = 0; i < dtypes.size(); ++i) {
+    const auto name = dtypes[i].is_string() ? dtypes[i].get<std::string>() : std::string();
+    const auto d = parse_dtype(name);
+    if (!d) r.fail(fmt::format("{}/dtypes/{}", path, i), fmt::format("unknown data type {}", dtypes[i].dump()));
+    rec.dtypes.push_back(*d);
+  }
+  if (const auto* v = r.optional_field(obj, path, "settings")) rec.settings = *v;
+  rec.op_s = r.number(obj, path, "op_s");
+  if (const auto* costs = r.optional_field(obj, path, "kind_op_s")) {
+    if (!costs->is_array()) r.fail(path + "/kind_op_s", "expected an array");
+    for (std::size_t i = 0; i < costs->size(); ++i) {
+      const auto& c = (*costs)[i];
+      const auto p = fmt::format("{}/kind_op_s/{}", path, i);
+      RuntimeKindCost cost;
+      cost.kind = r.string(c, p, "kind");
+      if (r.optional_field(c, p, "dtype")) cost.dtype = r.dtype(c, p);
+      cost.op_s = r.number(c, p, "op_s");
+      rec.kind_op_s.push_back(std::move(cost));
+    }
+  }
+  if (const auto* kernels = r.optional_field(obj, path, "own_kernels")) {
+    if (!kernels->is_array()) r.fail(path + "/own_kernels", "expected an array");
+    for (std::size_t i = 0; i < kernels->size(); ++i) {
+      const auto& k = (*kernels)[i];
+      const auto p = fmt::format("{}/own_kernels/{}", path, i);
+      rec.own_kernels.push_back({r.string(k, p, "kind"), r.dtype(k, p), r.number(k, p, "elements_per_s")});
+    }
+  }
+  if (const auto* layout = r.optional_field(obj, path, "layout")) {
+    const auto p = path + "/layout";
+    if (!layout->is_object()) r.fail(p, "expected an object or null");
+    RuntimeLayout l;
+    l.blocked_ops = string_list(r, *layout, p, "blocked_ops");
+    l.to_plain_copies = static_cast<int>(r.optional_integer(*layout, p, "to_plain_copies").value_or(1));
+    l.to_blocked_copies = static_cast<int>(r.optional_integer(*layout, p, "to_blocked_copies").value_or(1));
+    l.expand_broadcast = r.optional_field(*layout, p, "expand_broadcast") && r.boolean(*layout, p, "expand_broadcast");
+    if (const auto* widths = r.optional_field(*layout, p, "group_reorder_widths")) {
+      if (!widths->is_array()) r.fail(p + "/group_reorder_widths", "expected an array of integers");
+      for (const auto& w : *widths) {
+        if (!w.is_number_integer()) r.fail(p + "/group_reorder_widths", "expected an array of integers");
+        l.group_reorder_widths.push_back(w.get<std::int64_t>());
+      }
+    }
+    rec.layout = std::move(l);
+  }
+  rec.conv_layout = r.optional_string(obj, path, "conv_layout");
+  rec.linears_as_convolutions =
+      r.optional_field(obj, path, "linears_as_convolutions") && r.boolean(obj, path, "linears_as_convolutions");
+  rec.in_place = string_list(r, obj, path, "in_place");
+  rec.fuse_activations = r.optional_field(obj, path, "fuse_activations") && r.boolean(obj, path, "fuse_activations");
+  if (const auto* mem = r.optional_field(obj, path, "memory")) {
+    rec.memory_levels = levels_from_json(r, *mem, path + "/memory", "levels");
+  }
+  rec.gemm = gemm_from_json(r, obj, path);
+  rec.conv = conv_from_json(r, obj, path);
+  if (const auto* v = r.optional_field(obj, path, "probes")) {
+    if (!v->is_array()) r.fail(path + "/probes", "expected an array");
+    rec.probes = *v;
+  }
+  rec.calibration_s = r.optional_number(obj, path, "calibration_s");
+  for (const auto& [key, value] : obj.items()) {
+    if (!record_fields().contains(key)) rec.extra[key] = value;
+  }
+  return rec;
+}
+
 TransferFit transfer_from_json(const Reader& r, const json& obj, const std::string& path) {
   TransferFit fit;
   fit.latency_s = r.optional_number(obj, path, "latency_s");
@@ -257,52 +445,8 @@ Device device_from_json(const Reader& r, const json& obj, const std::string& pat
     d.peaks.vector_flops_per_s = r.number_map(*pk, p, "vector_flops_per_s");
     d.peaks.memory_Bps = r.optional_number(*pk, p, "memory_Bps");
   }
-  if (const auto* gemm = r.optional_field(obj, path, "gemm")) {
-    if (!gemm->is_array()) r.fail(path + "/gemm", "expected an array");
-    for (std::size_t i = 0; i < gemm->size(); ++i) {
-      const auto& g = (*gemm)[i];
-      const auto p = fmt::format("{}/gemm/{}", path, i);
-      GemmPoint pt;
-      pt.shape.dtype = r.dtype(g, p);
-      pt.shape.m = r.integer(g, p, "m");
-      pt.shape.n = r.integer(g, p, "n");
-      pt.shape.k = r.integer(g, p, "k");
-      pt.shape.batch = r.integer(g, p, "batch");
-      pt.timing = r.timing(g, p);
-      pt.flops_per_s = r.number(g, p, "flops_per_s");
-      pt.impl = r.optional_string(g, p, "impl");
-      pt.layout = r.optional_string(g, p, "layout");
-      pt.cold_weights = r.optional_field(g, p, "cold_weights") && r.boolean(g, p, "cold_weights");
-      d.gemm.push_back(std::move(pt));
-    }
-  }
-  if (const auto* conv = r.optional_field(obj, path, "conv")) {
-    if (!conv->is_array()) r.fail(path + "/conv", "expected an array");
-    for (std::size_t i = 0; i < conv->size(); ++i) {
-      const auto& c = (*conv)[i];
-      const auto p = fmt::format("{}/conv/{}", path, i);
-      ConvPoint pt;
-      auto& s = pt.shape;
-      s.dtype = r.dtype(c, p);
-      s.n = r.integer(c, p, "n");
-      s.c = r.integer(c, p, "c");
-      s.h = r.integer(c, p, "h");
-      s.w = r.integer(c, p, "w");
-      s.k = r.integer(c, p, "k");
-      s.r = r.integer(c, p, "r");
-      s.s = r.integer(c, p, "s");
-      s.stride = r.integer(c, p, "stride");
-      s.pad = r.integer(c, p, "pad");
-      s.dilation = r.integer(c, p, "dilation");
-      s.groups = r.integer(c, p, "groups");
-      pt.layout = r.optional_string(c, p, "layout");
-      pt.timing = r.timing(c, p);
-      pt.flops_per_s = r.number(c, p, "flops_per_s");
-      pt.impl = r.optional_string(c, p, "impl");
-      pt.cold_weights = r.optional_field(c, p, "cold_weights") && r.boolean(c, p, "cold_weights");
-      d.conv.push_back(std::move(pt));
-    }
-  }
+  d.gemm = gemm_from_json(r, obj, path);
+  d.conv = conv_from_json(r, obj, path);
   if (const auto* ops = r.optional_field(obj, path, "vector_ops")) {
     if (!ops->is_array()) r.fail(path + "/vector_ops", "expected an array");
     for (std::size_t i = 0; i < ops->size(); ++i) {
@@ -334,19 +478,8 @@ Device device_from_json(const Reader& r, const json& obj, const std::string& pat
         d.memory_sweep.push_back(std::move(pt));
       }
     }
-    const auto read_levels = [&](const char* key, std::vector<LevelBandwidth>& out) {
-      const auto* levels = r.optional_field(*mem, p, key);
-      if (!levels) return;
-      const auto kp = fmt::format("{}/{}", p, key);
-      if (!levels->is_array()) r.fail(kp, "expected an array");
-      for (std::size_t i = 0; i < levels->size(); ++i) {
-        const auto& l = (*levels)[i];
-        const auto lp = fmt::format("{}/{}", kp, i);
-        out.push_back({r.string(l, lp, "name"), r.optional_integer(l, lp, "bytes"), r.number(l, lp, "Bps")});
-      }
-    };
-    read_levels("levels", d.memory_levels);
-    read_levels("in_place_levels", d.memory_in_place_levels);
+    d.memory_levels = levels_from_json(r, *mem, p, "levels");
+    d.memory_in_place_levels = levels_from_json(r, *mem, p, "in_place_levels");
   }
   if (const auto* oh = r.optional_field(obj, path, "overhead")) {
     d.overhead_op_s = r.optional_number(*oh, path + "/overhead", "op_s");
@@ -371,6 +504,12 @@ Device device_from_json(const Reader& r, const json& obj, const std::string& pat
       d.skipped.push_back({r.string((*sk)[i], sp, "what"), r.string((*sk)[i], sp, "reason")});
     }
   }
+  if (const auto* rt = r.optional_field(obj, path, "runtimes")) {
+    if (!rt->is_object()) r.fail(path + "/runtimes", "expected an object");
+    for (const auto& [key, value] : rt->items()) {
+      d.runtimes[key] = record_from_json(r, value, path + "/runtimes/" + key);
+    }
+  }
   return d;
 }
 
@@ -389,6 +528,58 @@ void check_schema_version(const Reader& r, const std::string& version) {
 }
 
 }  // namespace
+
+nlohmann::json to_json(const RuntimeRecord& rec) {
+  json kind_op_s = json::array();
+  for (const auto& c : rec.kind_op_s) {
+    kind_op_s.push_back({{"kind", c.kind},
+                         {"dtype", c.dtype ? json(std::string(to_string(*c.dtype))) : json(nullptr)},
+                         {"op_s", c.op_s}});
+  }
+  json own_kernels = json::array();
+  for (const auto& k : rec.own_kernels) {
+    own_kernels.push_back(
+        {{"kind", k.kind}, {"dtype", std::string(to_string(k.dtype))}, {"elements_per_s", k.elements_per_s}});
+  }
+  json layout = nullptr;
+  if (rec.layout) {
+    const auto& l = *rec.layout;
+    layout = {{"blocked_ops", l.blocked_ops},
+              {"to_plain_copies", l.to_plain_copies},
+              {"to_blocked_copies", l.to_blocked_copies},
+              {"expand_broadcast", l.expand_broadcast},
+              {"group_reorder_widths", l.group_reorder_widths}};
+  }
+  json dtypes = json::array();
+  for (const auto d : rec.dtypes) dtypes.push_back(std::string(to_string(d)));
+  json out = rec.extra.is_object() ? rec.extra : json::object();
+  out.update({{"runtime", rec.runtime},
+              {"device", rec.device},
+              {"framework", rec.framework},
+              {"versions", rec.versions},
+              {"python", rec.python},
+              {"threads", rec.threads},
+              {"dtypes", dtypes},
+              {"settings", rec.settings},
+              {"op_s", rec.op_s},
+              {"kind_op_s", kind_op_s},
+              {"own_kernels", own_kernels},
+              {"layout", layout},
+              {"conv_layout", rec.conv_layout},
+              {"linears_as_convolutions", rec.linears_as_convolutions},
+              {"in_place", rec.in_place},
+              {"fuse_activations", rec.fuse_activations},
+              {"memory", {{"levels", levels_json(rec.memory_levels)}}},
+              {"gemm", gemm_json(rec.gemm)},
+              {"conv", conv_json(rec.conv)},
+              {"probes", rec.probes},
+              {"calibration_s", optional_number(rec.calibration_s)}});
+  return out;
+}
+
+RuntimeRecord runtime_record_from_json(const nlohmann::json& doc, const std::string& where) {
+  return record_from_json(Reader(where), doc, "");
+}
 
 std::string schema_version_string() { return fmt::format("{}.{}", kSchemaMajor, kSchemaMinor); }
 

@@ -15,15 +15,16 @@
 namespace truepeak {
 
 inline constexpr int kSchemaMajor = 1;
-inline constexpr int kSchemaMinor = 11;  // 1.1: gemm points record their layout; 1.2: cold weights;
+inline constexpr int kSchemaMinor = 12;  // 1.1: gemm points record their layout; 1.2: cold weights;
                                         // 1.3: cold weights on conv points; 1.4: vector_ops;
                                         // 1.5: the gelu_tanh vector op; 1.6: the add vector op;
                                         // 1.7: the reorder_blocked and reorder_plain vector ops;
                                         // 1.8: typical_s on gemm, conv and vector-op points;
                                         // 1.9: the add_padded vector op;
                                         // 1.10: memory.in_place_levels (the update kernel);
-                                        // 1.11: cold weights span 8x the largest cache, at most 1 GiB (2x before)
-std::string schema_version_string();  // "1.11"
+                                        // 1.11: cold weights span 8x the largest cache, at most 1 GiB (2x before);
+                                        // 1.12: runtimes (calibrate --runtime, docs/runtimes.md)
+std::string schema_version_string();  // "1.12"
 
 // Timing statistics of one measured point. time_s is the fastest sample (the capability figure);
 // rates derive from it. median_s sits beside it. typical_s (since 1.8; 0: not recorded) is the
@@ -109,6 +110,58 @@ struct Skipped {
   std::string reason;
 };
 
+// A runtime's fixed cost of one op of a kind, where it differs from RuntimeRecord::op_s.
+struct RuntimeKindCost {
+  std::string kind;            // estimator row kind ("linear", "elementwise:relu", "reshape")
+  std::optional<DType> dtype;  // nullopt: every dtype
+  double op_s = 0;
+};
+
+// The rate of one of the runtime's own kernels; elements are an op's outputs, a pool's its window
+// elements.
+struct RuntimeOwnKernel {
+  std::string kind;  // estimator row kind
+  DType dtype = DType::f32;
+  double elements_per_s = 0;
+};
+
+// How a runtime lays out 4-D activations when it keeps some of them channel-blocked.
+struct RuntimeLayout {
+  std::vector<std::string> blocked_ops;  // row kinds that run on blocked tensors
+  int to_plain_copies = 1;               // copies one layout change makes
+  int to_blocked_copies = 1;
+  bool expand_broadcast = false;  // a broadcast operand of a blocked op is expanded first
+  std::vector<std::int64_t> group_reorder_widths;  // channels per group run in a layout of their own
+};
+
+// What one runtime (the framework that runs a model) adds to the library's figures, measured by
+// `calibrate --runtime` with generic probes (since 1.12). Fields: docs/runtimes.md.
+struct RuntimeRecord {
+  std::string runtime;    // "torch-jit", "torch-eager", "torch-compile", "torch-cudagraph", "onnxruntime"
+  std::string device;     // id of the device it ran on
+  std::string framework;  // "torch 1.13.1"
+  nlohmann::json versions = nlohmann::json::object();  // library -> version, as the probe saw them
+  std::string python;                                  // the interpreter that ran the probes
+  int threads = 0;
+  std::vector<DType> dtypes;
+  nlohmann::json settings = nlohmann::json::object();  // what differs from a plain script
+  double op_s = 0;
+  std::vector<RuntimeKindCost> kind_op_s;
+  std::vector<RuntimeOwnKernel> own_kernels;
+  std::optional<RuntimeLayout> layout;  // nullopt: every activation stays plain
+  std::string conv_layout;              // "": the fastest measured
+  bool linears_as_convolutions = false;
+  std::vector<std::string> in_place;  // elementwise kinds run in place
+  bool fuse_activations = false;
+  std::vector<LevelBandwidth> memory_levels;  // the runtime's own kernels' bandwidth per level
+  std::vector<GemmPoint> gemm;                // the runtime's own kernels, where it has them
+  std::vector<ConvPoint> conv;
+  nlohmann::json probes = nlohmann::json::array();  // the raw points behind the figures
+  std::optional<double> calibration_s;
+  // Fields of a later 1.x minor, written back as they were read.
+  nlohmann::json extra = nlohmann::json::object();
+};
+
 struct Device {
   std::string id;    // "cpu", "cuda:0"
   std::string kind;  // "cpu", "gpu"
@@ -134,6 +187,8 @@ struct Device {
   // Conditions of the run: threads, sentinel spread, points re-measured, ...
   nlohmann::json conditions = nlohmann::json::object();
   std::vector<Skipped> skipped;
+  // Since 1.12: key = runtime name, or NAME:LABEL for a second calibration of one runtime.
+  std::map<std::string, RuntimeRecord> runtimes;
 };
 
 struct Machine {
@@ -169,6 +224,11 @@ nlohmann::json to_json(const Profile& profile);
 // `where` names the source in error messages (a file path). Throws InputError on a missing or
 // mistyped field, and on a schema major version other than kSchemaMajor.
 Profile profile_from_json(const nlohmann::json& doc, const std::string& where);
+
+// One runtime record as stored under a device's `runtimes`. The reader names `where` (a file or
+// a JSON path) in its errors and throws InputError, as profile_from_json does.
+nlohmann::json to_json(const RuntimeRecord& record);
+RuntimeRecord runtime_record_from_json(const nlohmann::json& doc, const std::string& where);
 
 // Reads and parses a profile file. Throws InputError (unreadable, malformed, wrong version).
 Profile read_profile(const std::string& path);

@@ -452,18 +452,41 @@ class Validator {
   std::map<std::string, std::regex> regexes_;
 };
 
+// NaN and infinity cannot be written as JSON (the writer would turn them into null), so a
+// document in memory that holds one is invalid wherever it sits, schema or not.
+void check_finite(const json& doc, const std::string& path, std::vector<std::string>& errors) {
+  if (doc.is_number_float() && !std::isfinite(doc.get<double>())) {
+    errors.push_back(fmt::format("{}: {} is not a finite number", display_path(path), doc.get<double>()));
+  } else if (doc.is_array()) {
+    for (std::size_t i = 0; i < doc.size(); ++i) check_finite(doc[i], fmt::format("{}/{}", path, i), errors);
+  } else if (doc.is_object()) {
+    for (const auto& [key, value] : doc.items()) check_finite(value, path + "/" + pointer_token(key), errors);
+  }
+}
+
+const json& profile_schema() {
+  // Parsed once: the text is fixed when the library is built.
+  static const json schema = json::parse(profile_schema_text());
+  return schema;
+}
+
 }  // namespace
 
 std::vector<std::string> validate_json(const nlohmann::json& doc, const nlohmann::json& schema) {
   std::vector<std::string> errors;
+  check_finite(doc, "", errors);
   Validator validator(schema);
   validator.check(doc, schema, "", 0, errors);
   return errors;
 }
 
 std::vector<std::string> validate_profile_json(const nlohmann::json& doc) {
-  // Parsed once: the text is fixed when the library is built.
-  static const nlohmann::json schema = nlohmann::json::parse(profile_schema_text());
+  return validate_json(doc, profile_schema());
+}
+
+std::vector<std::string> validate_runtime_record_json(const nlohmann::json& doc) {
+  // The record's definition, with the profile schema's definitions it refers to.
+  static const json schema = {{"$defs", profile_schema().at("$defs")}, {"$ref", "#/$defs/runtime_record"}};
   return validate_json(doc, schema);
 }
 

@@ -15,7 +15,8 @@ const std::string& profile_schema_text();
 // Validates `doc` against `schema` and returns one message per violation, each starting with the
 // JSON pointer of the offending value, e.g.
 //   "/devices/0/gemm/3/flops_per_s: expected number, got string";
-// the document root is written "(root)". Empty = valid.
+// the document root is written "(root)". Empty = valid. A number that is not finite (NaN,
+// infinity: a value JSON cannot hold) is a violation wherever it sits.
 //
 // Supported keywords: type (a name or an array of names; "integer" is any number without a
 // fractional part), enum, const, properties, required, additionalProperties (bool or schema),
@@ -27,7 +28,11 @@ const std::string& profile_schema_text();
 // silently skipped, so a schema never appears to check something it does not.
 std::vector<std::string> validate_json(const nlohmann::json& doc, const nlohmann::json& schema);
 
-// validate_json against the built-in profile schema.
+// validate_json against the built-in profile schema. Every number must also be finite.
 std::vector<std::string> validate_profile_json(const nlohmann::json& doc);
+
+// One runtime record (a value of a device's `runtimes`) against the same schema's
+// #/$defs/runtime_record, as `calibrate --runtime` checks a probe's output before storing it.
+std::vector<std::string> validate_runtime_record_json(const nlohmann::json& doc);
 
 }  // namespace truepeak

@@ -1,0 +1,231 @@
+// Runtime records (schema 1.12): the reader and writer keep every field, the schema accepts what
+// a probe writes and rejects a broken record naming the path, and profiles without runtimes
+// read and write as before.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/profile.hpp"
+#include "core/schema_check.hpp"
+
+namespace truepeak {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  EXPECT_TRUE(in) << "cannot read " << path;
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+json record_fixture() {
+  return json::parse(read_text(fs::path(TRUEPEAK_TEST_DATA_DIR) / "runtimes" / "torch_jit_record.json"));
+}
+
+json profile_example() {
+  return json::parse(read_text(fs::path(TRUEPEAK_TEST_DATA_DIR) / "schema" / "valid_profile.json"));
+}
+
+std::string joined(const std::vector<std::string>& errors) {
+  std::string out;
+  for (const auto& e : errors) out += "\n  " + e;
+  return out;
+}
+
+::testing::AssertionResult has_error(const std::vector<std::string>& errors, const std::string& path,
+                                     const std::string& what) {
+  for (const auto& e : errors) {
+    if (e.rfind(path + ": ", 0) == 0 && e.find(what) != std::string::npos) return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure() << "no message at " << path << " containing \"" << what
+                                       << "\"; got:" << joined(errors);
+}
+
+TEST(RuntimeRecord, SchemaVersionIsOneTwelve) { EXPECT_EQ(schema_version_string(), "1.12"); }
+
+TEST(RuntimeRecord, FixtureValidatesAndReadsEveryField) {
+  const json doc = record_fixture();
+  const auto errors = validate_runtime_record_json(doc);
+  ASSERT_TRUE(errors.empty()) << joined(errors);
+  const RuntimeRecord r = runtime_record_from_json(doc, "record.json");
+  EXPECT_EQ(r.runtime, "torch-jit");
+  EXPECT_EQ(r.device, "cpu");
+  EXPECT_EQ(r.framework, "torch 1.13.1");
+  EXPECT_EQ(r.versions.at("onednn"), "2.6.3");
+  EXPECT_EQ(r.threads, 2);
+  ASSERT_EQ(r.dtypes.size(), 1u);
+  EXPECT_EQ(r.dtypes[0], DType::f32);
+  EXPECT_EQ(r.settings.at("allocator"), "glibc default");
+  EXPECT_DOUBLE_EQ(r.op_s, 9.4e-6);
+  ASSERT_EQ(r.kind_op_s.size(), 3u);
+  EXPECT_EQ(r.kind_op_s[0].kind, "elementwise:relu");
+  EXPECT_EQ(r.kind_op_s[0].dtype, std::nullopt);
+  EXPECT_EQ(r.kind_op_s[2].dtype, DType::bf16);
+  ASSERT_EQ(r.own_kernels.size(), 2u);
+  EXPECT_EQ(r.own_kernels[0].kind, "pool:max");
+  EXPECT_DOUBLE_EQ(r.own_kernels[0].elements_per_s, 1.1e9);
+  ASSERT_TRUE(r.layout.has_value());
+  EXPECT_EQ(r.layout->blocked_ops, (std::vector<std::string>{"elementwise:relu", "pool:max"}));
+  EXPECT_EQ(r.layout->to_blocked_copies, 2);
+  EXPECT_TRUE(r.layout->expand_broadcast);
+  EXPECT_EQ(r.layout->group_reorder_widths, (std::vector<std::int64_t>{2, 4, 8}));
+  EXPECT_EQ(r.conv_layout, "blocked");
+  EXPECT_TRUE(r.linears_as_convolutions);
+  EXPECT_EQ(r.in_place.size(), 2u);
+  EXPECT_FALSE(r.fuse_activations);
+  ASSERT_EQ(r.memory_levels.size(), 1u);
+  EXPECT_EQ(r.memory_levels[0].bytes, std::nullopt);
+  ASSERT_EQ(r.gemm.size(), 1u);
+  EXPECT_EQ(r.gemm[0].impl, "mlas");
+  ASSERT_EQ(r.conv.size(), 1u);
+  EXPECT_EQ(r.conv[0].layout, "blocked");
+  EXPECT_EQ(r.probes.size(), 1u);
+  EXPECT_EQ(r.calibration_s, 31.5);
+}
+
+TEST(RuntimeRecord, WriteThenReadKeepsValuesAndUnknownFields) {
+  json doc = record_fixture();
+  doc["python"] = "/usr/bin/python3";
+  doc["from_a_later_minor"] = {{"anything", 1}};
+  const RuntimeRecord r = runtime_record_from_json(doc, "record.json");
+  EXPECT_EQ(r.python, "/usr/bin/python3");
+  const json written = to_json(r);
+  EXPECT_TRUE(validate_runtime_record_json(written).empty()) << joined(validate_runtime_record_json(written));
+  EXPECT_EQ(written.at("from_a_later_minor"), doc.at("from_a_later_minor"));
+  EXPECT_EQ(to_json(runtime_record_from_json(written, "again")), written);
+  // Every field of the fixture comes back with its value.
+  for (const auto& [key, value] : doc.items()) {
+    ASSERT_TRUE(written.contains(key)) << key;
+    if (key == "gemm" || key == "conv") continue;  // the writer adds the points' defaults
+    EXPECT_EQ(written.at(key), value) << key;
+  }
+}
+
+TEST(RuntimeRecord, ProfileWithRuntimesRoundTripsAndValidates) {
+  json doc = profile_example();
+  doc["devices"][0]["runtimes"] = {{"torch-jit", record_fixture()}, {"torch-jit:old", record_fixture()}};
+  const auto errors = validate_profile_json(doc);
+  ASSERT_TRUE(errors.empty()) << joined(errors);
+  const Profile p = profile_from_json(doc, "profile.json");
+  ASSERT_EQ(p.devices[0].runtimes.size(), 2u);
+  EXPECT_EQ(p.devices[0].runtimes.at("torch-jit:old").framework, "torch 1.13.1");
+  EXPECT_TRUE(p.devices[1].runtimes.empty());
+  const json written = to_json(p);
+  EXPECT_TRUE(validate_profile_json(written).empty()) << joined(validate_profile_json(written));
+  EXPECT_EQ(to_json(profile_from_json(written, "again")), written);
+  // A device without runtimes is written without the section, as before 1.12.
+  EXPECT_FALSE(written["devices"][1].contains("runtimes"));
+}
+
+TEST(RuntimeRecord, ProfileWithoutRuntimesReads) {
+  const json doc = profile_example();
+  ASSERT_FALSE(doc["devices"][0].contains("runtimes"));
+  const Profile p = profile_from_json(doc, "profile.json");
+  EXPECT_TRUE(p.devices[0].runtimes.empty());
+}
+
+struct BrokenRecord {
+  const char* name;
+  const char* pointer;
+  json value;
+  bool remove;
+  const char* message_path;
+  const char* message;
+};
+
+void PrintTo(const BrokenRecord& b, std::ostream* os) { *os << b.name; }
+
+class BrokenRuntimeRecord : public ::testing::TestWithParam<BrokenRecord> {};
+
+TEST_P(BrokenRuntimeRecord, FailsNamingThePath) {
+  const BrokenRecord& b = GetParam();
+  json doc = record_fixture();
+  const json::json_pointer ptr(b.pointer);
+  if (b.remove) {
+    doc.at(ptr.parent_pointer()).erase(ptr.back());
+  } else {
+    doc[ptr] = b.value;
+  }
+  EXPECT_TRUE(has_error(validate_runtime_record_json(doc), b.message_path, b.message));
+  // Stored under a device, the same record fails the profile's check at its place there.
+  json profile = profile_example();
+  profile["devices"][0]["runtimes"]["torch-jit"] = doc;
+  EXPECT_TRUE(has_error(validate_profile_json(profile), std::string("/devices/0/runtimes/torch-jit") + b.message_path,
+                        b.message));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    RuntimeRecord, BrokenRuntimeRecord,
+    ::testing::Values(
+        BrokenRecord{"unknown_runtime", "/runtime", "torch-jitt", false, "/runtime", "is not one of"},
+        BrokenRecord{"negative_op_s", "/op_s", -1e-6, false, "/op_s", "less than the minimum 0"},
+        BrokenRecord{"op_s_as_string", "/op_s", "9us", false, "/op_s", "expected number, got string"},
+        BrokenRecord{"missing_op_s", "/op_s", nullptr, true, "/op_s", "required property is missing"},
+        BrokenRecord{"zero_own_rate", "/own_kernels/0/elements_per_s", 0.0, false,
+                     "/own_kernels/0/elements_per_s", "must be greater than 0"},
+        BrokenRecord{"bad_kind", "/kind_op_s/0/kind", "Elementwise relu", false, "/kind_op_s/0/kind",
+                     "does not match the pattern"},
+        BrokenRecord{"bad_dtype", "/dtypes/0", "fp32", false, "/dtypes/0", "is not one of"},
+        BrokenRecord{"no_dtypes", "/dtypes", json::array(), false, "/dtypes", "expected at least 1"},
+        BrokenRecord{"too_many_copies", "/layout/to_blocked_copies", 9, false, "/layout",
+                     "matches none of the anyOf alternatives"},
+        BrokenRecord{"zero_memory_rate", "/memory/levels/0/Bps", 0.0, false, "/memory/levels/0/Bps",
+                     "must be greater than 0"},
+        BrokenRecord{"zero_gemm_rate", "/gemm/0/flops_per_s", 0.0, false, "/gemm/0/flops_per_s",
+                     "must be greater than 0"},
+        BrokenRecord{"unknown_conv_layout", "/conv_layout", "hwcn", false, "/conv_layout", "is not one of"},
+        BrokenRecord{"in_place_pool", "/in_place/0", "pool:max", false, "/in_place/0",
+                     "does not match the pattern"},
+        BrokenRecord{"zero_threads", "/threads", 0, false, "/threads", "less than the minimum 1"},
+        BrokenRecord{"bad_device", "/device", "CPU 0", false, "/device", "does not match the pattern"}),
+    [](const ::testing::TestParamInfo<BrokenRecord>& info) { return std::string(info.param.name); });
+
+TEST(RuntimeRecord, NonFiniteNumbersAreRejectedAnywhere) {
+  json doc = record_fixture();
+  doc["settings"]["scale"] = std::numeric_limits<double>::quiet_NaN();
+  doc["op_s"] = std::numeric_limits<double>::infinity();
+  const auto errors = validate_runtime_record_json(doc);
+  EXPECT_TRUE(has_error(errors, "/settings/scale", "not a finite number"));
+  EXPECT_TRUE(has_error(errors, "/op_s", "not a finite number"));
+}
+
+TEST(RuntimeRecord, ProfileKeyMustNameARuntime) {
+  json doc = profile_example();
+  doc["devices"][0]["runtimes"] = {{"pytorch", record_fixture()}};
+  EXPECT_TRUE(has_error(validate_profile_json(doc), "/devices/0/runtimes/pytorch", "(property name)"));
+}
+
+TEST(RuntimeRecord, ReaderNamesThePathOfAMistypedField) {
+  json doc = record_fixture();
+  doc["threads"] = "two";
+  try {
+    runtime_record_from_json(doc, "probe output");
+    FAIL() << "a mistyped record was read";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "probe output: /threads: expected an integer, got string");
+  }
+  json profile = profile_example();
+  profile["devices"][0]["runtimes"] = {{"torch-jit", doc}};
+  try {
+    profile_from_json(profile, "p.json");
+    FAIL() << "a profile with a mistyped record was read";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("p.json: /devices/0/runtimes/torch-jit/threads: expected an integer"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace truepeak
