@@ -146,11 +146,10 @@ def window_of(kind, shape):
 class MixedPrecisionLayerNorm:
     """Factory of the layer norm a bf16 model runs in eager mode: computed in f32 whatever the
     activations' type, as mixed-precision inference does (PyTorch's CPU autocast keeps
-    layer_norm in f32; this build's bf16 layer_norm is a slow path)."""
+    layer_norm in f32, and its bf16 layer_norm can be a slow path)."""
 
     @staticmethod
     def make(width):
-        import torch
         from torch import nn
 
         class LayerNorm(nn.LayerNorm):

@@ -11,6 +11,7 @@ square, each less its kind's fixed cost, which kind_op_s charges); the main-memo
 of its own kernels. On a GPU (unverified on hardware so far): issue times per op and kind from
 synchronized chains, kernel rates and GEMM points from device time (CUDA events)."""
 import copy
+import time
 
 from runtimes import grids, harness, record, torch_common
 
@@ -225,7 +226,7 @@ class CudaTimer:
         torch.cuda.synchronize()
         budget_s = budget.point_s(weight) * len(calls)
         samples = {key: [] for key in calls}
-        elapsed = 0.0
+        started = time.perf_counter()  # the budget is the host's time: a sample costs a synchronize
         while True:
             for key, call in calls.items():
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -233,9 +234,8 @@ class CudaTimer:
                 call()
                 end.record()
                 end.synchronize()
-                seconds = start.elapsed_time(end) / 1e3
-                samples[key].append(seconds)
-                elapsed += seconds
+                samples[key].append(start.elapsed_time(end) / 1e3)
+            elapsed = time.perf_counter() - started
             if all(harness.stop_sampling(s, elapsed, budget_s, budget.min_samples, budget.cv_target)
                    for s in samples.values()):
                 break
