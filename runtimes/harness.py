@@ -176,25 +176,31 @@ def kernel_time_s(measured_s, fixed_s, floor_fraction=0.5):
 
 # ---- inputs and checks -----------------------------------------------------------------------
 
-def random_input(framework, shape, dtype=None, device=None, seed=SEED):
-    """A tensor of standard-normal values from a fixed seed, never zeros (zeros run faster on
-    some hardware and hide wrong indexing). `framework`: "torch" (dtype a torch dtype, device a
-    torch device) or "numpy" (dtype a numpy dtype, float32 by default)."""
+def random_input(framework, shape, dtype=None, device=None, seed=SEED, positive=False):
+    """A tensor of random values from a fixed seed, never zeros (zeros run faster on some
+    hardware and hide wrong indexing): standard-normal, or with `positive` uniform in [0.5, 1.5)
+    (cheaper to draw: the large buffers of the memory probes). `framework`: "torch" (dtype a
+    torch dtype, device a torch device) or "numpy" (dtype a numpy dtype, float32 by default)."""
     shape = tuple(int(d) for d in shape)
     if framework == "torch":
         import torch
         generator = torch.Generator().manual_seed(seed)
-        x = torch.randn(shape, generator=generator)
-        x = torch.where(x == 0, torch.ones_like(x), x)
+        if positive:
+            x = torch.rand(shape, generator=generator).add_(0.5)
+        else:
+            x = torch.randn(shape, generator=generator)
+            x.masked_fill_(x == 0, 1.0)
         return x.to(device=device or "cpu", dtype=dtype or torch.float32)
     if framework == "numpy":
         import numpy
         dtype = numpy.dtype(dtype or numpy.float32)
         rng = numpy.random.default_rng(seed)
-        # Drawn in single precision where that is the type: half the time of a double draw.
-        x = rng.standard_normal(shape, dtype=dtype) if dtype in (numpy.float32, numpy.float64) \
-            else rng.standard_normal(shape).astype(dtype)
-        x[x == 0] = 1
+        single = dtype in (numpy.float32, numpy.float64)  # drawn in the type itself: no conversion
+        if positive:
+            x = (rng.random(shape, dtype=dtype) if single else rng.random(shape).astype(dtype)) + dtype.type(0.5)
+        else:
+            x = rng.standard_normal(shape, dtype=dtype) if single else rng.standard_normal(shape).astype(dtype)
+            x[x == 0] = 1
         return x
     raise ValueError(f"unknown framework '{framework}'")
 

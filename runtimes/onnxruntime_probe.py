@@ -462,8 +462,8 @@ def dram_level(g, budget, progress):
     np, ort = g.np, g.ort
     llc = harness.last_level_cache_bytes()
     n = harness.dram_working_set_bytes(llc) // (3 * 4)
-    a = harness.random_input("numpy", (n,), seed=4)
-    b = harness.random_input("numpy", (n,), seed=5)
+    a = harness.random_input("numpy", (n,), seed=4, positive=True)
+    b = harness.random_input("numpy", (n,), seed=5, positive=True)
     out = np.empty(n, dtype=np.float32)
     model = g.model([g.helper.make_node("Add", ["a", "b"], ["y"])], [("a", (n,)), ("b", (n,))], [("y", (n,))])
     session = g.session(model)

@@ -297,8 +297,8 @@ def dram_level(torch, dtype, budget, progress, device="cpu", sync=None, working_
     working = working_set_bytes or harness.dram_working_set_bytes(llc)
     itemsize = torch.tensor([], dtype=dtype).element_size()
     n = working // (3 * itemsize)
-    a = harness.random_input("torch", (n,), dtype, device, seed=4)
-    b = harness.random_input("torch", (n,), dtype, device, seed=5)
+    a = harness.random_input("torch", (n,), dtype, device, seed=4, positive=True)
+    b = harness.random_input("torch", (n,), dtype, device, seed=5, positive=True)
     out = torch.empty(n, dtype=dtype, device=device)
     with torch.no_grad():
         torch.add(a, b, out=out)

@@ -287,8 +287,8 @@ def _gpu_memory_level(torch, dtype, device, working, budget, timer, progress):
     """Device-memory bandwidth of torch.add out= over 4x the L2 cache, from device time."""
     itemsize = torch.tensor([], dtype=dtype).element_size()
     n = working // (3 * itemsize)
-    a = harness.random_input("torch", (n,), dtype, device, seed=4)
-    b = harness.random_input("torch", (n,), dtype, device, seed=5)
+    a = harness.random_input("torch", (n,), dtype, device, seed=4, positive=True)
+    b = harness.random_input("torch", (n,), dtype, device, seed=5, positive=True)
     out = torch.empty(n, dtype=dtype, device=device)
     timing = timer({0: lambda: torch.add(a, b, out=out)}, budget, weight=2)[0]
     bps = 3 * n * itemsize / timing.time_s

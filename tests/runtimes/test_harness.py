@@ -191,6 +191,38 @@ class CheckCloseTest(unittest.TestCase):
             harness.check_close("x", [float("inf")], [float("inf")])
 
 
+class RandomInputTest(unittest.TestCase):
+    def test_inputs_are_seeded_and_never_zero(self):
+        try:
+            import numpy
+        except ImportError:
+            self.skipTest("numpy is not installed")
+        a = harness.random_input("numpy", (4, 1000))
+        self.assertEqual((a.shape, a.dtype), ((4, 1000), numpy.float32))
+        self.assertTrue((a != 0).all())
+        self.assertTrue((a == harness.random_input("numpy", (4, 1000))).all())
+        self.assertFalse((a == harness.random_input("numpy", (4, 1000), seed=1)).all())
+        p = harness.random_input("numpy", (1000,), positive=True)
+        self.assertTrue(((p >= 0.5) & (p < 1.5)).all())
+        self.assertEqual(harness.random_input("numpy", (8,), numpy.float16).dtype, numpy.float16)
+
+    def test_torch_inputs_alike(self):
+        try:
+            import torch
+        except ImportError:
+            self.skipTest("torch is not installed")
+        a = harness.random_input("torch", (4, 1000), torch.bfloat16)
+        self.assertEqual((tuple(a.shape), a.dtype), ((4, 1000), torch.bfloat16))
+        self.assertTrue(bool((a != 0).all()))
+        self.assertTrue(bool((a == harness.random_input("torch", (4, 1000), torch.bfloat16)).all()))
+        p = harness.random_input("torch", (1000,), positive=True)
+        self.assertTrue(bool(((p >= 0.5) & (p < 1.5)).all()))
+
+    def test_an_unknown_framework_is_refused(self):
+        with self.assertRaises(ValueError):
+            harness.random_input("jax", (2,))
+
+
 def write(path, text):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
