@@ -26,9 +26,13 @@ class CheckFailed(Exception):
 
 # ---- the time budget -------------------------------------------------------------------------
 
+# The fewest samples of a point; a --quick run's, and any run's once its total is spent.
+MIN_SAMPLES, FEWEST_SAMPLES = 5, 3
+
+
 class Budget:
     """How long each point may sample, for a full or a --quick calibration. A runtime's whole
-    calibration has a target (`total_s`); once it is spent, points take their minimum samples
+    calibration has a target (`total_s`); once it is spent, points take the fewest samples
     only, so that a slow machine overruns the target by little rather than by a multiple."""
 
     def __init__(self, quick, total_s=None, clock=time.perf_counter, started=None):
@@ -37,16 +41,22 @@ class Budget:
         self.started = clock() if started is None else started
         self.total_s = total_s if total_s is not None else (3.0 if quick else 26.0)
         self.base_point_s = 0.012 if quick else 0.12
-        self.min_samples = 3 if quick else 5
         self.cv_target = 0.05 if quick else 0.03
         self.warmup = 1 if quick else 2
 
     def elapsed_s(self):
         return self.clock() - self.started
 
+    def overdue(self):
+        return self.elapsed_s() > self.total_s
+
+    @property
+    def min_samples(self):
+        return FEWEST_SAMPLES if self.quick or self.overdue() else MIN_SAMPLES
+
     def point_s(self, weight=1.0):
         """The sampling time of one point (`weight` times the base), 0 once the total is spent."""
-        return 0.0 if self.elapsed_s() > self.total_s else self.base_point_s * weight
+        return 0.0 if self.overdue() else self.base_point_s * weight
 
 
 # ---- timing ----------------------------------------------------------------------------------
@@ -101,6 +111,7 @@ def time_calls(calls, budget, weight=1.0, clock=time.perf_counter, before=None):
         for _ in range(max(1, budget.warmup)):
             call()
     budget_s = budget.point_s(weight) * len(calls)
+    min_samples = budget.min_samples
     samples = {key: [] for key in calls}
     start = clock()
     while True:
@@ -111,7 +122,7 @@ def time_calls(calls, budget, weight=1.0, clock=time.perf_counter, before=None):
             call()
             samples[key].append(clock() - t0)
         elapsed = clock() - start
-        if all(stop_sampling(s, elapsed, budget_s, budget.min_samples, budget.cv_target) for s in samples.values()):
+        if all(stop_sampling(s, elapsed, budget_s, min_samples, budget.cv_target) for s in samples.values()):
             break
     return {key: Timing(s) for key, s in samples.items()}
 

@@ -105,8 +105,10 @@ class BudgetTest(unittest.TestCase):
         b = budget(clock=clock, total_s=10)
         self.assertGreater(b.point_s(), 0)
         self.assertAlmostEqual(b.point_s(2.0), 2 * b.base_point_s)
+        self.assertEqual(b.min_samples, harness.MIN_SAMPLES)
         clock.now = 11
         self.assertEqual(b.point_s(), 0.0)
+        self.assertEqual(b.min_samples, harness.FEWEST_SAMPLES)
 
     def test_quick_points_are_shorter(self):
         self.assertLess(budget(quick=True).base_point_s, budget().base_point_s)
