@@ -1,0 +1,35 @@
+"""The runtime modules' own fits, standard library only (the modules import their frameworks
+only where they run them)."""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+from runtimes import onnxruntime_probe  # noqa: E402
+
+
+class PairKernelTest(unittest.TestCase):
+    def test_the_difference_of_the_chains_is_the_kernel(self):
+        # Call 5 us, op 0.25 us; the point 100 us, its follower 80 us.
+        call, op = 5e-6, 0.25e-6
+        pair, alone = call + 2 * op + 180e-6, call + op + 80e-6
+        kernel, method = onnxruntime_probe.pair_kernel_s(pair, alone, op, call)
+        self.assertEqual(method, "difference")
+        self.assertAlmostEqual(kernel, 100e-6)
+
+    def test_a_follower_slowed_by_noise_gives_the_pairs_mean(self):
+        kernel, method = onnxruntime_probe.pair_kernel_s(306e-6, 275e-6, 0.25e-6, 5e-6)
+        self.assertEqual(method, "pair mean")
+        self.assertAlmostEqual(kernel, (306e-6 - 5e-6 - 0.5e-6) / 2)
+
+    def test_a_strided_point_slower_than_its_follower_keeps_the_difference(self):
+        kernel, method = onnxruntime_probe.pair_kernel_s(728e-6, 207e-6, 0.25e-6, 5e-6)
+        self.assertEqual(method, "difference")
+        self.assertAlmostEqual(kernel, 728e-6 - 207e-6 - 0.25e-6)
+
+    def test_a_pair_under_its_fixed_costs_is_halved(self):
+        self.assertEqual(onnxruntime_probe.pair_kernel_s(4e-6, 3e-6, 1e-6, 5e-6), (2e-6, "pair mean"))
+
+
+if __name__ == "__main__":
+    unittest.main()
