@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/checked.hpp"
 #include "core/error.hpp"
 
 namespace truepeak::estimate {
@@ -19,13 +20,20 @@ Dim require_constant(const Dim& d, const char* what) {
   return d;
 }
 
+// Callers have checked kernel, stride and dilation >= 1 and pad >= 0.
 std::int64_t conv_out(std::int64_t in, std::int64_t kernel, std::int64_t stride, std::int64_t pad,
                       std::int64_t dilation) {
-  const std::int64_t out = (in + 2 * pad - dilation * (kernel - 1) - 1) / stride + 1;
-  if (out <= 0)
+  const auto pads = checked_mul(2, pad);
+  const auto padded = pads ? checked_add(in, *pads) : std::nullopt;
+  const auto window = checked_mul(dilation, kernel - 1);
+  if (!padded || !window)
+    throw OverflowError(fmt::format(
+        "window of {} (dilation {}) over input {} with pad {}: overflows 64 bits", kernel, dilation,
+        in, pad));
+  if (*window >= *padded)
     throw InputError(fmt::format("window of {} (dilation {}) does not fit input {} with pad {}",
                                  kernel, dilation, in, pad));
-  return out;
+  return (*padded - *window - 1) / stride + 1;
 }
 
 Op base(const std::string& name, OpKind kind, std::vector<TensorRef> inputs, Shape out) {
@@ -174,8 +182,13 @@ Op make_pool(const std::string& name, const std::string& fn, const TensorRef& x,
   const std::int64_t h = require_constant(x.shape[2], "input height").coeff;
   const std::int64_t w = require_constant(x.shape[3], "input width").coeff;
   ConvAttrs a = attrs;
-  const bool global = a.kernel_h == 0;
+  const bool global = a.kernel_h == 0 && a.kernel_w == 0;
   if (global) a = {h, w, 1, 0, 1, 1};
+  if (a.kernel_h < 1 || a.kernel_w < 1 || a.stride < 1 || a.pad < 0)
+    throw InputError(fmt::format(
+        "kernel {}x{}, stride {}, pad {}: kernel and stride must be >= 1 and pad >= 0 (kernel 0: "
+        "a global pool)",
+        a.kernel_h, a.kernel_w, a.stride, a.pad));
   const Shape out{x.shape[0], x.shape[1], conv_out(h, a.kernel_h, a.stride, a.pad, 1),
                   conv_out(w, a.kernel_w, a.stride, a.pad, 1)};
   Op op = base(name, OpKind::pool, {x}, out);
@@ -241,15 +254,19 @@ Op make_concat(const std::string& name, const std::vector<TensorRef>& inputs, in
   std::int64_t extra = 0;
   for (std::size_t i = 1; i < inputs.size(); ++i) {
     if (inputs[i].shape.size() != out.size()) throw InputError("concat inputs differ in rank");
-    extra +=
-        require_constant(inputs[i].shape[static_cast<std::size_t>(a)], "concat axis size").coeff;
+    extra = add_or_throw(
+        extra, require_constant(inputs[i].shape[static_cast<std::size_t>(a)], "concat axis size").coeff,
+        "concat axis size");
   }
   for (const auto& p : params) {
     if (p.shape.size() != out.size()) throw InputError("concat parameter differs in rank");
-    extra += require_constant(p.shape[static_cast<std::size_t>(a)], "concat axis size").coeff;
+    extra = add_or_throw(
+        extra, require_constant(p.shape[static_cast<std::size_t>(a)], "concat axis size").coeff,
+        "concat axis size");
   }
-  out[static_cast<std::size_t>(a)] =
-      Dim(require_constant(out[static_cast<std::size_t>(a)], "concat axis size").coeff + extra);
+  out[static_cast<std::size_t>(a)] = Dim(add_or_throw(
+      require_constant(out[static_cast<std::size_t>(a)], "concat axis size").coeff, extra,
+      "concat axis size"));
   Op op = base(name, OpKind::concat, inputs, out);
   op.axis = a;
   op.weights = params;

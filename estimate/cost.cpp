@@ -1,11 +1,58 @@
 #include "estimate/cost.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
+#include <string_view>
+
+#include "core/error.hpp"
 
 namespace truepeak::estimate {
 namespace {
+
+// The operands and attributes the arithmetic below indexes and divides by. The readers check
+// them where they build ops (builder.cpp, onnx_map.cpp); an op that breaks them is a reader's
+// fault, stopped here before an index runs past a shape or a size divides by zero.
+void check_operands(const Op& op, const Bindings& b) {
+  const auto rank = [](const TensorRef& t) { return t.shape.size(); };
+  const auto positive = [&](const TensorRef& t) {
+    const auto dims = eval_shape(t.shape, b);
+    return std::all_of(dims.begin(), dims.end(), [](std::int64_t d) { return d >= 1; });
+  };
+  bool ok = true;
+  switch (op.kind) {
+    case OpKind::linear:
+      ok = !op.inputs.empty() && rank(op.inputs[0]) >= 1 && positive(op.inputs[0]) &&
+           !op.weights.empty() && rank(op.weights[0]) == 2 && positive(op.weights[0]);
+      break;
+    case OpKind::matmul:
+      ok = !op.inputs.empty() && op.inputs.size() + op.weights.size() >= 2 &&
+           rank(op.inputs[0]) >= 2 && positive(op.inputs[0]) && rank(op.output) >= 2 &&
+           positive(op.output);
+      break;
+    case OpKind::conv2d:
+      ok = !op.inputs.empty() && rank(op.inputs[0]) == 4 && positive(op.inputs[0]) &&
+           rank(op.output) == 4 && positive(op.output) && op.groups >= 1 && op.kernel_h >= 1 &&
+           op.kernel_w >= 1 && op.stride >= 1 && op.dilation >= 1 && op.pad >= 0;
+      break;
+    case OpKind::attention:
+      ok = op.inputs.size() == 3 &&
+           std::all_of(op.inputs.begin(), op.inputs.end(),
+                       [&](const TensorRef& t) { return rank(t) == 4 && positive(t); }) &&
+           (op.state.empty() || (rank(op.state[0]) == 4 && positive(op.state[0])));
+      break;
+    case OpKind::embedding:
+      ok = !op.weights.empty();
+      break;
+    default:
+      break;
+  }
+  if (!ok)
+    throw Error(fmt::format("internal error: op '{}' ({}) lacks the operands its cost needs",
+                            op.name, to_string(op.kind)));
+}
 
 double elems(const TensorRef& t, const Bindings& b) {
   return static_cast<double>(num_elements(t.shape, b));
@@ -103,7 +150,8 @@ AttentionDims attention_dims(const Op& op, const Bindings& b) {
   const double sq = static_cast<double>(q[2]), skv = static_cast<double>(kv[2]);
   // A causal kernel skips the masked half of the score matrix when queries and keys coincide.
   const double causal = op.causal && sq == skv && sq > 1 ? 0.5 : 1.0;
-  return {static_cast<double>(q[0] * q[1]), sq, skv, static_cast<double>(q[3]), causal};
+  return {static_cast<double>(q[0]) * static_cast<double>(q[1]), sq, skv, static_cast<double>(q[3]),
+          causal};
 }
 
 }  // namespace
@@ -117,6 +165,19 @@ Work vector_work(const std::string& phase, double flops, double bytes, std::stri
   w.shape = std::move(shape);
   return w;
 }
+
+namespace {
+// Every function flops_per_element or measured_vector_op names.
+constexpr std::array<std::string_view, 15> kElementwiseFns{
+    "relu", "relu6", "gelu",  "gelu_tanh", "silu", "sigmoid", "tanh", "hardswish",
+    "add",  "mul",   "scale", "rope",      "dropout", "clip", "exp"};
+}  // namespace
+
+bool is_known_elementwise(const std::string& fn) {
+  return std::find(kElementwiseFns.begin(), kElementwiseFns.end(), fn) != kElementwiseFns.end();
+}
+
+std::string known_elementwise_list() { return fmt::format("{}", fmt::join(kElementwiseFns, ", ")); }
 
 double flops_per_element(const Op& op) {
   switch (op.kind) {
@@ -171,6 +232,7 @@ namespace {
 
 // forward_work before the output's share is filled in.
 std::vector<Work> forward_products(const Op& op, const Bindings& b, double e) {
+  check_operands(op, b);
   const double out = elems(op.output, b);
   const double in = sum_elems(op.inputs, b);
   const double params = sum_elems(op.weights, b);
@@ -220,7 +282,8 @@ std::vector<Work> forward_products(const Op& op, const Bindings& b, double e) {
     case OpKind::pool: {
       // A pool's elements are those of its windows (a global pool reads its whole input for
       // one output).
-      Work w = vector_work("forward", out * static_cast<double>(op.kernel_h * op.kernel_w),
+      Work w = vector_work("forward",
+                           out * static_cast<double>(op.kernel_h) * static_cast<double>(op.kernel_w),
                            (in + out) * e, dims_text(op.output.shape, b));
       w.elements = w.flops;
       return {w};
@@ -259,6 +322,7 @@ std::vector<Work> forward_work(const Op& op, const Bindings& b, double e) {
 
 std::vector<Work> backward_work(const Op& op, const Bindings& b, double e,
                                 const std::vector<bool>& needs_grad) {
+  check_operands(op, b);
   auto need = [&](std::size_t i) { return i < needs_grad.size() && needs_grad[i]; };
   const double out = elems(op.output, b);
   const double in = sum_elems(op.inputs, b);
@@ -276,7 +340,9 @@ std::vector<Work> backward_work(const Op& op, const Bindings& b, double e,
     }
     case OpKind::matmul: {
       const auto d = matmul_dims(op, b);
-      const double a = elems(op.inputs[0], b), bb = elems(op.inputs[1], b);
+      // A constant operand (an ONNX graph's) is a weight.
+      const double a = elems(op.inputs[0], b);
+      const double bb = op.inputs.size() > 1 ? elems(op.inputs[1], b) : elems(op.weights[0], b);
       if (need(0)) work.push_back(gemm_work("dgrad", {d.batch, d.m, d.k, d.n}, (out + bb + a) * e));
       if (need(1)) work.push_back(gemm_work("dgrad", {d.batch, d.k, d.n, d.m}, (out + a + bb) * e));
       return work;
@@ -286,7 +352,7 @@ std::vector<Work> backward_work(const Op& op, const Bindings& b, double e,
       const double flops = 2 * d.n * d.k * d.oh * d.ow * (d.c / d.g) * d.r * d.s;
       // dgrad: dX[N*H*W, C/g] from dY and W (a transposed convolution, as many MACs as forward);
       // wgrad: dW[K/g, C/g*R*S] = dY^T[K/g, N*OH*OW] im2col(X).
-      const double stride2 = static_cast<double>(op.stride * op.stride);
+      const double stride2 = static_cast<double>(op.stride) * static_cast<double>(op.stride);
       if (need(0))
         work.push_back(conv_work(
             op, "dgrad",

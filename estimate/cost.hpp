@@ -73,5 +73,9 @@ std::vector<Work> backward_work(const Op& op, const Bindings& bindings, double e
 
 // FLOPs per element of elementwise, norm and softmax functions (counted operations, not fitted).
 double flops_per_element(const Op& op);
+// The elementwise functions flops_per_element counts (the others cost one FLOP an element),
+// comma separated for messages.
+bool is_known_elementwise(const std::string& fn);
+std::string known_elementwise_list();
 
 }  // namespace truepeak::estimate

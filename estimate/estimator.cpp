@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "core/checked.hpp"
 #include "core/error.hpp"
 #include "estimate/cost.hpp"
 #include "estimate/memory.hpp"
@@ -114,7 +115,24 @@ OpRow cost_row(const Op& op, const Work& w, const RateModel& rates, const std::s
   return r;
 }
 
+// No figure leaves the estimator non-finite or negative: each row is checked as it is added
+// (an op's row names it), the totals when the estimate is done (check_result). The readers check
+// their inputs, so a row that fails here is a fault of the estimator or of the profile's figures,
+// not of the model: an internal error.
+void check_row(const OpRow& row) {
+  for (const auto& [what, value] :
+       {std::pair{"time", row.time_s}, std::pair{"compute time", row.compute_s},
+        std::pair{"memory time", row.memory_s}, std::pair{"overhead", row.overhead_s},
+        std::pair{"naive time", row.naive_s}, std::pair{"FLOPs", row.flops},
+        std::pair{"bytes", row.bytes}})
+    if (!std::isfinite(value) || value < 0)
+      throw Error(fmt::format("internal error: op '{}' ({}, {}): {} came out as {}, not a finite "
+                              "figure of 0 or more",
+                              row.name, row.kind, row.phase, what, value));
+}
+
 void add_row(Totals& totals, std::vector<OpRow>* rows, OpRow row) {
+  check_row(row);
   totals.time_s += row.time_s;
   totals.naive_s += row.naive_s;
   totals.flops += row.flops;
@@ -407,6 +425,35 @@ OptimizerTraffic optimizer_traffic(Optimizer opt, double e) {
   return {bytes, flops};
 }
 
+// The estimate's totals: a latency and a throughput that are finite and positive, memory
+// figures that are finite and not negative. A model whose ops all move and compute nothing (all
+// their tensors empty) has no time: the input's fault.
+void check_result(const Estimate& est) {
+  const auto all_totals = {std::optional<Totals>(est.forward), est.decode, est.backward,
+                           est.optimizer_step};
+  const bool no_work = std::all_of(all_totals.begin(), all_totals.end(), [](const auto& t) {
+    return !t || (t->flops == 0 && t->bytes == 0);
+  });
+  if (no_work && !(est.latency_s > 0))
+    throw InputError(fmt::format("model '{}': no op computes or moves any data", est.model));
+  const auto bad = [&](const char* what, double value) {
+    throw Error(fmt::format("internal error: model '{}' on {}: {} came out as {}", est.model,
+                            est.device_id, what, value));
+  };
+  for (const auto& [what, value] :
+       {std::pair{"the latency", est.latency_s}, std::pair{"the throughput", est.throughput_per_s},
+        std::pair{"the decode time", est.decode ? est.decode->time_s : 1.0}})
+    if (!std::isfinite(value) || !(value > 0)) bad(what, value);
+  const auto& m = est.memory;
+  for (const auto& [what, value] :
+       {std::pair{"the naive latency", est.naive_latency_s},
+        std::pair{"the weights' memory", m.weights_bytes},
+        std::pair{"the activations' memory", m.activations_bytes},
+        std::pair{"the KV cache's memory", m.kv_cache_bytes},
+        std::pair{"the memory in all", m.total_bytes}, std::pair{"the parameters", est.params}})
+    if (!std::isfinite(value) || value < 0) bad(what, value);
+}
+
 Estimate estimate_with(const Model& model, const Device& device, const RateModel& rates,
                        const Options& options) {
   if (options.batch < 1)
@@ -419,6 +466,13 @@ Estimate estimate_with(const Model& model, const Device& device, const RateModel
   est.optimizer = options.optimizer;
   est.batch = options.batch;
   const Bindings b = bindings_for(model, options);
+  // Every size the cost and memory models take below fits 64 bits, or the op is named here.
+  try {
+    check_sizes(model.forward, b);
+    if (model.decode) check_sizes(*model.decode, b);
+  } catch (const OverflowError& e) {
+    throw OverflowError(fmt::format("{}: {}", model.source.empty() ? model.name : model.source, e.what()));
+  }
   for (const auto& [name, value] : b) {
     if (name == "S" && std::any_of(model.defaults.begin(), model.defaults.end(),
                                    [](const auto& d) { return d.first == "S"; }))
@@ -475,6 +529,7 @@ Estimate estimate_with(const Model& model, const Device& device, const RateModel
   else if (options.memory_bytes)
     device_bytes = static_cast<double>(*options.memory_bytes);
   est.memory = estimate_memory(model, options, device_bytes);
+  check_result(est);
   return est;
 }
 
@@ -547,7 +602,11 @@ std::optional<std::int64_t> max_batch(const Model& model, const Options& options
   Options o = options;
   auto fits = [&](std::int64_t n) {
     o.batch = n;
-    return estimate_memory(model, o, device_bytes).fits;
+    try {
+      return estimate_memory(model, o, device_bytes).fits;
+    } catch (const OverflowError&) {
+      return false;  // a batch whose sizes overflow 64 bits fits no memory
+    }
   };
   if (!fits(1)) return 0;
   std::int64_t lo = 1, hi = 2;

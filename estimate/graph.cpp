@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <charconv>
 #include <string_view>
 #include <unordered_set>
 
+#include "core/checked.hpp"
 #include "core/error.hpp"
 
 namespace truepeak::estimate {
@@ -25,7 +27,11 @@ std::int64_t Dim::eval(const Bindings& bindings) const {
         std::find_if(bindings.begin(), bindings.end(), [&](const auto& b) { return b.first == s; });
     if (it == bindings.end())
       throw InputError(fmt::format("dimension {}: symbol '{}' has no value", str(), s));
-    value *= it->second;
+    const auto product = checked_mul(value, it->second);
+    if (!product)
+      throw OverflowError(
+          fmt::format("dimension {} with {}={}: overflows 64 bits", str(), s, it->second));
+    value = *product;
   }
   return value;
 }
@@ -51,7 +57,14 @@ Dim Dim::parse(const std::string& text) {
     if (factor.empty()) throw InputError(fmt::format("dimension '{}': empty factor", text));
     if (std::all_of(factor.begin(), factor.end(),
                     [](unsigned char c) { return std::isdigit(c); })) {
-      d.coeff *= std::stoll(factor);
+      std::int64_t value = 0;
+      const auto [end, ec] = std::from_chars(factor.data(), factor.data() + factor.size(), value);
+      if (ec != std::errc() || end != factor.data() + factor.size())
+        throw InputError(fmt::format("dimension '{}': '{}' does not fit 64 bits", text, factor));
+      if (value == 0) throw InputError(fmt::format("dimension '{}': a factor of 0", text));
+      const auto product = checked_mul(d.coeff, value);
+      if (!product) throw OverflowError(fmt::format("dimension '{}': overflows 64 bits", text));
+      d.coeff = *product;
     } else if (std::isalpha(static_cast<unsigned char>(factor[0])) &&
                std::all_of(factor.begin(), factor.end(),
                            [](unsigned char c) { return std::isalnum(c) || c == '_'; })) {
@@ -68,7 +81,10 @@ Dim Dim::parse(const std::string& text) {
 }
 
 Dim operator*(const Dim& a, const Dim& b) {
-  Dim d(a.coeff * b.coeff);
+  const auto coeff = checked_mul(a.coeff, b.coeff);
+  if (!coeff)
+    throw OverflowError(fmt::format("the product of {} and {} overflows 64 bits", a.str(), b.str()));
+  Dim d(*coeff);
   d.symbols = a.symbols;
   d.symbols.insert(d.symbols.end(), b.symbols.begin(), b.symbols.end());
   std::sort(d.symbols.begin(), d.symbols.end());
@@ -100,8 +116,38 @@ Dim num_elements(const Shape& shape) {
 
 std::int64_t num_elements(const Shape& shape, const Bindings& bindings) {
   std::int64_t n = 1;
-  for (const auto& d : shape) n *= d.eval(bindings);
+  bool overflow = false;
+  for (const auto& d : shape) {
+    const auto product = checked_mul(n, d.eval(bindings));
+    overflow = overflow || !product;
+    n = product.value_or(0);
+  }
+  if (overflow) {
+    std::string dims;
+    for (const auto& d : shape) dims += fmt::format("{}{}", dims.empty() ? "" : ",", d.eval(bindings));
+    const bool symbolic =
+        std::any_of(shape.begin(), shape.end(), [](const Dim& d) { return !d.is_constant(); });
+    throw OverflowError(fmt::format("the element count of {}{} overflows 64 bits", shape_str(shape),
+                                    symbolic ? " = [" + dims + "]" : ""));
+  }
   return n;
+}
+
+void check_sizes(const Graph& graph, const Bindings& bindings) {
+  const auto check = [&](const TensorRef& t, const Op* op) {
+    try {
+      (void)num_elements(t.shape, bindings);
+    } catch (const OverflowError& e) {
+      throw OverflowError(op ? fmt::format("op '{}', tensor '{}': {}", op->name, t.name, e.what())
+                             : fmt::format("input '{}': {}", t.name, e.what()));
+    }
+  };
+  for (const auto& t : graph.inputs) check(t, nullptr);
+  for (const auto& op : graph.ops) {
+    for (const auto* list : {&op.inputs, &op.weights, &op.state})
+      for (const auto& t : *list) check(t, &op);
+    check(op.output, &op);
+  }
 }
 
 namespace {

@@ -44,6 +44,7 @@ std::string shape_str(const Shape& shape);  // "[N,64,56,56]"
 std::vector<std::int64_t> eval_shape(const Shape& shape, const Bindings& bindings);
 // Product of all dimensions (symbolic).
 Dim num_elements(const Shape& shape);
+// Throws OverflowError when the count does not fit 64 bits.
 std::int64_t num_elements(const Shape& shape, const Bindings& bindings);
 
 // A named tensor. Names tie an op's input to the op that wrote it (liveness for the activation
@@ -110,7 +111,15 @@ struct Model {
   // Published reference figures, for `truepeak models` and the tests (optional).
   std::optional<double> reference_params;
   std::optional<double> reference_macs;
+  // What the reader accepted but could only guess at (an elementwise function it does not
+  // know), one line each, for the user.
+  std::vector<std::string> warnings;
 };
+
+// Evaluates the element count of every tensor the graph's ops read and write under `bindings`:
+// throws OverflowError naming the op and the tensor whose count does not fit 64 bits. After it,
+// every num_elements() of the graph under these bindings is safe.
+void check_sizes(const Graph& graph, const Bindings& bindings);
 
 // Parameters counted once per distinct weight name. Throws InputError on unbound symbols.
 double count_params(const Graph& graph, const Bindings& bindings);

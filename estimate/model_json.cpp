@@ -9,6 +9,7 @@
 
 #include "core/error.hpp"
 #include "estimate/builder.hpp"
+#include "estimate/cost.hpp"
 #include "estimate/estimator.hpp"
 #include "estimate/transformer.hpp"
 
@@ -168,7 +169,7 @@ ConvAttrs parse_window(const json& op, const Place& place, std::int64_t default_
 }
 
 Op build_op(const json& j, const KindFn& kf, const std::vector<TensorRef>& in, const Place& place,
-            const std::optional<Shape>& shape) {
+            const std::optional<Shape>& shape, std::vector<std::string>& warnings) {
   auto need_inputs = [&](std::size_t n) {
     if (in.size() != n)
       place.fail("in", fmt::format("{} takes {} input(s), got {}", j.at("op").get<std::string>(), n,
@@ -210,6 +211,11 @@ Op build_op(const json& j, const KindFn& kf, const std::vector<TensorRef>& in, c
                             parse_tensor_list(j, place, "cache"));
     case OpKind::elementwise: {
       const std::string fn = kf.fn.empty() ? get_string(j, place, "fn", true) : kf.fn;
+      if (!is_known_elementwise(fn))
+        warnings.push_back(fmt::format(
+            "{}: op '{}' (#{}): elementwise function '{}' is not one the cost model knows ({}); "
+            "costed at one FLOP per element",
+            place.where, place.op, place.index, fn, known_elementwise_list()));
       return make_elementwise(name, fn, in, parse_tensor_list(j, place, "params"));
     }
     case OpKind::norm:
@@ -261,7 +267,7 @@ Op build_op(const json& j, const KindFn& kf, const std::vector<TensorRef>& in, c
   place.fail("op", "unhandled kind");
 }
 
-Graph parse_graph(const json& doc, const std::string& where) {
+Graph parse_graph(const json& doc, const std::string& where, std::vector<std::string>& warnings) {
   GraphBuilder builder;
   Place top{where, "", 0};
   if (!doc.contains("inputs") || !doc.at("inputs").is_array() || doc.at("inputs").empty())
@@ -302,7 +308,7 @@ Graph parse_graph(const json& doc, const std::string& where) {
     if (j.contains("shape")) shape = parse_shape(j.at("shape"), place, "shape");
     Op op;
     try {
-      op = build_op(j, *kf, in, place, shape);
+      op = build_op(j, *kf, in, place, shape, warnings);
     } catch (const InputError& e) {
       const std::string what = e.what();
       if (what.rfind(where, 0) == 0) throw;
@@ -317,6 +323,10 @@ Graph parse_graph(const json& doc, const std::string& where) {
     builder.add(std::move(op));
     ++index;
   }
+  // Views alone move no data: such a model has no time to estimate.
+  const auto& ops = builder.graph().ops;
+  if (std::all_of(ops.begin(), ops.end(), [](const Op& op) { return op.kind == OpKind::reshape; }))
+    top.fail("ops", "every op is a view (reshape, flatten): nothing computes or moves data");
   return builder.take();
 }
 
@@ -369,7 +379,7 @@ Model model_from_json_text(const std::string& text, const std::string& where) {
     expand_transformer(doc.at("transformer"), where, model);
   } else {
     model.kind = get_string(doc, top, "kind", false, "graph");
-    model.forward = parse_graph(doc, where);
+    model.forward = parse_graph(doc, where, model.warnings);
   }
   if (doc.contains("kind")) model.kind = get_string(doc, top, "kind", false);
   // Every symbol used must have a value: N is given per estimate, the others need a default.

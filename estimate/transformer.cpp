@@ -34,15 +34,24 @@ const std::set<std::string> kFields = {"architecture",    "layers",        "hidd
   throw InputError(fmt::format("{}: transformer, field '{}': {}", where, field, why));
 }
 
+// Sizes up to 2^31 - 1 keep every product of two of them (4 x hidden, the patch grid) inside
+// 64 bits; the shapes built from them are checked when bound (check_sizes).
+constexpr std::int64_t kMaxSize = 2147483647;
+// Each layer adds its ops to the graph: a bound keeps a typo from building millions of them.
+constexpr std::int64_t kMaxLayers = 1024;
+
 std::int64_t int_field(const json& c, const std::string& where, const std::string& field,
                        std::int64_t fallback, bool required = false) {
   if (!c.contains(field)) {
     if (required) fail(where, field, "missing");
     return fallback;
   }
-  if (!c.at(field).is_number_integer() || c.at(field).get<std::int64_t>() < 0)
-    fail(where, field, fmt::format("expected a non-negative integer, got {}", c.at(field).dump()));
-  return c.at(field).get<std::int64_t>();
+  const auto& v = c.at(field);
+  const std::int64_t max = field == "layers" ? kMaxLayers : kMaxSize;
+  // An unsigned value past 2^63 reads as negative: refused like one.
+  if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > max)
+    fail(where, field, fmt::format("expected a whole number from 0 to {}, got {}", max, v.dump()));
+  return v.get<std::int64_t>();
 }
 
 bool bool_field(const json& c, const std::string& where, const std::string& field, bool fallback) {
@@ -98,11 +107,16 @@ Config parse_config(const json& c, const std::string& where) {
   cfg.activation = string_field(c, where, "activation", "gelu", {"gelu", "gelu_tanh", "silu", "relu"});
   cfg.norm = string_field(c, where, "norm", "layernorm", {"layernorm", "rmsnorm"});
   cfg.position = string_field(c, where, "position", "learned", {"learned", "rope", "none"});
-  if (cfg.layers == 0 || cfg.hidden == 0 || cfg.heads == 0)
-    fail(where, "layers", "layers, hidden and heads must be positive");
+  for (const auto& [field, value] : {std::pair{"layers", cfg.layers}, std::pair{"hidden", cfg.hidden},
+                                      std::pair{"heads", cfg.heads}})
+    if (value == 0) fail(where, field, "must be positive");
   if (cfg.hidden % cfg.heads != 0)
     fail(where, "heads",
          fmt::format("hidden {} is not a multiple of heads {}", cfg.hidden, cfg.heads));
+  if (cfg.ffn == 0) fail(where, "ffn", "must be positive");
+  if (!vision && cfg.vocab == 0) fail(where, "vocab", "must be positive");
+  if (!vision && cfg.seq_len == 0) fail(where, "seq_len", "must be positive");
+  if (cfg.channels == 0) fail(where, "channels", "must be positive");
   if (cfg.kv_heads == 0 || cfg.heads % cfg.kv_heads != 0)
     fail(where, "kv_heads",
          fmt::format("heads {} is not a multiple of kv_heads {}", cfg.heads, cfg.kv_heads));
