@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -15,6 +16,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "core/checked.hpp"
 #include "estimate/onnx_fold.hpp"
 
 namespace truepeak::estimate::onnx_detail {
@@ -32,12 +34,24 @@ bool is_int(std::int32_t t) {
   return t == T::INT64 || t == T::INT32 || t == T::BOOL || t == T::INT8 || t == T::UINT8 || t == T::INT16;
 }
 
+// Element count; nullopt for a negative dimension or a count past 64 bits. Shape code handles
+// small tensors only, so either means: not folded.
+std::optional<std::int64_t> numel(const std::vector<std::int64_t>& dims) {
+  std::optional<std::int64_t> n = 1;
+  for (const auto d : dims) {
+    if (d < 0 || !n) return std::nullopt;
+    n = checked_mul(*n, d);
+  }
+  return n;
+}
+
 std::optional<IntTensor> from_proto(const onnx::TensorProto& t) {
   if (!is_int(t.data_type()) || t.data_location() == onnx::TensorProto::EXTERNAL) return std::nullopt;
   IntTensor out;
   out.dims.assign(t.dims().begin(), t.dims().end());
-  const auto n = std::accumulate(out.dims.begin(), out.dims.end(), std::int64_t{1}, std::multiplies<>());
-  if (n > kMaxFoldElements) return std::nullopt;
+  const auto count = numel(out.dims);
+  if (!count || *count > kMaxFoldElements) return std::nullopt;
+  const std::int64_t n = *count;
   using T = onnx::TensorProto;
   if (!t.raw_data().empty()) {
     const auto& raw = t.raw_data();
@@ -59,13 +73,11 @@ std::optional<IntTensor> from_proto(const onnx::TensorProto& t) {
   return out;
 }
 
-std::int64_t numel(const std::vector<std::int64_t>& dims) {
-  return std::accumulate(dims.begin(), dims.end(), std::int64_t{1}, std::multiplies<>());
-}
+// An elementwise function of shape code; nullopt where it has no 64-bit result (an overflow).
+using IntFn = std::function<std::optional<std::int64_t>(const std::vector<std::int64_t>&)>;
 
 // Elementwise with numpy broadcasting, for the small tensors shape code uses.
-std::optional<IntTensor> broadcast(const std::vector<const IntTensor*>& in,
-                                   const std::function<std::int64_t(const std::vector<std::int64_t>&)>& fn) {
+std::optional<IntTensor> broadcast(const std::vector<const IntTensor*>& in, const IntFn& fn) {
   std::size_t rank = 0;
   for (const auto* t : in) rank = std::max(rank, t->dims.size());
   std::vector<std::int64_t> dims(rank, 1);
@@ -77,8 +89,9 @@ std::optional<IntTensor> broadcast(const std::vector<const IntTensor*>& in,
       else if (v != 1 && v != d) return std::nullopt;
     }
   }
-  const auto n = numel(dims);
-  if (n > kMaxFoldElements) return std::nullopt;
+  const auto count = numel(dims);
+  if (!count || *count > kMaxFoldElements) return std::nullopt;
+  const std::int64_t n = *count;
   IntTensor out{dims, {}};
   std::vector<std::int64_t> args(in.size());
   for (std::int64_t flat = 0; flat < n; ++flat) {
@@ -95,9 +108,12 @@ std::optional<IntTensor> broadcast(const std::vector<const IntTensor*>& in,
           stride *= td;
         }
       }
-      args[k] = t.values.at(index);
+      if (index < 0 || index >= static_cast<std::int64_t>(t.values.size())) return std::nullopt;
+      args[k] = t.values[index];
     }
-    out.values.push_back(fn(args));
+    const auto value = fn(args);
+    if (!value) return std::nullopt;
+    out.values.push_back(*value);
   }
   return out;
 }
@@ -189,7 +205,11 @@ class Folder {
     if (op == "Shape" || op == "Size") {
       const auto it = shapes_.find(node.input(0));
       if (it == shapes_.end()) return std::nullopt;
-      if (op == "Size") return IntTensor{{}, {numel(it->second)}};
+      if (op == "Size") {
+        const auto n = numel(it->second);
+        if (!n) return std::nullopt;
+        return IntTensor{{}, {*n}};
+      }
       auto dims = it->second;
       const auto rank = static_cast<std::int64_t>(dims.size());
       auto start = attr_int(node, "start", 0), end = attr_int(node, "end", rank);
@@ -227,9 +247,14 @@ class Folder {
       } else {
         const auto rank = static_cast<std::int64_t>(out.dims.size() + axes.size());
         std::vector<std::int64_t> normalized;
-        for (auto a : axes) normalized.push_back(a < 0 ? a + rank : a);
+        for (auto a : axes) {
+          if (a < -rank || a >= rank) return std::nullopt;
+          normalized.push_back(a < 0 ? a + rank : a);
+        }
         std::sort(normalized.begin(), normalized.end());
-        for (auto a : normalized) out.dims.insert(out.dims.begin() + std::min<std::int64_t>(a, out.dims.size()), 1);
+        for (auto a : normalized) {
+          out.dims.insert(out.dims.begin() + std::min<std::int64_t>(a, static_cast<std::int64_t>(out.dims.size())), 1);
+        }
       }
       return out;
     }
@@ -271,37 +296,47 @@ class Folder {
       const std::int64_t step = steps.empty() ? 1 : steps[0];
       if (step == 0) return std::nullopt;
       auto clampi = [&](std::int64_t v, std::int64_t lo, std::int64_t hi) { return std::clamp(v < 0 ? v + n : v, lo, hi); };
+      // Each index stays within [-1, n]: a step past that ends the slice.
+      const auto next = [&](std::int64_t i) { return checked_add(i, step).value_or(step > 0 ? n : -1); };
       IntTensor out{{0}, {}};
       if (step > 0) {
-        for (auto i = clampi(starts[0], 0, n); i < clampi(ends[0], 0, n); i += step) out.values.push_back(in[0]->values[i]);
+        for (auto i = clampi(starts[0], 0, n); i < clampi(ends[0], 0, n); i = next(i)) out.values.push_back(in[0]->values[i]);
       } else {
-        for (auto i = clampi(starts[0], -1, n - 1); i > clampi(ends[0], -1, n - 1); i += step) out.values.push_back(in[0]->values[i]);
+        for (auto i = clampi(starts[0], -1, n - 1); i > clampi(ends[0], -1, n - 1); i = next(i)) {
+          out.values.push_back(in[0]->values[i]);
+        }
       }
       out.dims[0] = static_cast<std::int64_t>(out.values.size());
       return out;
     }
-    static const std::map<std::string, std::function<std::int64_t(const std::vector<std::int64_t>&)>> binary = {
-        {"Add", [](const auto& a) { return a[0] + a[1]; }},
-        {"Sub", [](const auto& a) { return a[0] - a[1]; }},
-        {"Mul", [](const auto& a) { return a[0] * a[1]; }},
-        {"Div", [](const auto& a) { return a[1] == 0 ? 0 : a[0] / a[1]; }},
-        {"Mod", [](const auto& a) { return a[1] == 0 ? 0 : a[0] % a[1]; }},
-        {"Max", [](const auto& a) { return std::max(a[0], a[1]); }},
-        {"Min", [](const auto& a) { return std::min(a[0], a[1]); }},
-        {"Equal", [](const auto& a) { return static_cast<std::int64_t>(a[0] == a[1]); }},
-        {"Less", [](const auto& a) { return static_cast<std::int64_t>(a[0] < a[1]); }},
-        {"Greater", [](const auto& a) { return static_cast<std::int64_t>(a[0] > a[1]); }},
-        {"Where", [](const auto& a) { return a[0] ? a[1] : a[2]; }},
-        {"Not", [](const auto& a) { return static_cast<std::int64_t>(!a[0]); }},
-        {"Neg", [](const auto& a) { return -a[0]; }},
-        {"Abs", [](const auto& a) { return a[0] < 0 ? -a[0] : a[0]; }},
+    using R = std::optional<std::int64_t>;
+    constexpr auto kMin = std::numeric_limits<std::int64_t>::min();
+    // Arity of each: a node with fewer inputs is not folded.
+    static const std::map<std::string, std::pair<int, IntFn>> functions = {
+        {"Add", {2, [](const auto& a) { return checked_add(a[0], a[1]); }}},
+        {"Sub", {2, [](const auto& a) { return checked_sub(a[0], a[1]); }}},
+        {"Mul", {2, [](const auto& a) { return checked_mul(a[0], a[1]); }}},
+        {"Div", {2, [](const auto& a) { return a[1] == 0 ? R(0) : a[0] == kMin && a[1] == -1 ? R() : R(a[0] / a[1]); }}},
+        {"Mod", {2, [](const auto& a) { return a[1] == 0 || a[1] == -1 ? R(0) : R(a[0] % a[1]); }}},
+        {"Max", {2, [](const auto& a) { return R(std::max(a[0], a[1])); }}},
+        {"Min", {2, [](const auto& a) { return R(std::min(a[0], a[1])); }}},
+        {"Equal", {2, [](const auto& a) { return R(a[0] == a[1]); }}},
+        {"Less", {2, [](const auto& a) { return R(a[0] < a[1]); }}},
+        {"Greater", {2, [](const auto& a) { return R(a[0] > a[1]); }}},
+        {"Where", {3, [](const auto& a) { return R(a[0] ? a[1] : a[2]); }}},
+        {"Not", {1, [](const auto& a) { return R(!a[0]); }}},
+        {"Neg", {1, [](const auto& a) { return a[0] == kMin ? R() : R(-a[0]); }}},
+        {"Abs", {1, [](const auto& a) { return a[0] == kMin ? R() : R(a[0] < 0 ? -a[0] : a[0]); }}},
     };
-    if (const auto it = binary.find(op); it != binary.end()) {
-      if (in.empty() || !all_known(static_cast<int>(in.size()))) return std::nullopt;
-      return broadcast(in, it->second);
+    if (const auto it = functions.find(op); it != functions.end()) {
+      const int arity = it->second.first;
+      if (static_cast<int>(in.size()) < arity || !all_known(arity)) return std::nullopt;
+      return broadcast(std::vector<const IntTensor*>(in.begin(), in.begin() + arity), it->second.second);
     }
     if (op == "ConstantOfShape") {
-      if (!all_known(1) || numel(in[0]->values) > kMaxFoldElements) return std::nullopt;
+      if (!all_known(1)) return std::nullopt;
+      const auto count = numel(in[0]->values);
+      if (!count || *count > kMaxFoldElements) return std::nullopt;
       std::int64_t fill = 0;
       for (const auto& a : node.attribute()) {
         if (a.name() == "value" && a.has_t()) {
@@ -310,22 +345,32 @@ class Folder {
           fill = v->values[0];
         }
       }
-      return IntTensor{in[0]->values, std::vector<std::int64_t>(numel(in[0]->values), fill)};
+      return IntTensor{in[0]->values, std::vector<std::int64_t>(static_cast<std::size_t>(*count), fill)};
     }
     if (op == "Range") {
-      if (!all_known(3) || in[2]->values.at(0) == 0) return std::nullopt;
-      const auto start = in[0]->values.at(0), limit = in[1]->values.at(0), delta = in[2]->values.at(0);
-      const auto n = std::max<std::int64_t>(0, (limit - start + delta - (delta > 0 ? 1 : -1)) / delta);
-      if (n > kMaxFoldElements) return std::nullopt;
+      if (!all_known(3) || in[0]->values.empty() || in[1]->values.empty() || in[2]->values.empty() ||
+          in[2]->values[0] == 0)
+        return std::nullopt;
+      const auto start = in[0]->values[0], limit = in[1]->values[0], delta = in[2]->values[0];
+      // ceil((limit - start) / delta) elements, in 128 bits: the difference of two 64-bit values
+      // may not fit 64.
+      const __int128 span = static_cast<__int128>(limit) - start;
+      const __int128 steps = (span + delta - (delta > 0 ? 1 : -1)) / delta;
+      if (steps > kMaxFoldElements) return std::nullopt;
+      const auto n = static_cast<std::int64_t>(std::max<__int128>(0, steps));
       IntTensor out{{n}, {}};
-      for (std::int64_t i = 0; i < n; ++i) out.values.push_back(start + i * delta);
+      // start + i * delta lies between start and limit.
+      for (std::int64_t i = 0; i < n; ++i) out.values.push_back(static_cast<std::int64_t>(start + static_cast<__int128>(i) * delta));
       return out;
     }
     if (op == "ReduceProd" || op == "ReduceSum") {
       if (!all_known(1) || in[0]->dims.size() > 1 || attr_int(node, "keepdims", 1) != 0) return std::nullopt;
-      std::int64_t r = op == "ReduceProd" ? 1 : 0;
-      for (auto v : in[0]->values) r = op == "ReduceProd" ? r * v : r + v;
-      return IntTensor{{}, {r}};
+      std::optional<std::int64_t> r = op == "ReduceProd" ? 1 : 0;
+      for (auto v : in[0]->values) {
+        if (r) r = op == "ReduceProd" ? checked_mul(*r, v) : checked_add(*r, v);
+      }
+      if (!r) return std::nullopt;
+      return IntTensor{{}, {*r}};
     }
     return std::nullopt;
   }

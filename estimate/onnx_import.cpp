@@ -5,13 +5,12 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/read_file.hpp"
 #include "estimate/onnx_graph.hpp"
 
 namespace truepeak::estimate {
@@ -75,15 +74,8 @@ OnnxImport onnx_from_bytes(const std::string& bytes, const std::string& where, c
 
 OnnxImport load_onnx(const std::string& path, const OnnxOptions& options) {
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    throw InputError(fmt::format("{}: no such ONNX file", path));
-  }
-  std::ifstream file(path, std::ios::binary);
-  if (!file) throw InputError(fmt::format("{}: cannot open the file for reading", path));
-  std::ostringstream bytes;
-  bytes << file.rdbuf();
-  if (file.bad()) throw InputError(fmt::format("{}: read error", path));
-  return onnx_from_bytes(bytes.str(), path, options);
+  if (!std::filesystem::exists(path, ec)) throw InputError(fmt::format("{}: no such ONNX file", path));
+  return onnx_from_bytes(read_input_file(path, kMaxOnnxBytes, "ONNX model"), path, options);
 }
 
 }  // namespace truepeak::estimate

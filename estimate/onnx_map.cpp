@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -23,6 +24,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/checked.hpp"
 #include "core/error.hpp"
 #include "estimate/builder.hpp"
 #include "estimate/onnx_graph.hpp"
@@ -77,8 +79,12 @@ std::string lower(std::string text) {
   return text;
 }
 
+// Element count, saturated at the int64 maximum (a count that large is refused where the
+// estimate binds the graph, naming the op).
 std::int64_t numel(const Dims& dims) {
-  return std::accumulate(dims.begin(), dims.end(), std::int64_t{1}, std::multiplies<>());
+  std::int64_t n = 1;
+  for (const auto d : dims) n = checked_mul(n, d).value_or(std::numeric_limits<std::int64_t>::max());
+  return n;
 }
 
 Shape to_shape(const Dims& dims) { return Shape(dims.begin(), dims.end()); }
@@ -164,6 +170,28 @@ class Mapper {
     return ref(t, node);
   }
   void count_fusion(const std::string& what) { ++result_.fusions[what]; }
+  [[noreturn]] void fail(const Node& node, const std::string& why) const {
+    throw InputError(fmt::format("{}: node '{}' ({}): {}", g_.where, node.name, node.op_type, why));
+  }
+  // The shape of a GEMM's, convolution's or pool's output, which its cost reads: known, of
+  // `rank` dimensions (any rank when 0), none of them 0. Shape inference leaves it unknown when
+  // the node's attributes do not fit its inputs.
+  const Dims& require_output(const Node& node, const std::string& out, std::size_t rank = 0) const {
+    const auto it = g_.shapes.find(out);
+    if (it == g_.shapes.end())
+      fail(node, fmt::format("the shape of its output '{}' is unknown after ONNX shape inference (do its "
+                             "attributes fit its inputs?)",
+                             out));
+    if (rank != 0 && it->second.size() != rank)
+      fail(node, fmt::format("its output '{}' has {} dimensions, expected {}", out, it->second.size(), rank));
+    require_positive(node, out, it->second);
+    return it->second;
+  }
+  void require_positive(const Node& node, const std::string& tensor, const Dims& dims) const {
+    if (std::any_of(dims.begin(), dims.end(), [](std::int64_t d) { return d < 1; }))
+      fail(node, fmt::format("'{}' is empty ([{}]): a product or window over it does no work", tensor,
+                             fmt::join(dims, ",")));
+  }
 
   // ---- rewrites --------------------------------------------------------------------------
   void fold_constants() {
@@ -463,15 +491,74 @@ class Mapper {
     push(std::move(op));
   }
 
+  // A Conv's or pool's window over the spatial axes of `x` (the axes after batch and channels):
+  // one kernel size, stride and dilation per axis, two pads per axis (begin, end). Each window
+  // must fit its padded input, or the node has no output to cost.
+  struct Window {
+    Dims kernel, strides, dilations, pads;
+    std::string auto_pad;
+  };
+  Window window_of(const Node& node, const Dims& x, const Dims& kernel) const {
+    if (x.size() < 3) fail(node, fmt::format("its input has {} dimensions, not batch, channels and space", x.size()));
+    const std::size_t spatial = x.size() - 2;
+    Window win{kernel, node.ints_attr("strides"), node.ints_attr("dilations"), node.ints_attr("pads"),
+               node.strings.count("auto_pad") ? node.strings.at("auto_pad") : std::string("NOTSET")};
+    if (win.strides.empty()) win.strides.assign(spatial, 1);
+    if (win.dilations.empty()) win.dilations.assign(spatial, 1);
+    if (win.pads.empty()) win.pads.assign(2 * spatial, 0);
+    if (win.kernel.size() != spatial || win.strides.size() != spatial || win.dilations.size() != spatial ||
+        win.pads.size() != 2 * spatial) {
+      fail(node, fmt::format("kernel [{}], strides [{}], dilations [{}] and pads [{}] do not give {} spatial "
+                             "axes (pads two each)",
+                             fmt::join(win.kernel, ","), fmt::join(win.strides, ","), fmt::join(win.dilations, ","),
+                             fmt::join(win.pads, ","), spatial));
+    }
+    const bool same = win.auto_pad == "SAME_UPPER" || win.auto_pad == "SAME_LOWER";
+    for (std::size_t i = 0; i < spatial; ++i) {
+      const std::int64_t k = win.kernel[i], d = win.dilations[i], in = x[2 + i];
+      if (k < 1 || win.strides[i] < 1 || d < 1 || win.pads[i] < 0 || win.pads[i + spatial] < 0)
+        fail(node, "kernel, strides and dilations must be 1 or more, pads 0 or more");
+      const auto window = checked_mul(d, k - 1);
+      const auto pads = checked_add(win.pads[i], win.pads[i + spatial]);
+      const auto padded = pads ? checked_add(in, win.auto_pad == "VALID" ? 0 : *pads) : std::nullopt;
+      if (!window || !padded) fail(node, "its window arithmetic overflows 64 bits");
+      // SAME pads the input as the window needs.
+      if (!same && *window >= *padded) {
+        fail(node, fmt::format("its window of {} (dilation {}) on spatial axis {} is larger than the input's {} "
+                               "with pads {}+{}",
+                               k, d, i, in, win.auto_pad == "VALID" ? 0 : win.pads[i],
+                               win.auto_pad == "VALID" ? 0 : win.pads[i + spatial]));
+      }
+    }
+    return win;
+  }
+
   void emit_conv(int index, const Node& node) {
     const auto& x = shape_of(node.inputs.at(0), node);
     const auto& w = shape_of(node.inputs.at(1), node);
     if (x.size() != 4 && x.size() != 3) {
       result_.warnings.push_back(fmt::format("{}: {}-D convolution costed memory-bound (only 1-D and 2-D are modelled)",
-                                             node.name, x.size() - 2));
+                                             node.name, x.size() < 2 ? 0 : x.size() - 2));
       return emit_unknown(node);
     }
     const bool one_d = x.size() == 3;
+    if (w.size() != x.size())
+      fail(node, fmt::format("its weight '{}' has {} dimensions, its input {}", node.inputs[1], w.size(), x.size()));
+    require_positive(node, node.inputs[0], x);
+    require_positive(node, node.inputs[1], w);
+    const std::int64_t group = node.int_attr("group", 1);
+    const auto channels = checked_mul(w[1], group);
+    if (group < 1 || !channels || *channels != x[1] || w[0] % group != 0) {
+      fail(node, fmt::format("group {}: its input's {} channels must be the weight's {} per group times the groups, "
+                             "and its {} output channels a multiple of the groups",
+                             group, x[1], w[1], w[0]));
+    }
+    const Dims kernel(w.begin() + 2, w.end());
+    if (const auto given = node.ints_attr("kernel_shape"); !given.empty() && given != kernel) {
+      fail(node, fmt::format("kernel_shape [{}] differs from its weight's [{}]", fmt::join(given, ","),
+                             fmt::join(kernel, ",")));
+    }
+    const Window win = window_of(node, x, kernel);
     Op op = make_op(node, OpKind::conv2d);
     Dims x4 = one_d ? Dims{x[0], x[1], 1, x[2]} : x;
     Dims w4 = one_d ? Dims{w[0], w[1], 1, w[2]} : w;
@@ -483,42 +570,34 @@ class Mapper {
     if (!bias.empty() && is_parameter(bias)) op.weights.push_back({bias, Shape{Dim(w4[0])}});
     op.kernel_h = w4[2];
     op.kernel_w = w4[3];
-    op.groups = node.int_attr("group", 1);
-    auto strides = node.ints_attr("strides");
-    auto dilations = node.ints_attr("dilations");
-    auto pads = node.ints_attr("pads");
+    op.groups = group;
     const std::size_t spatial = one_d ? 1 : 2;
-    if (strides.empty()) strides.assign(spatial, 1);
-    if (dilations.empty()) dilations.assign(spatial, 1);
-    if (pads.empty()) pads.assign(2 * spatial, 0);
-    const auto auto_pad = node.strings.count("auto_pad") ? node.strings.at("auto_pad") : std::string("NOTSET");
     // The op carries one stride/pad/dilation: the width one (the height one for 1-D is 1).
     const std::size_t axis = spatial - 1;
-    op.stride = strides[axis];
-    op.dilation = dilations[axis];
-    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    op.stride = win.strides[axis];
+    op.dilation = win.dilations[axis];
+    if (win.auto_pad == "SAME_UPPER" || win.auto_pad == "SAME_LOWER") {
+      // Half the padding SAME adds: (out - 1) x stride + window - in, where (out - 1) x stride < in.
       const std::int64_t in = x4[3];
-      const std::int64_t out = (in + op.stride - 1) / op.stride;
-      const std::int64_t total = std::max<std::int64_t>(0, (out - 1) * op.stride + (w4[3] - 1) * op.dilation + 1 - in);
-      op.pad = total / 2;
-    } else if (auto_pad == "VALID") {
+      const std::int64_t out = in / op.stride + (in % op.stride != 0);
+      const auto window = checked_mul(w4[3] - 1, op.dilation);
+      const auto total = window ? checked_add((out - 1) * op.stride + 1 - in, *window) : std::nullopt;
+      if (!total) fail(node, "its window arithmetic overflows 64 bits");
+      op.pad = std::max<std::int64_t>(0, *total) / 2;
+    } else if (win.auto_pad == "VALID") {
       op.pad = 0;
     } else {
-      op.pad = (pads[axis] + pads[axis + spatial]) / 2;
+      op.pad = win.pads[axis] / 2 + win.pads[axis + spatial] / 2 + (win.pads[axis] % 2 + win.pads[axis + spatial] % 2) / 2;
     }
-    if (!one_d && (strides[0] != strides[1] || dilations[0] != dilations[1] || pads[0] != pads[1] ||
-                   pads[0] != pads[2] || pads[1] != pads[3])) {
+    if (!one_d && (win.strides[0] != win.strides[1] || win.dilations[0] != win.dilations[1] ||
+                   win.pads[0] != win.pads[1] || win.pads[0] != win.pads[2] || win.pads[1] != win.pads[3])) {
       result_.warnings.push_back(fmt::format(
           "{}: non-uniform strides/pads/dilations {}/{}/{}: costed with the width-axis values", node.name,
-          fmt::join(strides, ","), fmt::join(pads, ","), fmt::join(dilations, ",")));
+          fmt::join(win.strides, ","), fmt::join(win.pads, ","), fmt::join(win.dilations, ",")));
     }
     const std::string out = output_of(index);
-    if (has_shape(out)) {
-      const auto& y = g_.shapes.at(out);
-      op.output = {out, to_shape(one_d && y.size() == 3 ? Dims{y[0], y[1], 1, y[2]} : y)};
-    } else {
-      set_output(op, node, out);
-    }
+    const auto& y = require_output(node, out, x.size());
+    op.output = {out, to_shape(one_d ? Dims{y[0], y[1], 1, y[2]} : y)};
     push(std::move(op));
   }
 
@@ -539,7 +618,20 @@ class Mapper {
     if (bias.empty() && bias_.count(index)) bias = bias_.at(index);
 
     Dims a_dims = shape_of(a, node);
-    const Dims& b_dims = shape_of(b, node);
+    Dims b_dims = shape_of(b, node);
+    require_positive(node, a, a_dims);
+    require_positive(node, b, b_dims);
+    const Dims& y = require_output(node, out);
+    if (a_dims.empty() || b_dims.empty()) fail(node, "an operand is a scalar, not a matrix");
+    // The inner dimensions, as the node reads its operands.
+    const auto inner = [&](const Dims& dims, bool transposed, bool left) {
+      if (dims.size() == 1) return dims[0];
+      return left != transposed ? dims.back() : dims[dims.size() - 2];
+    };
+    if (inner(a_dims, trans_a, true) != inner(b_dims, trans_b, false)) {
+      fail(node, fmt::format("its operands' inner dimensions differ: [{}]{} x [{}]{}", fmt::join(a_dims, ","),
+                             trans_a ? "^T" : "", fmt::join(b_dims, ","), trans_b ? "^T" : ""));
+    }
     if (is_parameter(b) && b_dims.size() == 2 && !is_constant(a)) {
       Op op = make_op(node, OpKind::linear);
       if (trans_a && a_dims.size() >= 2) std::swap(a_dims[a_dims.size() - 1], a_dims[a_dims.size() - 2]);
@@ -550,16 +642,30 @@ class Mapper {
       // The weight as [in, out] whatever its stored layout: the library packs it once.
       op.weights.push_back({b, Shape{Dim(in), Dim(outf)}});
       if (!bias.empty() && is_parameter(bias)) op.weights.push_back({bias, Shape{Dim(outf)}});
-      set_output(op, node, out);
+      op.output = {out, to_shape(y)};
       return push(std::move(op));
     }
+    // A vector operand is a matrix of one row (left) or one column (right), as MatMul reads it;
+    // the output then has those rows or columns too.
+    Dims y_dims = y;
+    if (a_dims.size() == 1) {
+      a_dims.insert(a_dims.begin(), 1);
+      y_dims.insert(y_dims.end() - (b_dims.size() == 1 ? 0 : 1), 1);
+    }
+    if (b_dims.size() == 1) {
+      b_dims.push_back(1);
+      y_dims.push_back(1);
+    }
+    if (y_dims.size() < 2) fail(node, fmt::format("its output '{}' is not a matrix", out));
     Op op = make_op(node, OpKind::matmul);
     op.transpose_a = trans_a;
     op.transpose_b = trans_b;
     (is_constant(a) ? op.weights : op.inputs).push_back({a, to_shape(a_dims)});
     (is_constant(b) ? op.weights : op.inputs).push_back({b, to_shape(b_dims)});
+    if (op.inputs.empty()) fail(node, "both operands are constants");
+    if (op.inputs[0].shape.size() < 2) fail(node, "an operand is not a matrix");
     if (!bias.empty() && is_parameter(bias)) op.weights.push_back(ref(bias, node));
-    set_output(op, node, out);
+    op.output = {out, to_shape(y_dims)};
     push(std::move(op));
   }
 
@@ -580,6 +686,7 @@ class Mapper {
     // A global pool is a kind of its own (make_pool).
     Op op = make_op(node, OpKind::pool, std::string(global ? "global_" : "") + (max ? "max" : "avg"));
     const auto& x = shape_of(node.inputs.at(0), node);
+    require_positive(node, node.inputs[0], x);
     op.inputs.push_back({node.inputs[0], to_shape(x)});
     if (global) {
       op.kernel_h = x.size() > 2 ? x[2] : 1;
@@ -587,14 +694,14 @@ class Mapper {
       op.stride = 1;
     } else {
       const auto kernel = node.ints_attr("kernel_shape");
-      const auto strides = node.ints_attr("strides");
-      const auto pads = node.ints_attr("pads");
-      op.kernel_h = kernel.empty() ? 1 : kernel.front();
-      op.kernel_w = kernel.empty() ? 1 : kernel.back();
-      op.stride = strides.empty() ? 1 : strides.back();
-      op.pad = pads.empty() ? 0 : pads[pads.size() / 2 - 1];
+      if (kernel.empty()) fail(node, "no kernel_shape");
+      const Window win = window_of(node, x, kernel);
+      op.kernel_h = kernel.front();
+      op.kernel_w = kernel.back();
+      op.stride = win.strides.back();
+      op.pad = win.pads[win.pads.size() / 2 - 1];
     }
-    set_output(op, node, node.outputs.at(0));
+    op.output = {node.outputs.at(0), to_shape(require_output(node, node.outputs.at(0), x.size()))};
     push(std::move(op));
   }
 

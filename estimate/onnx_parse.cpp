@@ -275,6 +275,64 @@ void check_structure(const onnx::GraphProto& graph, const std::string& where) {
   }
 }
 
+// The ops whose windows ONNX shape inference computes from kernel_shape, strides, dilations and
+// pads: it divides by the strides and sizes outputs from the pads unchecked, so these are checked
+// first.
+const std::set<std::string>& window_ops() {
+  static const std::set<std::string> ops = {"Conv",        "ConvTranspose", "ConvInteger", "QLinearConv",
+                                            "DeformConv",  "MaxPool",       "AveragePool", "LpPool",
+                                            "MaxUnpool",   "Col2Im"};
+  return ops;
+}
+
+void check_tensor_dims(const onnx::TensorProto& tensor, const std::string& where, const std::string& owner) {
+  for (const auto d : tensor.dims()) {
+    if (d < 0) {
+      throw InputError(fmt::format("{}: {} '{}' has a negative dimension ({})", where, owner, tensor.name(), d));
+    }
+  }
+}
+
+// Checks what ONNX shape inference takes on trust, in the graph and in the bodies of If/Loop/Scan
+// nodes (inference reads those too): tensors stored in the file have no negative dimension, and a
+// windowed op's kernel, strides and dilations are at least 1, its pads at least 0, its group at
+// least 1. Each failure is one line naming the node and the attribute.
+void check_attributes(const onnx::GraphProto& graph, const std::string& where) {
+  for (const auto& init : graph.initializer()) check_tensor_dims(init, where, "initializer");
+  for (const auto& init : graph.sparse_initializer()) {
+    check_tensor_dims(init.values(), where, "sparse initializer");
+    check_tensor_dims(init.indices(), where, "sparse initializer");
+    for (const auto d : init.dims()) {
+      if (d < 0) throw InputError(fmt::format("{}: a sparse initializer has a negative dimension ({})", where, d));
+    }
+  }
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const auto& node = graph.node(i);
+    const std::string name = node.name().empty() ? fmt::format("{}_{}", node.op_type(), i) : node.name();
+    const bool windowed = domain_of(node.domain()).empty() && window_ops().count(node.op_type()) > 0;
+    for (const auto& attr : node.attribute()) {
+      if (attr.has_t()) check_tensor_dims(attr.t(), where, fmt::format("the value of node '{}'", name));
+      for (const auto& t : attr.tensors()) check_tensor_dims(t, where, fmt::format("a value of node '{}'", name));
+      if (attr.has_g()) check_attributes(attr.g(), where);
+      for (const auto& g : attr.graphs()) check_attributes(g, where);
+      if (!windowed) continue;
+      const std::string& key = attr.name();
+      const std::int64_t least = key == "pads" || key == "output_padding" ? 0 : 1;
+      if (key != "kernel_shape" && key != "strides" && key != "dilations" && key != "pads" &&
+          key != "output_padding" && key != "group")
+        continue;
+      std::vector<std::int64_t> values(attr.ints().begin(), attr.ints().end());
+      if (attr.type() == onnx::AttributeProto::INT) values = {attr.i()};
+      for (const auto v : values) {
+        if (v < least) {
+          throw InputError(fmt::format("{}: node '{}' ({}): {} {}: each must be {}", where, name, node.op_type(),
+                                       key, fmt::join(values, ","), least == 0 ? "0 or more" : "1 or more"));
+        }
+      }
+    }
+  }
+}
+
 using Dims = std::vector<std::int64_t>;
 
 // A value's element type and dimensions, when they are all known.
@@ -465,6 +523,7 @@ ParsedGraph parse_onnx(const std::string& bytes, const std::string& where, const
 
   auto* graph = model.mutable_graph();
   check_structure(*graph, where);
+  check_attributes(*graph, where);
   for (const auto& init : graph->initializer()) {
     parsed.initializers.insert(init.name());
     if (is_float_type(init.data_type())) parsed.float_tensors.insert(init.name());
