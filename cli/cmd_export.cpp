@@ -3,7 +3,9 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "core/output_file.hpp"
 #include "core/profile.hpp"
+#include "core/read_file.hpp"
 #include "report/export.hpp"
 
 namespace truepeak::cli {
@@ -17,19 +19,16 @@ struct ExportArgs {
 };
 
 void run_export(const ExportArgs& args) {
-  const auto format =
-      report::parse_export_format(args.to);  // first: a typo fails before any file is read
-  const auto profile = read_profile(args.profile);
+  // First: a typo or a bad output path fails before any file is read.
+  const auto format = report::parse_export_format(args.to);
+  const std::string out = args.out.empty() ? "-" : args.out;
+  check_output_path(out, "-o");
+  const auto profile = profile_from_json(read_json_file(args.profile, kMaxProfileBytes, "profile"), args.profile);
   const auto result = report::export_profile(profile, format, args.device, args.profile);
-  if (args.out.empty()) {
-    std::cout << result.text;
-    // stdout carries the file alone (pipe it anywhere); the notes go beside it on stderr.
-    for (const auto& note : result.notes) std::cerr << note << "\n";
-  } else {
-    write_file_atomic(args.out, result.text);
-    std::cout << "wrote " << args.out << "\n";
-    for (const auto& note : result.notes) std::cout << note << "\n";
-  }
+  write_output(out, result.text, "-o");
+  // stdout carries the file alone (pipe it anywhere); what was written and the notes go to stderr.
+  if (!is_stdout_path(out)) std::cerr << "wrote " << out << " (" << result.text.size() << " bytes)\n";
+  for (const auto& note : result.notes) std::cerr << note << "\n";
 }
 
 }  // namespace
@@ -43,7 +42,7 @@ void add_export_command(CLI::App& app, const Context& /*context*/) {
   cmd->add_option("--device", args->device,
                   "Device id (llm-analysis/calculon default: the first GPU, else the CPU; "
                   "csv/prometheus: all)");
-  cmd->add_option("-o,--out", args->out, "Output file (default: stdout)");
+  cmd->add_option("-o,--out", args->out, "Output file, or - for standard output (the default)");
   cmd->callback([args] { run_export(*args); });
 }
 

@@ -3,7 +3,9 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "core/output_file.hpp"
 #include "core/profile.hpp"
+#include "core/read_file.hpp"
 #include "report/html_report.hpp"
 
 namespace truepeak::cli {
@@ -15,11 +17,13 @@ struct ReportArgs {
 };
 
 void run_report(const ReportArgs& args) {
+  check_output_path(args.out, "-o");  // before any work
   std::vector<Profile> profiles;
-  for (const auto& path : args.profiles) profiles.push_back(read_profile(path));
+  for (const auto& path : args.profiles)
+    profiles.push_back(profile_from_json(read_json_file(path, kMaxProfileBytes, "profile"), path));
   const auto html = report::render_report_html(profiles, args.profiles);
-  write_file_atomic(args.out, html);
-  std::cerr << "wrote " << args.out << " (" << html.size() << " bytes)\n";
+  write_output(args.out, html, "-o");
+  if (!is_stdout_path(args.out)) std::cerr << "wrote " << args.out << " (" << html.size() << " bytes)\n";
 }
 
 }  // namespace
@@ -29,7 +33,7 @@ void add_report_command(CLI::App& app, const Context& /*context*/) {
   auto* cmd = app.add_subcommand(
       "report", "Write one self-contained HTML report (tables and SVG plots) of profiles");
   cmd->add_option("profiles", args->profiles, "Profile JSON files")->required();
-  cmd->add_option("-o,--out", args->out, "Output HTML file")->required();
+  cmd->add_option("-o,--out", args->out, "Output HTML file, or - for standard output")->required();
   cmd->callback([args] { run_report(*args); });
 }
 

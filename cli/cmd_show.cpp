@@ -4,6 +4,8 @@
 #include "calibrate/summary.hpp"
 #include "cli/commands.hpp"
 #include "core/profile.hpp"
+#include "core/read_file.hpp"
+#include "report/summary.hpp"
 
 namespace truepeak::cli {
 
@@ -11,7 +13,10 @@ void add_show_command(CLI::App& app, const Context&) {
   auto path = std::make_shared<std::string>();
   auto* cmd = app.add_subcommand("show", "Print the summary of a profile: measured, datasheet and ratio per figure");
   cmd->add_option("PROFILE", *path, "Profile file written by 'truepeak calibrate'")->required();
-  cmd->callback([path] { std::cout << profile_summary(read_profile(*path)); });
+  cmd->callback([path] {
+    const auto profile = profile_from_json(read_json_file(*path, kMaxProfileBytes, "profile"), *path);
+    std::cout << profile_summary(profile) << report::runtimes_summary(profile);
+  });
 }
 
 }  // namespace truepeak::cli

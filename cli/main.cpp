@@ -1,4 +1,7 @@
 // truepeak: measured hardware profiles and estimates for deep-learning work.
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <exception>
 #include <iostream>
 #include <string>
@@ -8,6 +11,13 @@
 #include "cli/commands.hpp"
 #include "core/error.hpp"
 #include "truepeak/version.hpp"
+
+namespace {
+// Parses the command line and runs the command: its exit status.
+int run(CLI::App& app, int argc, char** argv);
+// Flushes standard output; false (with one line on stderr) when a write to it failed.
+bool flush_stdout();
+}  // namespace
 
 int main(int argc, char** argv) {
   truepeak::cli::Context context;
@@ -47,6 +57,16 @@ int main(int argc, char** argv) {
     }
   }
 
+  const int status = run(app, argc, argv);
+  // Results go to stdout: a write that failed there (a full disk, a closed descriptor) loses them,
+  // so it is a failure of the command, not a success with nothing to show.
+  if (status == 0 && !flush_stdout()) return 1;
+  return status;
+}
+
+namespace {
+
+int run(CLI::App& app, int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -67,3 +87,17 @@ int main(int argc, char** argv) {
   }
   return 0;
 }
+
+bool flush_stdout() {
+  // std::cout writes through stdout's buffer: the flush of either reports the error, once.
+  errno = 0;
+  std::cout.flush();
+  int error = errno;
+  if (std::fflush(stdout) != 0) error = errno;
+  if (std::cout.good() && !std::ferror(stdout)) return true;
+  std::cerr << "truepeak: cannot write the output to standard output: "
+            << (error != 0 ? std::strerror(error) : "a write failed") << "\n";
+  return false;
+}
+
+}  // namespace
