@@ -223,6 +223,14 @@ Comparison compare_profiles(const std::vector<Profile>& profiles,
   row_of("overhead", "graph op", "s", [](const Device& d) {
     return CompareCell{d.overhead_graph_op_s, std::nullopt};
   });
+  // A runtime's fixed cost per op: what a model of many small ops pays on top of the library.
+  for (const auto& key : runtime_keys(profiles)) {
+    row_of("runtime", key + " op", "s", [&](const Device& d) {
+      const auto it = d.runtimes.find(key);
+      return CompareCell{it == d.runtimes.end() ? std::nullopt : std::optional<double>(it->second.op_s),
+                         std::nullopt};
+    });
+  }
   return c;
 }
 

@@ -30,7 +30,7 @@ struct CompareCell {
 };
 
 struct CompareRow {
-  std::string group;               // "gemm", "conv", "vector", "memory", "transfer", "overhead"
+  std::string group;               // "gemm", "conv", "vector", "memory", "transfer", "overhead", "runtime"
   std::string name;                // "bf16", "L2", "h2d_pinned", ...
   std::string unit;                // "flops_per_s", "Bps", "s"
   std::vector<CompareCell> cells;  // one per column

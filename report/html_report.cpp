@@ -70,6 +70,28 @@ std::string summary_table(const Comparison& c) {
   return out + "</table>\n";
 }
 
+// The runtimes calibrated on each device (calibrate --runtime); empty when there are none.
+std::string runtimes_section(const std::vector<DeviceView>& views) {
+  std::string rows;
+  for (const auto& v : views) {
+    for (const auto& [key, r] : v.device->runtimes) {
+      std::string dtypes;
+      for (const auto dt : r.dtypes) dtypes += (dtypes.empty() ? "" : ", ") + std::string(to_string(dt));
+      rows += fmt::format(
+          "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} / "
+          "{}</td><td>{}</td></tr>\n",
+          esc(v.label), esc(key), esc(r.framework), r.threads, esc(dtypes), esc(format_time_s(r.op_s)),
+          r.own_kernels.size(), r.gemm.size(), r.conv.size(), esc(runtime_layout_summary(r)));
+    }
+  }
+  if (rows.empty()) return {};
+  return "<h2>Runtimes</h2>\n<p class=\"note\">What each framework adds to the library's figures "
+         "(calibrate --runtime; applied by estimate --runtime).</p>\n<table class=\"text\"><tr><th>device</th>"
+         "<th>runtime</th><th>framework</th><th>threads</th><th>dtypes</th><th>op</th><th>own kernels</th>"
+         "<th>gemm / conv points</th><th>layout</th></tr>\n" +
+         rows + "</table>\n";
+}
+
 std::string machine_section(const Profile& p, const std::string& source) {
   const auto& m = p.machine;
   std::string out = fmt::format("<h2>Machine {}</h2>\n<table class=\"text\">\n", esc(m.label));
@@ -329,6 +351,7 @@ std::string render_report_html(const std::vector<Profile>& profiles,
   if (auto t = transfer_chart(views)) {
     html += "<h2>Host-device transfers</h2>\n<div class=\"charts\">\n" + chart_div(*t) + "</div>\n";
   }
+  html += runtimes_section(views);
   for (std::size_t i = 0; i < profiles.size(); ++i) {
     html += machine_section(profiles[i], i < sources.size() ? sources[i] : std::string());
   }

@@ -1,12 +1,14 @@
 #include "report/summary.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <set>
 
 #include "core/dtype.hpp"
 #include "core/error.hpp"
+#include "core/units.hpp"
 
 namespace truepeak::report {
 
@@ -135,6 +137,54 @@ std::string slug(const std::string& text) {
     out.push_back(ok ? ch : '-');
   }
   return out;
+}
+
+std::string runtime_layout_summary(const RuntimeRecord& r) {
+  std::vector<std::string> parts;
+  if (!r.layout) {
+    parts.push_back("plain");
+  } else {
+    const auto& l = *r.layout;
+    parts.push_back(fmt::format("blocked: {} op kind{}, changes copy {} to plain and {} to blocked",
+                                l.blocked_ops.size(), l.blocked_ops.size() == 1 ? "" : "s", l.to_plain_copies,
+                                l.to_blocked_copies));
+    if (l.expand_broadcast) parts.push_back("broadcasts expanded");
+    if (!l.group_reorder_widths.empty())
+      parts.push_back(fmt::format("groups of {} reordered", fmt::join(l.group_reorder_widths, "/")));
+  }
+  parts.push_back("convolutions " + (r.conv_layout.empty() ? std::string("fastest") : r.conv_layout));
+  if (r.linears_as_convolutions) parts.push_back("linears as convolutions");
+  if (!r.in_place.empty()) parts.push_back(fmt::format("{} in place", r.in_place.size()));
+  if (r.fuse_activations) parts.push_back("activations fused");
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+std::string runtimes_summary(const Profile& profile) {
+  std::string out;
+  for (const auto& d : profile.devices) {
+    for (const auto& [key, r] : d.runtimes) {
+      if (out.empty()) out += "\nRuntimes\n";
+      std::vector<std::string> dtypes;
+      for (const auto dt : r.dtypes) dtypes.emplace_back(to_string(dt));
+      out += fmt::format("  {} on {}: {}, {} thread{}, {}{}\n", key, d.id, r.framework, r.threads,
+                         r.threads == 1 ? "" : "s", fmt::join(dtypes, ", "),
+                         r.python.empty() ? "" : " (" + r.python + ")");
+      out += fmt::format("    op {}{}; {} own kernel{}; {} gemm and {} conv points of its own\n",
+                         format_time_s(r.op_s),
+                         r.kind_op_s.empty() ? "" : fmt::format(" ({} kinds differ)", r.kind_op_s.size()),
+                         r.own_kernels.size(), r.own_kernels.size() == 1 ? "" : "s", r.gemm.size(), r.conv.size());
+      out += fmt::format("    layout: {}\n", runtime_layout_summary(r));
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> runtime_keys(const std::vector<Profile>& profiles) {
+  std::set<std::string> keys;
+  for (const auto& p : profiles)
+    for (const auto& d : p.devices)
+      for (const auto& [key, record] : d.runtimes) keys.insert(key);
+  return {keys.begin(), keys.end()};
 }
 
 }  // namespace truepeak::report

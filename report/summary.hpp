@@ -48,6 +48,14 @@ std::string main_memory_level(const Device& device);
 // a / b when both are present and b > 0.
 std::optional<double> ratio(std::optional<double> a, std::optional<double> b);
 
+// The runtimes of every device, a short section each (framework, threads, dtypes, per-op cost,
+// own kernels, layout, points); empty when the profile has none.
+std::string runtimes_summary(const Profile& profile);
+// One line on a runtime's layout: "plain", or what runs blocked and what a change costs.
+std::string runtime_layout_summary(const RuntimeRecord& record);
+// Every runtime key present on any device of these profiles, sorted.
+std::vector<std::string> runtime_keys(const std::vector<Profile>& profiles);
+
 // A name safe for file names and other tools' identifiers: [A-Za-z0-9_-], others become '-'.
 std::string slug(const std::string& text);
 
