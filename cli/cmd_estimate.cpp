@@ -14,6 +14,7 @@
 #include "core/profile.hpp"
 #include "estimate/estimator.hpp"
 #include "estimate/print.hpp"
+#include "estimate/runtime_apply.hpp"
 #include "estimate/zoo_data.hpp"
 #ifdef TRUEPEAK_HAVE_ONNX
 #include "estimate/onnx_import.hpp"
@@ -33,6 +34,7 @@ struct EstimateArgs {
   std::int64_t context = 0;
   std::string device;
   std::string format = "table";
+  std::string runtime;  // a runtime record of the profile (calibrate --runtime)
   bool sweep = false;
   double max_latency_ms = 0;
   std::string conv_layout;
@@ -240,9 +242,11 @@ std::optional<std::int64_t> whole_number(const std::string& text) {
   return n;
 }
 
-// --blocked-ops KIND,... and --layout-copies TO_PLAIN,TO_BLOCKED.
-estimate::BlockedLayout blocked_layout(const EstimateArgs& args) {
-  estimate::BlockedLayout layout;
+// --blocked-ops KIND,... and --layout-copies TO_PLAIN,TO_BLOCKED, over a runtime's layout where
+// one is applied: each flag given replaces its figure.
+estimate::BlockedLayout blocked_layout(const EstimateArgs& args, const std::optional<estimate::BlockedLayout>& base) {
+  estimate::BlockedLayout layout = base.value_or(estimate::BlockedLayout{});
+  if (!args.blocked_ops.empty()) layout.ops.clear();
   for (const auto& kind : args.blocked_ops) {
     if (!is_row_kind(kind))
       throw InputError(fmt::format(
@@ -251,7 +255,8 @@ estimate::BlockedLayout blocked_layout(const EstimateArgs& args) {
           kind));
     layout.ops.push_back(kind);
   }
-  layout.expand_broadcast = args.expand_broadcast;
+  if (args.expand_broadcast) layout.expand_broadcast = true;
+  if (!args.group_reorders.empty()) layout.group_reorder_widths.clear();
   for (const auto& item : args.group_reorders) {
     const auto width = whole_number(item);
     if (!width || *width < 2)
@@ -262,6 +267,7 @@ estimate::BlockedLayout blocked_layout(const EstimateArgs& args) {
       throw InputError(fmt::format("--group-reorders {}: given twice", item));
     widths.push_back(*width);
   }
+  if (base && !args.layout_copies) return layout;
   const std::string copies = args.layout_copies.value_or("1,1");
   const auto bad = [&] {
     return InputError(fmt::format(
@@ -308,23 +314,16 @@ void run_estimate(const EstimateArgs& args) {
     options.op_overhead_s = *args.op_overhead_us * 1e-6;
   }
   // `flag` (as given) when it is, and what it needs.
-  const auto needs_layout = [&](bool given, const std::string& flag) {
-    if (given && args.blocked_ops.empty())
-      throw InputError(fmt::format("{}: has no effect without --blocked-ops", flag));
-  };
   const auto inference_only = [&](bool given, const std::string& flag) {
     if (given && options.mode != estimate::Mode::inference)
       throw InputError(fmt::format("{}: modelled for inference only (--mode inference)", flag));
   };
-  needs_layout(args.layout_copies.has_value(), "--layout-copies " + args.layout_copies.value_or(""));
-  options.own_rates = own_rates(args.own_rates);
-  options.kind_overheads = kind_overheads(args.kind_overheads);
-  inference_only(!options.kind_overheads.empty(),
+  const auto flag_own_rates = own_rates(args.own_rates);
+  const auto flag_kind_overheads = kind_overheads(args.kind_overheads);
+  inference_only(!flag_kind_overheads.empty(),
                  fmt::format("--kind-overhead-us {}", fmt::join(args.kind_overheads, ",")));
-  inference_only(!options.own_rates.empty(), fmt::format("--own-rates {}", fmt::join(args.own_rates, ",")));
-  needs_layout(args.expand_broadcast, "--expand-broadcast");
+  inference_only(!flag_own_rates.empty(), fmt::format("--own-rates {}", fmt::join(args.own_rates, ",")));
   inference_only(args.linears_as_convs, "--linears-as-convs");
-  options.linears_as_convolutions = args.linears_as_convs;
   for (const auto& kind : args.in_place_ops) {
     const bool elementwise = kind == "elementwise" || (kind.rfind("elementwise:", 0) == 0 && is_row_kind(kind));
     if (!elementwise)
@@ -333,13 +332,8 @@ void run_estimate(const EstimateArgs& args) {
           kind));
   }
   inference_only(!args.in_place_ops.empty(), fmt::format("--in-place-ops {}", fmt::join(args.in_place_ops, ",")));
-  options.in_place_ops = args.in_place_ops;
-  needs_layout(!args.group_reorders.empty(), fmt::format("--group-reorders {}", fmt::join(args.group_reorders, ",")));
-  if (!args.blocked_ops.empty()) {
-    if (options.mode != estimate::Mode::inference)
-      throw InputError("--blocked-ops: layout changes are modelled for inference only (--mode inference)");
-    options.blocked_layout = blocked_layout(args);
-  }
+  if (!args.blocked_ops.empty() && options.mode != estimate::Mode::inference)
+    throw InputError("--blocked-ops: layout changes are modelled for inference only (--mode inference)");
   const auto format = parse_format(args.format);
   for (auto b : args.batches)
     if (b < 1) throw InputError(fmt::format("--batch {}: batch sizes must be at least 1", b));
@@ -347,11 +341,41 @@ void run_estimate(const EstimateArgs& args) {
   estimate::PrintContext ctx;
   const Profile profile = load_profile(args.profile, ctx.profile_path);
   ctx.profile_label = profile.machine.label;
-  const Device& device = pick_device(profile, args.device, ctx.profile_path);
-  if (const auto bytes = estimate::device_memory_bytes(profile, device))
+  const Device& profile_device = pick_device(profile, args.device, ctx.profile_path);
+  if (const auto bytes = estimate::device_memory_bytes(profile, profile_device))
     options.memory_bytes = static_cast<std::int64_t>(*bytes);
 
-  ModelSource source(args);
+  // A runtime's figures first; the expert flags then override single figures.
+  const RuntimeRecord* record = nullptr;
+  Device runtime_view;
+  if (!args.runtime.empty()) {
+    const std::string file = args.profile.empty() ? std::string(estimate::default_profile_path()) : args.profile;
+    record = &estimate::find_runtime(profile_device, args.runtime, file);
+    for (const auto& note : estimate::apply_runtime(*record, args.runtime, options))
+      std::cerr << "truepeak: " << note << "\n";
+    runtime_view = estimate::runtime_device(profile_device, *record);
+    ctx.runtime = args.runtime;
+  }
+  const Device& device = record ? runtime_view : profile_device;
+  if (args.op_overhead_us) options.op_overhead_s = *args.op_overhead_us * 1e-6;
+  estimate::override_rates(options.own_rates, flag_own_rates);
+  estimate::override_rates(options.kind_overheads, flag_kind_overheads);
+  if (args.linears_as_convs) options.linears_as_convolutions = true;
+  if (!args.in_place_ops.empty()) options.in_place_ops = args.in_place_ops;
+  if (!args.conv_layout.empty()) options.conv_layout = args.conv_layout;
+  const bool has_layout = !args.blocked_ops.empty() || options.blocked_layout.has_value();
+  const auto needs_layout = [&](bool given, const std::string& flag) {
+    if (given && !has_layout)
+      throw InputError(fmt::format("{}: has no effect without --blocked-ops", flag));
+  };
+  needs_layout(args.layout_copies.has_value(), "--layout-copies " + args.layout_copies.value_or(""));
+  needs_layout(args.expand_broadcast, "--expand-broadcast");
+  needs_layout(!args.group_reorders.empty(), fmt::format("--group-reorders {}", fmt::join(args.group_reorders, ",")));
+  if (has_layout) options.blocked_layout = blocked_layout(args, options.blocked_layout);
+  EstimateArgs model_args = args;
+  model_args.fuse_activations = args.fuse_activations || (record && record->fuse_activations);
+
+  ModelSource source(model_args);
   if (args.sweep) {
     std::vector<std::int64_t> batches = args.batches;
     if (batches.size() <= 1)
@@ -445,6 +469,11 @@ void add_estimate_command(CLI::App& app, const Context&) {
   cmd->add_flag("--typical-times", args->typical_times,
                 "Time each op from the typical time of the profile's points (the median of each "
                 "point's quietest look, profiles since 1.8) instead of their fastest sample");
+  cmd->add_option("--runtime", args->runtime,
+                  "Apply a runtime the profile has calibrated (calibrate --runtime NAME[:LABEL]): its "
+                  "per-op and per-kind costs, own kernels, layout, in-place ops, fusions, memory and "
+                  "GEMM/conv points (docs/runtimes.md); the flags below still override single figures "
+                  "(default: the library alone)");
   cmd->add_option("--op-overhead-us", args->op_overhead_us,
                   "Fixed cost of one op in the target runtime, framework dispatch included, in "
                   "microseconds (default: the profile's per-op overhead, the library's alone)");

@@ -79,6 +79,7 @@ std::string header_line(const Estimate& e, const PrintContext& ctx) {
                               ctx.profile_label.empty() ? ctx.profile_path : ctx.profile_label,
                               to_string(e.dtype), to_string(e.mode));
   if (e.mode == Mode::training) s += fmt::format(" with {}", to_string(e.optimizer));
+  if (!ctx.runtime.empty()) s += fmt::format(", runtime {}", ctx.runtime);
   s += fmt::format(", batch {}", e.batch);
   if (e.seq) s += fmt::format(", seq {}", *e.seq);
   if (e.context) s += fmt::format(", decode context {}", *e.context);
@@ -132,6 +133,7 @@ json estimate_to_json(const Estimate& e, const PrintContext& ctx) {
       {"tool",
        {{"name", "truepeak"}, {"version", TRUEPEAK_VERSION}, {"git_sha", TRUEPEAK_GIT_SHA}}},
       {"profile", ctx.profile_path},
+      {"runtime", ctx.runtime.empty() ? json(nullptr) : json(ctx.runtime)},
       {"model", e.model},
       {"device", e.device_id},
       {"dtype", std::string(to_string(e.dtype))},
@@ -214,6 +216,7 @@ json sweep_to_json(const Sweep& s, const PrintContext& ctx) {
           {"tool",
            {{"name", "truepeak"}, {"version", TRUEPEAK_VERSION}, {"git_sha", TRUEPEAK_GIT_SHA}}},
           {"profile", ctx.profile_path},
+          {"runtime", ctx.runtime.empty() ? json(nullptr) : json(ctx.runtime)},
           {"max_latency_s", s.max_latency_s ? json(*s.max_latency_s) : json(nullptr)},
           {"max_batch", s.max_batch ? json(*s.max_batch) : json(nullptr)},
           {"best_batch", s.best ? json(s.rows[*s.best].batch) : json(nullptr)},

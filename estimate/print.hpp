@@ -13,6 +13,7 @@ struct PrintContext {
   std::string profile_path;
   std::string profile_label;
   std::optional<std::int64_t> max_batch;
+  std::string runtime;  // the runtime record applied (estimate --runtime KEY); empty: the library alone
 };
 
 enum class Format { table, markdown, json };

@@ -1,0 +1,100 @@
+#include "estimate/runtime_apply.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <set>
+
+#include "core/error.hpp"
+
+namespace truepeak::estimate {
+
+const RuntimeRecord& find_runtime(const Device& device, const std::string& key, const std::string& profile_file) {
+  if (const auto it = device.runtimes.find(key); it != device.runtimes.end()) return it->second;
+  std::vector<std::string> keys;
+  for (const auto& [k, record] : device.runtimes) keys.push_back(k);
+  const std::string has = keys.empty() ? "it has none" : fmt::format("it has: {}", fmt::join(keys, ", "));
+  throw InputError(fmt::format("--runtime {}: not in {} ({}); add it with 'truepeak calibrate --runtime {} --add-to {}'",
+                               key, profile_file, has, key, profile_file));
+}
+
+Device runtime_device(const Device& device, const RuntimeRecord& record) {
+  Device out = device;
+  for (auto& level : out.memory_levels) {
+    const auto it = std::find_if(record.memory_levels.begin(), record.memory_levels.end(),
+                                 [&](const LevelBandwidth& l) { return l.name == level.name; });
+    if (it != record.memory_levels.end()) level.Bps = it->Bps;
+  }
+  std::set<DType> gemm_dtypes, conv_dtypes;
+  for (const auto& p : record.gemm) gemm_dtypes.insert(p.shape.dtype);
+  for (const auto& p : record.conv) conv_dtypes.insert(p.shape.dtype);
+  std::erase_if(out.gemm, [&](const GemmPoint& p) { return gemm_dtypes.contains(p.shape.dtype); });
+  std::erase_if(out.conv, [&](const ConvPoint& p) { return conv_dtypes.contains(p.shape.dtype); });
+  out.gemm.insert(out.gemm.end(), record.gemm.begin(), record.gemm.end());
+  out.conv.insert(out.conv.end(), record.conv.begin(), record.conv.end());
+  // The peak is the best GEMM measured; for the runtime that is the best of its own kernels,
+  // never the library's it does not call.
+  for (const auto dtype : gemm_dtypes) {
+    double best = 0;
+    for (const auto& p : record.gemm)
+      if (p.shape.dtype == dtype) best = std::max(best, p.flops_per_s);
+    out.peaks.flops_per_s[std::string(to_string(dtype))] = best;
+  }
+  return out;
+}
+
+std::vector<std::string> apply_runtime(const RuntimeRecord& record, const std::string& key, Options& options) {
+  std::vector<std::string> notes;
+  const DType dtype = options.dtype;
+  if (std::find(record.dtypes.begin(), record.dtypes.end(), dtype) == record.dtypes.end()) {
+    std::vector<std::string> names;
+    for (const auto d : record.dtypes) names.emplace_back(to_string(d));
+    notes.push_back(fmt::format("--runtime {}: calibrated for {}, not {}: only its figures for every dtype apply",
+                                key, fmt::join(names, ", "), to_string(dtype)));
+  }
+  options.op_overhead_s = record.op_s;
+
+  // A kind's cost for this dtype wins over its cost for every dtype.
+  OwnRates kind_overheads;
+  for (const auto& c : record.kind_op_s)
+    if (!c.dtype) kind_overheads.emplace_back(c.kind, c.op_s);
+  OwnRates of_dtype;
+  for (const auto& c : record.kind_op_s)
+    if (c.dtype == dtype) of_dtype.emplace_back(c.kind, c.op_s);
+  override_rates(kind_overheads, of_dtype);
+  options.kind_overheads = std::move(kind_overheads);
+
+  options.own_rates.clear();
+  for (const auto& k : record.own_kernels)
+    if (k.dtype == dtype) options.own_rates.emplace_back(k.kind, k.elements_per_s);
+
+  if (record.layout) {
+    BlockedLayout layout;
+    layout.ops = record.layout->blocked_ops;
+    layout.to_plain_copies = record.layout->to_plain_copies;
+    layout.to_blocked_copies = record.layout->to_blocked_copies;
+    layout.expand_broadcast = record.layout->expand_broadcast;
+    layout.group_reorder_widths = record.layout->group_reorder_widths;
+    options.blocked_layout = std::move(layout);
+  } else {
+    options.blocked_layout.reset();
+  }
+  options.conv_layout = record.conv_layout;
+  options.linears_as_convolutions = record.linears_as_convolutions;
+  options.in_place_ops = record.in_place;
+  return notes;
+}
+
+void override_rates(OwnRates& base, const OwnRates& given) {
+  for (const auto& [kind, value] : given) {
+    const auto it = std::find_if(base.begin(), base.end(), [&](const auto& r) { return r.first == kind; });
+    if (it != base.end()) {
+      it->second = value;
+    } else {
+      base.emplace_back(kind, value);
+    }
+  }
+}
+
+}  // namespace truepeak::estimate
