@@ -58,15 +58,15 @@ def prepare(module, example_inputs, dtype=None):
     return run
 
 
-def start_layout_probe():
+def start_layout_probe(threads):
     """The layout probe as a child process with ONEDNN_VERBOSE=1 (oneDNN reads it once, when
-    torch loads); it builds and runs its nets while this process builds its own. It times
-    nothing, so it runs on one thread: graph rewrites and reorders do not depend on the thread
-    count, and one thread never waits at a barrier for a core that others hold."""
+    torch loads); it builds and runs its nets while this process builds its own. It runs on the
+    runtime's threads: oneDNN may choose an implementation, and with it a layout, by the
+    thread count."""
     package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, ONEDNN_VERBOSE="1", DNNL_VERBOSE="1",
                PYTHONPATH=os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p))
-    return subprocess.Popen([sys.executable, "-m", "runtimes.torch_layout", "--threads", "1"], env=env,
+    return subprocess.Popen([sys.executable, "-m", "runtimes.torch_layout", "--threads", str(threads)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -164,11 +164,9 @@ def calibrate(options):
     torch = torch_common.require_torch(RUNTIME, MINIMUM_TORCH)
     torch.manual_seed(harness.SEED)
     progress, budget = options.progress, options.budget
-    # The layout probe runs while this process builds its chains, both on one thread; timing
-    # starts once it is done, on every thread asked for (oneDNN's primitive cache keys a
-    # primitive by the thread count it was made for, so none made while building is reused).
-    torch_common.set_threads(torch, 1)
-    child = start_layout_probe()
+    torch_common.set_threads(torch, options.threads)
+    # The layout probe runs while this process builds its chains; timing starts once it is done.
+    child = start_layout_probe(options.threads)
     try:
         candidates = [k for k in torch_common.elementwise_modules() if not options.quick or k in QUICK_KINDS]
         links = grids.chain_links(options.quick)
@@ -178,7 +176,6 @@ def calibrate(options):
     finally:
         if child.poll() is None:
             child.kill()
-    torch_common.set_threads(torch, options.threads)
     progress(f"layout: {len(layout['blocked_ops'])} kinds blocked, copies {layout['to_plain_copies']}/"
              f"{layout['to_blocked_copies']}, group widths {layout['group_reorder_widths']}")
     # An elementwise op that runs plain pays its layout changes (charged by the layout rules) and
