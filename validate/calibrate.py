@@ -2,6 +2,7 @@
 model runs, so the profile the estimates read is the one the tool wrote."""
 import datetime
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -25,12 +26,14 @@ def calibrate_command(truepeak, profile, runtimes, add_to=False, python=None, qu
 
 def run_calibration(cmd):
     """Runs the calibration (its progress on stderr as it goes); returns what ran, when and how
-    long, for the report. A failed calibration ends the validation with its status."""
-    print("validate: calibrating: " + " ".join(cmd), file=sys.stderr, flush=True)
+    long, for the report. A failed calibration ends the validation with its status, before any
+    model runs."""
+    print("validate: calibrating: " + shlex.join(cmd), file=sys.stderr, flush=True)
     start = time.monotonic()
     done = subprocess.run(cmd, stdout=sys.stderr)
     if done.returncode != 0:
-        print(f"validate: --calibrate: truepeak calibrate exited with status {done.returncode}", file=sys.stderr)
+        if done.returncode != 2:  # a refusal (2) is already one line of truepeak's
+            print(f"validate: --calibrate: truepeak calibrate exited with status {done.returncode}", file=sys.stderr)
         sys.exit(done.returncode)
-    return {"command": " ".join(cmd), "seconds": round(time.monotonic() - start, 1),
+    return {"command": shlex.join(cmd), "seconds": round(time.monotonic() - start, 1),
             "ended_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}

@@ -193,6 +193,15 @@ class CalibrateTest(Fixture):
         self.assertTrue(os.path.exists(os.path.join(self.out, "validation-public-torch-jit.md")))
 
 
+    def test_a_failed_calibration_ends_it_before_any_model(self):
+        for status in (1, 2):
+            rc, _, err = self.validate("--profile", self.profile, "--calibrate-runtimes",
+                                       env={"FAKE_CALIBRATE_STATUS": str(status)})
+            self.assertEqual(rc, status, err)
+            self.assertEqual(self.entries("python"), [])
+            self.assertEqual(err.count("validate: --calibrate"), 1 if status == 1 else 0, err)
+
+
 class UsageTest(Fixture):
     def refused(self, *args, env=None, says=None):
         rc, out, err = self.validate(*args, env=env)

@@ -22,6 +22,9 @@ if argv[0] == "estimate":
     print("truepeak: " + model + ": a warning", file=sys.stderr)
     print(json.dumps({"latency_s": 0.011 * batch, "naive_latency_s": 0.005 * batch, "batch": batch}))
 elif argv[0] == "calibrate":
+    if os.environ.get("FAKE_CALIBRATE_STATUS"):
+        print("truepeak: calibrate failed", file=sys.stderr)
+        sys.exit(int(os.environ["FAKE_CALIBRATE_STATUS"]))
     path = opt("--out") or opt("--add-to")
     keys = opt("--runtime").split(",")
     doc = json.load(open(path)) if "--add-to" in argv else {"created_utc": "2030-01-01T00:00:00Z",
