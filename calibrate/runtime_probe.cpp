@@ -10,6 +10,9 @@
 #include <sys/prctl.h>
 #endif
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -18,9 +21,6 @@
 #include <cstring>
 #include <filesystem>
 #include <thread>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "core/error.hpp"
 #include "core/schema_check.hpp"
@@ -49,14 +49,17 @@ bool is_executable_file(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
 }
 
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 // The last line with text, as a terminal shows it: a carriage return starts the line anew.
 std::string last_line(const std::string& text) {
   std::string last, current;
   const auto keep = [&] {
     const auto first = current.find_first_not_of(" \t");
-    if (first != std::string::npos) last = current.substr(first, current.find_last_not_of(" \t") - first + 1);
+    if (first != std::string::npos)
+      last = current.substr(first, current.find_last_not_of(" \t") - first + 1);
     current.clear();
   };
   for (const char c : text) {
@@ -75,15 +78,17 @@ void close_fd(int& fd) {
   fd = -1;
 }
 
-std::string shell_words(const std::vector<std::string>& argv) { return fmt::format("{}", fmt::join(argv, " ")); }
+std::string shell_words(const std::vector<std::string>& argv) {
+  return fmt::format("{}", fmt::join(argv, " "));
+}
 
 }  // namespace
 
 // ---- which runtimes ------------------------------------------------------------------------
 
 const std::vector<std::string>& runtime_names() {
-  static const std::vector<std::string> names = {"torch-jit", "torch-eager", "torch-compile", "torch-cudagraph",
-                                                 "onnxruntime"};
+  static const std::vector<std::string> names = {"torch-jit", "torch-eager", "torch-compile",
+                                                 "torch-cudagraph", "onnxruntime"};
   return names;
 }
 
@@ -92,18 +97,23 @@ std::vector<RuntimeRequest> parse_runtime_list(const std::string& text) {
   std::size_t start = 0;
   while (start <= text.size()) {
     const auto comma = text.find(',', start);
-    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    const std::string item =
+        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     start = comma == std::string::npos ? text.size() + 1 : comma + 1;
     const auto colon = item.find(':');
-    RuntimeRequest r{item.substr(0, colon), colon == std::string::npos ? "" : item.substr(colon + 1)};
+    RuntimeRequest r{item.substr(0, colon),
+                     colon == std::string::npos ? "" : item.substr(colon + 1)};
     const auto& names = runtime_names();
     if (std::find(names.begin(), names.end(), r.name) == names.end())
-      throw InputError(fmt::format("--runtime {}: unknown runtime (runtimes: {})", item, fmt::join(names, ", ")));
+      throw InputError(fmt::format("--runtime {}: unknown runtime (runtimes: {})", item,
+                                   fmt::join(names, ", ")));
     const bool label_ok = std::all_of(r.label.begin(), r.label.end(), [](char c) {
-      return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '+' || c == '-';
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '+' ||
+             c == '-';
     });
     if (colon != std::string::npos && (r.label.empty() || !label_ok))
-      throw InputError(fmt::format("--runtime {}: a label is letters, digits and _ . + - (e.g. {}:v2)", item, r.name));
+      throw InputError(fmt::format(
+          "--runtime {}: a label is letters, digits and _ . + - (e.g. {}:v2)", item, r.name));
     if (std::any_of(out.begin(), out.end(), [&](const auto& o) { return o.key() == r.key(); }))
       throw InputError(fmt::format("--runtime {}: {} is given twice", text, r.key()));
     out.push_back(std::move(r));
@@ -131,7 +141,8 @@ std::string runtimes_python_path() {
   const fs::path dir(env);
   std::error_code ec;
   // Named as the package folder itself, its parent is what Python searches.
-  if (!fs::is_directory(dir / "runtimes", ec) && dir.filename() == "runtimes") return dir.parent_path().string();
+  if (!fs::is_directory(dir / "runtimes", ec) && dir.filename() == "runtimes")
+    return dir.parent_path().string();
   return dir.string();
 }
 
@@ -139,13 +150,14 @@ void check_runtimes_package(const std::string& python_path) {
   std::error_code ec;
   const fs::path package = fs::path(python_path) / "runtimes";
   if (!fs::is_regular_file(package / "__main__.py", ec))
-    throw InputError(fmt::format(
-        "--runtime: the runtime probes are not at {} (no __main__.py); set TRUEPEAK_RUNTIMES_DIR to the folder "
-        "that holds runtimes/",
-        package.string()));
+    throw InputError(
+        fmt::format("--runtime: the runtime probes are not at {} (no __main__.py); set "
+                    "TRUEPEAK_RUNTIMES_DIR to the folder that holds runtimes/",
+                    package.string()));
 }
 
-std::string choose_python(const std::string& given, const std::string& runtime, const std::string& source_dir) {
+std::string choose_python(const std::string& given, const std::string& runtime,
+                          const std::string& source_dir) {
   if (!given.empty()) {
     std::string path = given;
     if (given.find('/') == std::string::npos) {
@@ -154,7 +166,8 @@ std::string choose_python(const std::string& given, const std::string& runtime, 
       std::string dirs = env_path ? env_path : "";
       for (std::size_t start = 0; start <= dirs.size();) {
         const auto colon = dirs.find(':', start);
-        const std::string dir = dirs.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+        const std::string dir =
+            dirs.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
         start = colon == std::string::npos ? dirs.size() + 1 : colon + 1;
         const std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + given;
         if (is_executable_file(candidate)) {
@@ -164,7 +177,8 @@ std::string choose_python(const std::string& given, const std::string& runtime, 
       }
       if (path.empty()) throw InputError(fmt::format("--python {}: not found on PATH", given));
     }
-    if (!is_executable_file(path)) throw InputError(fmt::format("--python {}: not an executable file", given));
+    if (!is_executable_file(path))
+      throw InputError(fmt::format("--python {}: not an executable file", given));
     return path;
   }
   const std::string venv = source_dir + "/.venv/bin/python";
@@ -173,18 +187,21 @@ std::string choose_python(const std::string& given, const std::string& runtime, 
     check.argv = {venv, "-c", "import " + runtime_framework_module(runtime)};
     for (char** e = environ; e && *e; ++e) check.env.emplace_back(*e);
     check.timeout_s = kImportCheck_s;
-    if (const auto r = run_child(check); r.end == ChildResult::End::exited && r.exit_status == 0) return venv;
+    if (const auto r = run_child(check); r.end == ChildResult::End::exited && r.exit_status == 0)
+      return venv;
   }
   const std::string system = "/usr/bin/python3";
   if (!is_executable_file(system))
-    throw InputError(fmt::format("--runtime {}: no Python interpreter ({} does not exist): give --python PATH", runtime,
-                                 system));
+    throw InputError(
+        fmt::format("--runtime {}: no Python interpreter ({} does not exist): give --python PATH",
+                    runtime, system));
   return system;
 }
 
 // ---- the child process ---------------------------------------------------------------------
 
-std::vector<std::string> environment_with(const std::string& name, const std::string& value, bool prepend) {
+std::vector<std::string> environment_with(const std::string& name, const std::string& value,
+                                          bool prepend) {
   std::vector<std::string> env;
   std::string old;
   bool had = false;
@@ -222,7 +239,8 @@ ChildResult run_child(const ChildSpec& spec) {
   if (null_fd < 0 || ::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0 ||
       ::pipe2(exec_pipe, O_CLOEXEC) != 0) {
     result.error = fmt::format("cannot create pipes: {}", std::strerror(errno));
-    for (int* fd : {&out_pipe[0], &out_pipe[1], &err_pipe[0], &err_pipe[1], &exec_pipe[0], &exec_pipe[1]})
+    for (int* fd :
+         {&out_pipe[0], &out_pipe[1], &err_pipe[0], &err_pipe[1], &exec_pipe[0], &exec_pipe[1]})
       if (*fd >= 0) ::close(*fd);
     if (null_fd >= 0) ::close(null_fd);
     return result;
@@ -286,7 +304,8 @@ ChildResult run_child(const ChildSpec& spec) {
   char buffer[65536];
   while (!reaped || out_fd >= 0 || err_fd >= 0) {
     if (spec.stop && spec.stop->load()) stop_group(ChildResult::End::stopped);
-    if (spec.timeout_s > 0 && seconds_since(start) > spec.timeout_s) stop_group(ChildResult::End::timed_out);
+    if (spec.timeout_s > 0 && seconds_since(start) > spec.timeout_s)
+      stop_group(ChildResult::End::timed_out);
     if (term_sent && !killed && seconds_since(*term_sent) > kTermGrace_s) {
       ::kill(-pid, SIGKILL);
       killed = true;
@@ -309,8 +328,10 @@ ChildResult run_child(const ChildSpec& spec) {
       const ssize_t count = ::read(fds[i].fd, buffer, sizeof buffer);
       if (count < 0 && errno == EINTR) continue;
       if (count <= 0) {
-        if (fds[i].fd == out_fd) close_fd(out_fd);
-        else close_fd(err_fd);
+        if (fds[i].fd == out_fd)
+          close_fd(out_fd);
+        else
+          close_fd(err_fd);
         continue;
       }
       const std::string_view chunk(buffer, static_cast<std::size_t>(count));
@@ -364,8 +385,9 @@ ProbeOutcome run_runtime_probe(const RuntimeRequest& request, const RuntimeProbe
     return outcome;
   };
   ChildSpec spec;
-  spec.argv = {options.python, "-m", "runtimes", "--runtime", request.name, "--device", options.device_id,
-               "--threads", std::to_string(options.threads)};
+  spec.argv = {options.python,    "-m",         "runtimes",
+               "--runtime",       request.name, "--device",
+               options.device_id, "--threads",  std::to_string(options.threads)};
   if (options.quick) spec.argv.push_back("--quick");
   spec.env = environment_with("PYTHONPATH", options.python_path, true);
   spec.timeout_s = options.timeout_s;
@@ -381,38 +403,47 @@ ProbeOutcome run_runtime_probe(const RuntimeRequest& request, const RuntimeProbe
     case End::stopped:
       return fail(Status::interrupted, "interrupted");
     case End::timed_out:
-      return fail(Status::failed, fmt::format("the probes did not finish in {:g} s and were stopped ({})",
-                                              options.timeout_s, shell_words(spec.argv)));
+      return fail(Status::failed,
+                  fmt::format("the probes did not finish in {:g} s and were stopped ({})",
+                              options.timeout_s, shell_words(spec.argv)));
     case End::output_too_large:
-      return fail(Status::failed, fmt::format("the probes printed more than {} bytes on stdout; a record is "
-                                              "one JSON document",
-                                              options.max_output_bytes));
+      return fail(Status::failed,
+                  fmt::format("the probes printed more than {} bytes on stdout; a record is "
+                              "one JSON document",
+                              options.max_output_bytes));
     case End::signalled:
-      return fail(Status::failed, fmt::format("the probes were killed by signal {} ({}){}", child.signal,
-                                              ::strsignal(child.signal), said));
+      return fail(Status::failed, fmt::format("the probes were killed by signal {} ({}){}",
+                                              child.signal, ::strsignal(child.signal), said));
     case End::exited:
       break;
   }
   // Exit 3: the framework is missing or too old; its last line says which and how to install it.
   if (child.exit_status == 3)
-    return fail(Status::framework_missing,
-                child.last_stderr_line.empty() ? "the framework is missing or too old" : child.last_stderr_line);
+    return fail(Status::framework_missing, child.last_stderr_line.empty()
+                                               ? "the framework is missing or too old"
+                                               : child.last_stderr_line);
   if (child.exit_status != 0)
-    return fail(Status::failed, fmt::format("the probes exited with status {}{}", child.exit_status, said));
+    return fail(Status::failed,
+                fmt::format("the probes exited with status {}{}", child.exit_status, said));
 
   json doc;
   try {
     doc = json::parse(child.out);
   } catch (const json::parse_error& e) {
     const std::string what = e.what();
-    return fail(Status::failed, fmt::format("the probes' output is not a JSON record (byte {}: {})", e.byte,
-                                            what.substr(what.find(':') == std::string::npos ? 0 : what.find(':') + 2)));
+    return fail(
+        Status::failed,
+        fmt::format("the probes' output is not a JSON record (byte {}: {})", e.byte,
+                    what.substr(what.find(':') == std::string::npos ? 0 : what.find(':') + 2)));
   }
-  if (!doc.is_object()) return fail(Status::failed, "the probes' output is not a JSON object (a runtime record)");
+  if (!doc.is_object())
+    return fail(Status::failed, "the probes' output is not a JSON object (a runtime record)");
   doc["python"] = options.python;
   if (const auto errors = validate_runtime_record_json(doc); !errors.empty()) {
-    const auto more = errors.size() > 1 ? fmt::format(" (and {} more)", errors.size() - 1) : std::string();
-    return fail(Status::failed, fmt::format("the record fails the profile schema: {}{}", errors.front(), more));
+    const auto more =
+        errors.size() > 1 ? fmt::format(" (and {} more)", errors.size() - 1) : std::string();
+    return fail(Status::failed,
+                fmt::format("the record fails the profile schema: {}{}", errors.front(), more));
   }
   RuntimeRecord record;
   try {
@@ -448,8 +479,8 @@ std::vector<PlannedProbe> plan_runtime_probes(const std::vector<RuntimeRequest>&
       any = true;
     }
     if (!any)
-      throw InputError(fmt::format("--runtime {}: runs on {} only, and the devices here are: {}", r.key(),
-                                   fmt::join(kinds, " or "), fmt::join(device_ids, ", ")));
+      throw InputError(fmt::format("--runtime {}: runs on {} only, and the devices here are: {}",
+                                   r.key(), fmt::join(kinds, " or "), fmt::join(device_ids, ", ")));
   }
   return plan;
 }
@@ -465,7 +496,8 @@ RuntimeRunSummary run_runtime_probes(Profile& profile, const std::vector<Planned
     auto it = std::find_if(profile.devices.begin(), profile.devices.end(),
                            [&](const Device& d) { return d.id == p.device_id; });
     if (it == profile.devices.end()) {
-      summary.failures.push_back(fmt::format("--runtime {}: the profile has no device {}", p.request.key(), p.device_id));
+      summary.failures.push_back(
+          fmt::format("--runtime {}: the profile has no device {}", p.request.key(), p.device_id));
       summary.framework_missing_only = false;
       continue;
     }
@@ -486,8 +518,8 @@ RuntimeRunSummary run_runtime_probes(Profile& profile, const std::vector<Planned
     o.stop = options.stop;
     o.on_stderr = options.on_stderr;
     if (options.progress)
-      options.progress(fmt::format("[{}] runtime {}: {} -m runtimes ({} threads)", p.device_id, p.request.key(),
-                                   p.python, threads));
+      options.progress(fmt::format("[{}] runtime {}: {} -m runtimes ({} threads)", p.device_id,
+                                   p.request.key(), p.python, threads));
     const auto start = Clock::now();
     auto outcome = run_runtime_probe(p.request, o);
     using Status = ProbeOutcome::Status;
@@ -498,13 +530,15 @@ RuntimeRunSummary run_runtime_probes(Profile& profile, const std::vector<Planned
     if (outcome.status != Status::measured) {
       if (options.progress) options.progress("truepeak: " + outcome.message);
       summary.failures.push_back(outcome.message);
-      summary.framework_missing_only = summary.framework_missing_only && outcome.status == Status::framework_missing;
+      summary.framework_missing_only =
+          summary.framework_missing_only && outcome.status == Status::framework_missing;
       continue;
     }
     if (options.progress) {
-      options.progress(fmt::format("[{}] runtime {}: measured in {:.1f} s{}", p.device_id, p.request.key(),
-                                   seconds_since(start),
-                                   device.runtimes.contains(p.request.key()) ? " (replaces the earlier record)" : ""));
+      options.progress(fmt::format(
+          "[{}] runtime {}: measured in {:.1f} s{}", p.device_id, p.request.key(),
+          seconds_since(start),
+          device.runtimes.contains(p.request.key()) ? " (replaces the earlier record)" : ""));
     }
     device.runtimes[p.request.key()] = std::move(*outcome.record);
     summary.measured.push_back(fmt::format("{} on {}", p.request.key(), p.device_id));

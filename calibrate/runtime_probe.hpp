@@ -43,8 +43,9 @@ std::string runtime_framework_module(const std::string& name);
 // .venv/).
 std::string truepeak_source_dir();
 
-// The folder that goes on PYTHONPATH, the one holding the `runtimes` package: $TRUEPEAK_RUNTIMES_DIR
-// (the package's parent, or the package folder itself), else the source tree.
+// The folder that goes on PYTHONPATH, the one holding the `runtimes` package:
+// $TRUEPEAK_RUNTIMES_DIR (the package's parent, or the package folder itself), else the source
+// tree.
 std::string runtimes_python_path();
 
 // Throws InputError when `python_path` holds no `runtimes` package.
@@ -53,7 +54,8 @@ void check_runtimes_package(const std::string& python_path);
 // The interpreter for `runtime`: `given` (searched on PATH when it has no '/'), else
 // `source_dir`/.venv/bin/python where it imports the runtime's framework, else /usr/bin/python3.
 // Throws InputError when `given` (or, without it, /usr/bin/python3) is not an executable file.
-std::string choose_python(const std::string& given, const std::string& runtime, const std::string& source_dir);
+std::string choose_python(const std::string& given, const std::string& runtime,
+                          const std::string& source_dir);
 
 // ---- the child process ---------------------------------------------------------------------
 
@@ -84,7 +86,8 @@ struct ChildResult {
 ChildResult run_child(const ChildSpec& spec);
 
 // The current environment with NAME set to `value` (or `value`:old value with `prepend`).
-std::vector<std::string> environment_with(const std::string& name, const std::string& value, bool prepend);
+std::vector<std::string> environment_with(const std::string& name, const std::string& value,
+                                          bool prepend);
 
 // ---- one probe -----------------------------------------------------------------------------
 
@@ -137,8 +140,8 @@ struct RuntimeRunOptions {
 };
 
 struct RuntimeRunSummary {
-  std::vector<std::string> measured;  // "torch-jit on cpu"
-  std::vector<std::string> failures;  // one line each
+  std::vector<std::string> measured;   // "torch-jit on cpu"
+  std::vector<std::string> failures;   // one line each
   bool framework_missing_only = true;  // every failure was a missing or too old framework
   bool interrupted = false;
 };

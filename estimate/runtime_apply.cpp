@@ -10,13 +10,16 @@
 
 namespace truepeak::estimate {
 
-const RuntimeRecord& find_runtime(const Device& device, const std::string& key, const std::string& profile_file) {
+const RuntimeRecord& find_runtime(const Device& device, const std::string& key,
+                                  const std::string& profile_file) {
   if (const auto it = device.runtimes.find(key); it != device.runtimes.end()) return it->second;
   std::vector<std::string> keys;
   for (const auto& [k, record] : device.runtimes) keys.push_back(k);
-  const std::string has = keys.empty() ? "it has none" : fmt::format("it has: {}", fmt::join(keys, ", "));
-  throw InputError(fmt::format("--runtime {}: not in {} ({}); add it with 'truepeak calibrate --runtime {} --add-to {}'",
-                               key, profile_file, has, key, profile_file));
+  const std::string has =
+      keys.empty() ? "it has none" : fmt::format("it has: {}", fmt::join(keys, ", "));
+  throw InputError(fmt::format(
+      "--runtime {}: not in {} ({}); add it with 'truepeak calibrate --runtime {} --add-to {}'",
+      key, profile_file, has, key, profile_file));
 }
 
 Device runtime_device(const Device& device, const RuntimeRecord& record) {
@@ -44,14 +47,16 @@ Device runtime_device(const Device& device, const RuntimeRecord& record) {
   return out;
 }
 
-std::vector<std::string> apply_runtime(const RuntimeRecord& record, const std::string& key, Options& options) {
+std::vector<std::string> apply_runtime(const RuntimeRecord& record, const std::string& key,
+                                       Options& options) {
   std::vector<std::string> notes;
   const DType dtype = options.dtype;
   if (std::find(record.dtypes.begin(), record.dtypes.end(), dtype) == record.dtypes.end()) {
     std::vector<std::string> names;
     for (const auto d : record.dtypes) names.emplace_back(to_string(d));
-    notes.push_back(fmt::format("--runtime {}: calibrated for {}, not {}: only its figures for every dtype apply",
-                                key, fmt::join(names, ", "), to_string(dtype)));
+    notes.push_back(fmt::format(
+        "--runtime {}: calibrated for {}, not {}: only its figures for every dtype apply", key,
+        fmt::join(names, ", "), to_string(dtype)));
   }
   options.op_overhead_s = record.op_s;
 
@@ -88,7 +93,8 @@ std::vector<std::string> apply_runtime(const RuntimeRecord& record, const std::s
 
 void override_rates(OwnRates& base, const OwnRates& given) {
   for (const auto& [kind, value] : given) {
-    const auto it = std::find_if(base.begin(), base.end(), [&](const auto& r) { return r.first == kind; });
+    const auto it =
+        std::find_if(base.begin(), base.end(), [&](const auto& r) { return r.first == kind; });
     if (it != base.end()) {
       it->second = value;
     } else {

@@ -12,7 +12,8 @@ namespace truepeak::estimate {
 
 // The record `key` of `device`. Throws InputError naming the keys the device has and the
 // command that adds the missing one to `profile_file`.
-const RuntimeRecord& find_runtime(const Device& device, const std::string& key, const std::string& profile_file);
+const RuntimeRecord& find_runtime(const Device& device, const std::string& key,
+                                  const std::string& profile_file);
 
 // The device as the runtime sees it: each memory level the record measured (by name) at the
 // record's bandwidth, the others as they are; for each dtype the record has GEMM (convolution)
@@ -23,7 +24,8 @@ Device runtime_device(const Device& device, const RuntimeRecord& record);
 // that dtype or of every dtype; a dtype's own entry wins), own_rates (own_kernels of that dtype),
 // blocked_layout (layout), conv_layout, linears_as_convolutions, in_place_ops (in_place).
 // Returns notes for the user (a dtype the runtime was not calibrated for).
-std::vector<std::string> apply_runtime(const RuntimeRecord& record, const std::string& key, Options& options);
+std::vector<std::string> apply_runtime(const RuntimeRecord& record, const std::string& key,
+                                       Options& options);
 
 // `base` with each kind of `given` set to its value there (added where `base` lacks it).
 void override_rates(OwnRates& base, const OwnRates& given);

@@ -1,5 +1,7 @@
 // calibrate --runtime: the runtime list, the child-process runner and one probe's outcomes, with
 // a fake interpreter (tests/data/runtimes/fake_python.sh) standing in for Python and the probes.
+#include "calibrate/runtime_probe.hpp"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -11,7 +13,6 @@
 #include <string>
 #include <thread>
 
-#include "calibrate/runtime_probe.hpp"
 #include "core/error.hpp"
 
 namespace truepeak {
@@ -59,12 +60,15 @@ TEST(RuntimeList, ParsesNamesAndLabels) {
 
 TEST(RuntimeList, BadItemsAreOneLineNamingWhatIsKnown) {
   EXPECT_EQ(message_of([] { parse_runtime_list("torch-jit,bogus"); }),
-            "--runtime bogus: unknown runtime (runtimes: torch-jit, torch-eager, torch-compile, torch-cudagraph, "
+            "--runtime bogus: unknown runtime (runtimes: torch-jit, torch-eager, torch-compile, "
+            "torch-cudagraph, "
             "onnxruntime)");
   EXPECT_EQ(message_of([] { parse_runtime_list("torch-jit,torch-jit"); }),
             "--runtime torch-jit,torch-jit: torch-jit is given twice");
-  EXPECT_NE(message_of([] { parse_runtime_list("torch-jit:"); }).find("a label is"), std::string::npos);
-  EXPECT_NE(message_of([] { parse_runtime_list("torch-jit:a b"); }).find("a label is"), std::string::npos);
+  EXPECT_NE(message_of([] { parse_runtime_list("torch-jit:"); }).find("a label is"),
+            std::string::npos);
+  EXPECT_NE(message_of([] { parse_runtime_list("torch-jit:a b"); }).find("a label is"),
+            std::string::npos);
   EXPECT_NE(message_of([] { parse_runtime_list(""); }).find("unknown runtime"), std::string::npos);
 }
 
@@ -73,11 +77,13 @@ TEST(RuntimeList, DevicesAndFrameworks) {
   EXPECT_EQ(runtime_device_kinds("onnxruntime"), std::vector<std::string>{"cpu"});
   EXPECT_EQ(runtime_framework_module("torch-compile"), "torch");
   EXPECT_EQ(runtime_framework_module("onnxruntime"), "onnxruntime");
-  const auto plan = plan_runtime_probes(parse_runtime_list("torch-eager"), {"cpu", "cuda:0"}, kFake);
+  const auto plan =
+      plan_runtime_probes(parse_runtime_list("torch-eager"), {"cpu", "cuda:0"}, kFake);
   ASSERT_EQ(plan.size(), 2u);
   EXPECT_EQ(plan[1].device_id, "cuda:0");
   EXPECT_EQ(plan[1].python, kFake);
-  EXPECT_EQ(message_of([] { plan_runtime_probes(parse_runtime_list("torch-cudagraph"), {"cpu"}, kFake); }),
+  EXPECT_EQ(message_of(
+                [] { plan_runtime_probes(parse_runtime_list("torch-cudagraph"), {"cpu"}, kFake); }),
             "--runtime torch-cudagraph: runs on gpu only, and the devices here are: cpu");
 }
 
@@ -93,7 +99,8 @@ TEST(ChoosePython, GivenPathMustBeAnExecutable) {
 
 TEST(ChoosePython, ProjectVenvWhereItImportsTheFramework) {
   if (::access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/python3";
-  const fs::path source = fs::temp_directory_path() / ("truepeak_venv_test_" + std::to_string(::getpid()));
+  const fs::path source =
+      fs::temp_directory_path() / ("truepeak_venv_test_" + std::to_string(::getpid()));
   fs::create_directories(source / ".venv" / "bin");
   const fs::path python = source / ".venv" / "bin" / "python";
   const auto write_python = [&](const std::string& body) {
@@ -171,7 +178,8 @@ TEST_F(FakeProbe, RecordIsReadCheckedAndNamesItsInterpreter) {
   EXPECT_EQ(r.python, kFake);
   EXPECT_DOUBLE_EQ(r.op_s, 9.4e-6);
   // The command line of docs/runtimes.md, with the probes' folder first on PYTHONPATH.
-  EXPECT_EQ(r.settings.at("argv"), "-m runtimes --runtime torch-jit --device cpu --threads 3 --quick");
+  EXPECT_EQ(r.settings.at("argv"),
+            "-m runtimes --runtime torch-jit --device cpu --threads 3 --quick");
   EXPECT_EQ(r.settings.at("pythonpath").get<std::string>().rfind("/opt/truepeak-src", 0), 0u);
   EXPECT_NE(progress.find("fake probes: done"), std::string::npos);
 }
@@ -180,14 +188,17 @@ TEST_F(FakeProbe, MissingFrameworkIsItsLastStderrLine) {
   mode("missing");
   const auto outcome = run_runtime_probe({"torch-jit", ""}, options());
   EXPECT_EQ(outcome.status, Status::framework_missing);
-  EXPECT_EQ(outcome.message, "--runtime torch-jit on cpu: torch is not installed here: pip install 'torch>=2'");
+  EXPECT_EQ(outcome.message,
+            "--runtime torch-jit on cpu: torch is not installed here: pip install 'torch>=2'");
 }
 
 TEST_F(FakeProbe, GarbageOutputFails) {
   mode("garbage");
   const auto outcome = run_runtime_probe({"torch-jit", "v2"}, options());
   EXPECT_EQ(outcome.status, Status::failed);
-  EXPECT_EQ(outcome.message.rfind("--runtime torch-jit:v2 on cpu: the probes' output is not a JSON record", 0), 0u)
+  EXPECT_EQ(outcome.message.rfind(
+                "--runtime torch-jit:v2 on cpu: the probes' output is not a JSON record", 0),
+            0u)
       << outcome.message;
 }
 
@@ -196,14 +207,16 @@ TEST_F(FakeProbe, RecordFailingTheSchemaFails) {
   const auto outcome = run_runtime_probe({"torch-jit", ""}, options());
   EXPECT_EQ(outcome.status, Status::failed);
   EXPECT_EQ(outcome.message,
-            "--runtime torch-jit on cpu: the record fails the profile schema: /op_s: -1 is less than the minimum 0");
+            "--runtime torch-jit on cpu: the record fails the profile schema: /op_s: -1 is less "
+            "than the minimum 0");
 }
 
 TEST_F(FakeProbe, OtherExitStatusFailsWithItsLastLine) {
   mode("fail");
   const auto outcome = run_runtime_probe({"torch-jit", ""}, options());
   EXPECT_EQ(outcome.status, Status::failed);
-  EXPECT_EQ(outcome.message, "--runtime torch-jit on cpu: the probes exited with status 1: RuntimeError: boom");
+  EXPECT_EQ(outcome.message,
+            "--runtime torch-jit on cpu: the probes exited with status 1: RuntimeError: boom");
 }
 
 TEST_F(FakeProbe, TimeoutStopsTheProbes) {
@@ -213,8 +226,10 @@ TEST_F(FakeProbe, TimeoutStopsTheProbes) {
   const auto start = std::chrono::steady_clock::now();
   const auto outcome = run_runtime_probe({"torch-jit", ""}, o);
   EXPECT_EQ(outcome.status, Status::failed);
-  EXPECT_EQ(outcome.message.rfind("--runtime torch-jit on cpu: the probes did not finish in 0.5 s and were stopped (", 0),
-            0u)
+  EXPECT_EQ(
+      outcome.message.rfind(
+          "--runtime torch-jit on cpu: the probes did not finish in 0.5 s and were stopped (", 0),
+      0u)
       << outcome.message;
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
 }

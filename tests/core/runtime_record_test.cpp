@@ -30,7 +30,8 @@ std::string read_text(const fs::path& path) {
 }
 
 json record_fixture() {
-  return json::parse(read_text(fs::path(TRUEPEAK_TEST_DATA_DIR) / "runtimes" / "torch_jit_record.json"));
+  return json::parse(
+      read_text(fs::path(TRUEPEAK_TEST_DATA_DIR) / "runtimes" / "torch_jit_record.json"));
 }
 
 json profile_example() {
@@ -43,13 +44,14 @@ std::string joined(const std::vector<std::string>& errors) {
   return out;
 }
 
-::testing::AssertionResult has_error(const std::vector<std::string>& errors, const std::string& path,
-                                     const std::string& what) {
+::testing::AssertionResult has_error(const std::vector<std::string>& errors,
+                                     const std::string& path, const std::string& what) {
   for (const auto& e : errors) {
-    if (e.rfind(path + ": ", 0) == 0 && e.find(what) != std::string::npos) return ::testing::AssertionSuccess();
+    if (e.rfind(path + ": ", 0) == 0 && e.find(what) != std::string::npos)
+      return ::testing::AssertionSuccess();
   }
-  return ::testing::AssertionFailure() << "no message at " << path << " containing \"" << what
-                                       << "\"; got:" << joined(errors);
+  return ::testing::AssertionFailure()
+         << "no message at " << path << " containing \"" << what << "\"; got:" << joined(errors);
 }
 
 TEST(RuntimeRecord, SchemaVersionIsOneTwelve) { EXPECT_EQ(schema_version_string(), "1.12"); }
@@ -101,7 +103,8 @@ TEST(RuntimeRecord, WriteThenReadKeepsValuesAndUnknownFields) {
   const RuntimeRecord r = runtime_record_from_json(doc, "record.json");
   EXPECT_EQ(r.python, "/usr/bin/python3");
   const json written = to_json(r);
-  EXPECT_TRUE(validate_runtime_record_json(written).empty()) << joined(validate_runtime_record_json(written));
+  EXPECT_TRUE(validate_runtime_record_json(written).empty())
+      << joined(validate_runtime_record_json(written));
   EXPECT_EQ(written.at("from_a_later_minor"), doc.at("from_a_later_minor"));
   EXPECT_EQ(to_json(runtime_record_from_json(written, "again")), written);
   // Every field of the fixture comes back with its value.
@@ -114,7 +117,8 @@ TEST(RuntimeRecord, WriteThenReadKeepsValuesAndUnknownFields) {
 
 TEST(RuntimeRecord, ProfileWithRuntimesRoundTripsAndValidates) {
   json doc = profile_example();
-  doc["devices"][0]["runtimes"] = {{"torch-jit", record_fixture()}, {"torch-jit:old", record_fixture()}};
+  doc["devices"][0]["runtimes"] = {{"torch-jit", record_fixture()},
+                                   {"torch-jit:old", record_fixture()}};
   const auto errors = validate_profile_json(doc);
   ASSERT_TRUE(errors.empty()) << joined(errors);
   const Profile p = profile_from_json(doc, "profile.json");
@@ -161,35 +165,43 @@ TEST_P(BrokenRuntimeRecord, FailsNamingThePath) {
   // Stored under a device, the same record fails the profile's check at its place there.
   json profile = profile_example();
   profile["devices"][0]["runtimes"]["torch-jit"] = doc;
-  EXPECT_TRUE(has_error(validate_profile_json(profile), std::string("/devices/0/runtimes/torch-jit") + b.message_path,
-                        b.message));
+  EXPECT_TRUE(has_error(validate_profile_json(profile),
+                        std::string("/devices/0/runtimes/torch-jit") + b.message_path, b.message));
 }
 
 INSTANTIATE_TEST_SUITE_P(
     RuntimeRecord, BrokenRuntimeRecord,
     ::testing::Values(
-        BrokenRecord{"unknown_runtime", "/runtime", "torch-jitt", false, "/runtime", "is not one of"},
+        BrokenRecord{"unknown_runtime", "/runtime", "torch-jitt", false, "/runtime",
+                     "is not one of"},
         BrokenRecord{"negative_op_s", "/op_s", -1e-6, false, "/op_s", "less than the minimum 0"},
-        BrokenRecord{"op_s_as_string", "/op_s", "9us", false, "/op_s", "expected number, got string"},
-        BrokenRecord{"missing_op_s", "/op_s", nullptr, true, "/op_s", "required property is missing"},
+        BrokenRecord{"op_s_as_string", "/op_s", "9us", false, "/op_s",
+                     "expected number, got string"},
+        BrokenRecord{"missing_op_s", "/op_s", nullptr, true, "/op_s",
+                     "required property is missing"},
         BrokenRecord{"zero_own_rate", "/own_kernels/0/elements_per_s", 0.0, false,
                      "/own_kernels/0/elements_per_s", "must be greater than 0"},
-        BrokenRecord{"bad_kind", "/kind_op_s/0/kind", "Elementwise relu", false, "/kind_op_s/0/kind",
-                     "does not match the pattern"},
+        BrokenRecord{"bad_kind", "/kind_op_s/0/kind", "Elementwise relu", false,
+                     "/kind_op_s/0/kind", "does not match the pattern"},
         BrokenRecord{"bad_dtype", "/dtypes/0", "fp32", false, "/dtypes/0", "is not one of"},
-        BrokenRecord{"no_dtypes", "/dtypes", json::array(), false, "/dtypes", "expected at least 1"},
+        BrokenRecord{"no_dtypes", "/dtypes", json::array(), false, "/dtypes",
+                     "expected at least 1"},
         BrokenRecord{"too_many_copies", "/layout/to_blocked_copies", 9, false, "/layout",
                      "matches none of the anyOf alternatives"},
         BrokenRecord{"zero_memory_rate", "/memory/levels/0/Bps", 0.0, false, "/memory/levels/0/Bps",
                      "must be greater than 0"},
         BrokenRecord{"zero_gemm_rate", "/gemm/0/flops_per_s", 0.0, false, "/gemm/0/flops_per_s",
                      "must be greater than 0"},
-        BrokenRecord{"unknown_conv_layout", "/conv_layout", "hwcn", false, "/conv_layout", "is not one of"},
+        BrokenRecord{"unknown_conv_layout", "/conv_layout", "hwcn", false, "/conv_layout",
+                     "is not one of"},
         BrokenRecord{"in_place_pool", "/in_place/0", "pool:max", false, "/in_place/0",
                      "does not match the pattern"},
         BrokenRecord{"zero_threads", "/threads", 0, false, "/threads", "less than the minimum 1"},
-        BrokenRecord{"bad_device", "/device", "CPU 0", false, "/device", "does not match the pattern"}),
-    [](const ::testing::TestParamInfo<BrokenRecord>& info) { return std::string(info.param.name); });
+        BrokenRecord{"bad_device", "/device", "CPU 0", false, "/device",
+                     "does not match the pattern"}),
+    [](const ::testing::TestParamInfo<BrokenRecord>& info) {
+      return std::string(info.param.name);
+    });
 
 TEST(RuntimeRecord, NonFiniteNumbersAreRejectedAnywhere) {
   json doc = record_fixture();
@@ -203,7 +215,8 @@ TEST(RuntimeRecord, NonFiniteNumbersAreRejectedAnywhere) {
 TEST(RuntimeRecord, ProfileKeyMustNameARuntime) {
   json doc = profile_example();
   doc["devices"][0]["runtimes"] = {{"pytorch", record_fixture()}};
-  EXPECT_TRUE(has_error(validate_profile_json(doc), "/devices/0/runtimes/pytorch", "(property name)"));
+  EXPECT_TRUE(
+      has_error(validate_profile_json(doc), "/devices/0/runtimes/pytorch", "(property name)"));
 }
 
 TEST(RuntimeRecord, ReaderNamesThePathOfAMistypedField) {
@@ -221,7 +234,8 @@ TEST(RuntimeRecord, ReaderNamesThePathOfAMistypedField) {
     profile_from_json(profile, "p.json");
     FAIL() << "a profile with a mistyped record was read";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("p.json: /devices/0/runtimes/torch-jit/threads: expected an integer"),
+    EXPECT_NE(std::string(e.what()).find(
+                  "p.json: /devices/0/runtimes/torch-jit/threads: expected an integer"),
               std::string::npos)
         << e.what();
   }

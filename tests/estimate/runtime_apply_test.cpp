@@ -1,5 +1,7 @@
 // estimate --runtime: a runtime record (tests/data/runtimes/torch_jit_record.json) as Options and
 // as the device the runtime sees, on the CPU fixture profile.
+#include "estimate/runtime_apply.hpp"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -7,7 +9,6 @@
 #include <string>
 
 #include "core/error.hpp"
-#include "estimate/runtime_apply.hpp"
 #include "helpers.hpp"
 
 namespace truepeak::estimate {
@@ -57,7 +58,9 @@ TEST(RuntimeApply, AnotherDtypeTakesItsOwnFiguresAndSaysWhatIsMissing) {
   Options o = batch(1, DType::bf16);
   const auto notes = apply_runtime(record_fixture(), "torch-jit", o);
   ASSERT_EQ(notes.size(), 1u);
-  EXPECT_EQ(notes[0], "--runtime torch-jit: calibrated for f32, not bf16: only its figures for every dtype apply");
+  EXPECT_EQ(
+      notes[0],
+      "--runtime torch-jit: calibrated for f32, not bf16: only its figures for every dtype apply");
   EXPECT_EQ(rate_of(o.kind_overheads, "linear"), 3.0e-5);
   EXPECT_EQ(rate_of(o.own_rates, "elementwise:gelu"), 2.0e8);
   EXPECT_EQ(rate_of(o.own_rates, "pool:max"), std::nullopt);
@@ -148,7 +151,8 @@ TEST(RuntimeApply, MissingKeyNamesWhatThereIsAndTheCommand) {
     FAIL() << "no error";
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()),
-              "--runtime torch-eager: not in p.json (it has none); add it with 'truepeak calibrate --runtime "
+              "--runtime torch-eager: not in p.json (it has none); add it with 'truepeak calibrate "
+              "--runtime "
               "torch-eager --add-to p.json'");
   }
   cpu.runtimes["torch-jit"] = record_fixture();
@@ -159,7 +163,8 @@ TEST(RuntimeApply, MissingKeyNamesWhatThereIsAndTheCommand) {
     FAIL() << "no error";
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()),
-              "--runtime torch-jit:v2: not in p.json (it has: onnxruntime, torch-jit); add it with 'truepeak "
+              "--runtime torch-jit:v2: not in p.json (it has: onnxruntime, torch-jit); add it with "
+              "'truepeak "
               "calibrate --runtime torch-jit:v2 --add-to p.json'");
   }
 }
