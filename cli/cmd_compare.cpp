@@ -56,7 +56,7 @@ void run_compare(const CompareArgs& args) {
     prices[label] = usd;
   }
   std::vector<Profile> profiles;
-  for (const auto& path : args.profiles) profiles.push_back(read_profile(path));
+  for (const auto& path : args.profiles) profiles.push_back(load_profile_file(path));
   auto comparison = report::compare_profiles(profiles, prices);
 
   if (!args.model.empty()) {

@@ -23,7 +23,7 @@ void run_export(const ExportArgs& args) {
   const auto format = report::parse_export_format(args.to);
   const std::string out = args.out.empty() ? "-" : args.out;
   check_output_path(out, "-o");
-  const auto profile = profile_from_json(read_json_file(args.profile, kMaxProfileBytes, "profile"), args.profile);
+  const auto profile = load_profile_file(args.profile);
   const auto result = report::export_profile(profile, format, args.device, args.profile);
   write_output(out, result.text, "-o");
   // stdout carries the file alone (pipe it anywhere); what was written and the notes go to stderr.

@@ -20,7 +20,7 @@ void run_report(const ReportArgs& args) {
   check_output_path(args.out, "-o");  // before any work
   std::vector<Profile> profiles;
   for (const auto& path : args.profiles)
-    profiles.push_back(profile_from_json(read_json_file(path, kMaxProfileBytes, "profile"), path));
+    profiles.push_back(load_profile_file(path));
   const auto html = report::render_report_html(profiles, args.profiles);
   write_output(args.out, html, "-o");
   if (!is_stdout_path(args.out)) std::cerr << "wrote " << args.out << " (" << html.size() << " bytes)\n";

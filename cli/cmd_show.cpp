@@ -14,7 +14,7 @@ void add_show_command(CLI::App& app, const Context&) {
   auto* cmd = app.add_subcommand("show", "Print the summary of a profile: measured, datasheet and ratio per figure");
   cmd->add_option("PROFILE", *path, "Profile file written by 'truepeak calibrate'")->required();
   cmd->callback([path] {
-    const auto profile = profile_from_json(read_json_file(*path, kMaxProfileBytes, "profile"), *path);
+    const auto profile = load_profile_file(*path);
     std::cout << profile_summary(profile) << report::runtimes_summary(profile);
   });
 }

@@ -7,11 +7,18 @@
 
 #include <CLI/CLI.hpp>
 
+#include "core/profile.hpp"
+
 namespace truepeak::cli {
 
 struct Context {
   std::vector<std::string> argv;  // the full command line, recorded in profiles
 };
+
+// Reads a profile file (size-limited, schema-checked); a CPU datasheet of an older derivation
+// rule is derived again from the properties the profile stores, its source saying so.
+Profile load_profile_file(const std::string& path);
+Profile with_current_datasheets(Profile profile);
 
 void add_calibrate_command(CLI::App& app, const Context& context);
 void add_show_command(CLI::App& app, const Context& context);

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/read_file.hpp"
 
 namespace truepeak {
 namespace {
@@ -644,18 +645,7 @@ Profile profile_from_json(const nlohmann::json& doc, const std::string& where) {
 }
 
 Profile read_profile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(fmt::format("{}: cannot read profile: {}", path, std::strerror(errno)));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  json doc;
-  try {
-    doc = json::parse(buffer.str());
-  } catch (const json::parse_error& e) {
-    throw InputError(fmt::format("{}: not valid JSON (byte {}): {}", path, e.byte,
-                                 std::string(e.what()).substr(std::string(e.what()).find(':') + 2)));
-  }
-  return profile_from_json(doc, path);
+  return profile_from_json(read_json_file(path, kMaxProfileBytes, "profile"), path);
 }
 
 void write_file_atomic(const std::string& path, const std::string& text) {
