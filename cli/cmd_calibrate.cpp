@@ -140,11 +140,11 @@ void run(const CalibrateArgs& args, const Context& context) {
   options.argv = context.argv;
   options.stop = &g_stop_requested;
   options.progress = [](const std::string& line) { std::cerr << line << std::endl; };
-  const auto out = args.out.empty() ? fmt::format("results/{}.json", options.label) : args.out;
+  const auto out = args.out.empty() ? fmt::format("profiles/{}.json", options.label) : args.out;
   if (args.out.empty()) {
     // The default place is truepeak's own: make it. A directory named with --out must exist.
     std::error_code ec;
-    std::filesystem::create_directories("results", ec);
+    std::filesystem::create_directories("profiles", ec);
   }
   check_writable(out);
   // Whatever could stop the runtimes is found before the hardware is measured.
@@ -183,7 +183,7 @@ void add_calibrate_command(CLI::App& app, const Context& context) {
       ->capture_default_str();
   cmd->add_flag("--quick", args->quick, "Short suite (about 30 s on a 2-core CPU): fewer shapes and samples");
   cmd->add_option("--label", args->label, "Name of this machine in the profile (default: the host name)");
-  cmd->add_option("--out", args->out, "Profile file to write (default: results/<label>.json)");
+  cmd->add_option("--out", args->out, "Profile file to write (default: profiles/<label>.json)");
   cmd->add_option("--price-per-hour", args->price_per_hour, "Price of this machine in USD per hour, for cost comparisons");
   cmd->add_option("--threads", args->threads, "CPU threads (0: all cores)")->capture_default_str();
   cmd->add_option("--runtime", args->runtimes,

@@ -27,7 +27,7 @@ struct EstimateArgs {
   std::string profile;
   std::string model;
   std::vector<std::int64_t> batches;
-  std::string dtype = "f32";
+  std::string dtype;  // empty: the runtime's own dtype with --runtime, else f32
   std::string mode = "inference";
   std::string optimizer = "adam";
   std::int64_t seq = 0;
@@ -55,7 +55,7 @@ struct EstimateArgs {
 Profile load_profile(const std::string& path, std::string& shown_path) {
   if (!path.empty()) {
     shown_path = path;
-    return read_profile(path);
+    return load_profile_file(path);
   }
   const auto text = estimate::default_profile_text();
   if (!text)
@@ -70,7 +70,7 @@ Profile load_profile(const std::string& path, std::string& shown_path) {
   } catch (const nlohmann::json::parse_error& e) {
     throw InputError(fmt::format("{}: not valid JSON: {}", shown_path, e.what()));
   }
-  return profile_from_json(doc, shown_path);
+  return with_current_datasheets(profile_from_json(doc, shown_path));
 }
 
 const Device& pick_device(const Profile& profile, const std::string& id, const std::string& where) {
@@ -287,7 +287,7 @@ estimate::BlockedLayout blocked_layout(const EstimateArgs& args, const std::opti
 
 void run_estimate(const EstimateArgs& args) {
   estimate::Options options;
-  const auto dtype = parse_dtype(args.dtype);
+  const auto dtype = parse_dtype(args.dtype.empty() ? "f32" : args.dtype);
   if (!dtype)
     throw InputError(fmt::format("--dtype {}: expected f32, bf16, f16, int8 or fp8", args.dtype));
   options.dtype = *dtype;
@@ -351,6 +351,8 @@ void run_estimate(const EstimateArgs& args) {
   if (!args.runtime.empty()) {
     const std::string file = args.profile.empty() ? std::string(estimate::default_profile_path()) : args.profile;
     record = &estimate::find_runtime(profile_device, args.runtime, file);
+    // A runtime runs the model in the dtype it was calibrated for unless --dtype says otherwise.
+    if (args.dtype.empty() && !record->dtypes.empty()) options.dtype = record->dtypes.front();
     for (const auto& note : estimate::apply_runtime(*record, args.runtime, options))
       std::cerr << "truepeak: " << note << "\n";
     runtime_view = estimate::runtime_device(profile_device, *record);
@@ -440,7 +442,7 @@ void add_estimate_command(CLI::App& app, const Context&) {
       "every figure.");
   cmd->add_option(
       "--profile", args->profile,
-      "Profile written by 'truepeak calibrate' (default: results/dev-cpu.json, built in)");
+      "Profile written by 'truepeak calibrate' (default: the development machine's, built in; see docs/estimator.md)");
   cmd->add_option("--model", args->model,
                   "Zoo model name (see 'truepeak models'), a model JSON file (models/README.md) or "
                   "an .onnx file")
@@ -448,8 +450,8 @@ void add_estimate_command(CLI::App& app, const Context&) {
   cmd->add_option("--batch", args->batches, "Batch sizes, comma separated (default 1)")
       ->delimiter(',');
   cmd->add_option("--dtype", args->dtype,
-                  "Data type of weights and activations: f32, bf16, f16, int8, fp8")
-      ->capture_default_str();
+                  "Data type of weights and activations: f32, bf16, f16, int8, fp8 (default: the "
+                  "--runtime's own dtype, else f32)");
   cmd->add_option("--mode", args->mode,
                   "inference (decoders: prefill and per-token decode) or training (forward, "
                   "backward, optimizer)")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Calibrates this machine: installs what is missing, builds truepeak (Release), runs
-# `truepeak calibrate` (all devices by default), writes results/<label>.json and prints the summary.
+# `truepeak calibrate` (all devices by default), writes profiles/<label>.json (git-ignored) and prints the summary.
 # Extra arguments go to `truepeak calibrate` (e.g. --quick, --label NAME, --price-per-hour 1.20).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
