@@ -12,7 +12,6 @@
 namespace truepeak {
 namespace {
 
-using plan_detail::conv;
 using plan_detail::rule;
 
 // Compute capability x 10 from the description ("9.0" -> 90); 0 when absent.
@@ -40,40 +39,66 @@ std::int64_t round_to(std::int64_t bytes, std::int64_t unit) {
   return std::max(unit, (bytes + unit - 1) / unit * unit);
 }
 
-// ResNet-50 and MobileNetV2 layers, as in the CPU plan, at batch `n`.
-std::vector<ConvShape> cnn_layers(DType dtype, std::int64_t n, bool quick) {
-  if (quick) {
-    return {conv(dtype, n, 64, 56, 64, 3, 1, 1),          // ResNet stage 1 3x3
-            conv(dtype, n, 256, 14, 1024, 1, 1, 0),       // stage 3 1x1 expand
-            conv(dtype, n, 3, 224, 64, 7, 2, 3),          // stem 7x7/2
-            conv(dtype, n, 144, 56, 144, 3, 1, 1, 144)};  // MobileNetV2 depthwise
+// The generic convolution grid (plan_common.hpp), at batch `n`: the main families' layers on
+// their middle lines and the image stems (`others`: the other families' representatives
+// instead). The quick suite: the expanding 1x1, the 3x3 and the depthwise 3x3 representatives
+// and the 7x7 stem.
+std::vector<ConvShape> grid_layers(DType dtype, std::int64_t n, bool quick, bool others = false) {
+  std::vector<ConvShape> layers;
+  for (const auto& family : plan_detail::conv_families()) {
+    if (quick) {
+      if (family.name == "1x1x4" || family.name == "3x3" || family.name == "dw3x3")
+        layers.push_back(plan_detail::grid_representative(dtype, family));
+    } else if (others && !family.main) {
+      layers.push_back(plan_detail::grid_representative(dtype, family));
+    } else if (!others && family.main) {
+      const auto line =
+          plan_detail::grid_line_layers(dtype, family, plan_detail::grid_middle_line(family));
+      layers.insert(layers.end(), line.begin(), line.end());
+    }
   }
-  return {conv(dtype, n, 3, 224, 64, 7, 2, 3),        conv(dtype, n, 64, 56, 64, 3, 1, 1),
-          conv(dtype, n, 64, 56, 256, 1, 1, 0),       conv(dtype, n, 256, 56, 64, 1, 1, 0),
-          conv(dtype, n, 128, 56, 128, 3, 2, 1),      conv(dtype, n, 128, 28, 128, 3, 1, 1),
-          conv(dtype, n, 512, 28, 128, 1, 1, 0),      conv(dtype, n, 256, 14, 256, 3, 1, 1),
-          conv(dtype, n, 256, 14, 1024, 1, 1, 0),     conv(dtype, n, 512, 7, 512, 3, 1, 1),
-          conv(dtype, n, 512, 7, 2048, 1, 1, 0),      conv(dtype, n, 2048, 7, 512, 1, 1, 0),
-          conv(dtype, n, 32, 112, 32, 3, 1, 1, 32),   conv(dtype, n, 96, 112, 96, 3, 2, 1, 96),
-          conv(dtype, n, 144, 56, 144, 3, 1, 1, 144), conv(dtype, n, 576, 14, 576, 3, 1, 1, 576)};
+  const auto stems = plan_detail::image_stems(dtype);
+  if (quick)
+    layers.push_back(stems.back());
+  else if (!others)
+    layers.insert(layers.end(), stems.begin(), stems.end());
+  for (auto& layer : layers) layer.n = n;
+  return layers;
 }
 
-// Per dtype: squares first (the dtype's peak and efficiency curve), then decode-like skinny M,
-// small K and strided-batched shapes (every one meets cuBLASLt's fp8/int8 alignment rules: k a
-// multiple of 16). The driver tries every shape; one it cannot run is listed as skipped.
+ConvShape grid_3x3(DType dtype, std::int64_t n) {
+  ConvShape shape;
+  for (const auto& family : plan_detail::conv_families())
+    if (family.name == "3x3") shape = plan_detail::grid_representative(dtype, family);
+  shape.n = n;
+  return shape;
+}
+
+// Per dtype: squares first (the dtype's peak and efficiency curve), then skinny products, small
+// K and strided-batched shapes, all of powers of two (every one meets cuBLASLt's fp8/int8
+// alignment rules: k a multiple of 16). The driver tries every shape; one it cannot run is listed
+// as skipped.
 void add_gemms(std::vector<GemmShape>& out, DType dtype, bool quick) {
   const auto add = [&](std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t batch = 1) {
     out.push_back(GemmShape{dtype, m, n, k, batch});
   };
   const bool headline = dtype == DType::bf16;  // the dtype the bars and estimators care most about
   const bool low_precision = dtype == DType::fp8_e4m3 || dtype == DType::int8;
+  // Attention-like strided batches over a lattice of batch x heads {16, 64, 256}, head widths
+  // {32, 64, 128} and tokens {256, 1024, 4096}, each value of each ladder once (a Latin square),
+  // the longest sequence with the fewest products: a prefill's scores (T x T x width) and
+  // context (T x width x T).
+  struct Attention {
+    std::int64_t batch, tokens, width;
+  };
+  const std::vector<Attention> attention = {{16, 4096, 64}, {64, 1024, 128}, {256, 256, 32}};
   if (quick) {
     if (headline) {
       for (const std::int64_t size : {1024, 4096, 8192, 16384}) add(size, size, size);
       add(1, 8192, 8192);
-      add(32, 8192, 8192);
+      add(16, 8192, 8192);
       add(4096, 4096, 128);
-      add(512, 512, 64, 64);
+      add(attention[1].tokens, attention[1].tokens, attention[1].width, attention[1].batch);
       add(8192, 30001, 1024);  // rows not 16-byte aligned
     } else {
       for (const std::int64_t size : {4096, 8192}) add(size, size, size);
@@ -81,24 +106,27 @@ void add_gemms(std::vector<GemmShape>& out, DType dtype, bool quick) {
     return;
   }
   for (const std::int64_t size : {256, 512, 1024, 2048, 4096, 8192, 16384}) add(size, size, size);
+  // Skinny to square: rows (a step's tokens) a factor of 4 apart against weights on a lattice of
+  // powers of two: rows 1, 16 and 256 take 4096 x 4096 and 16384 x 4096, rows 4 and 64 take
+  // 8192 x 8192 and 4096 x 16384, so that the two sets interleave. The 32-bit types, slower and
+  // less used, rows 1 and 4.
   const bool wide_float = dtype == DType::f32 || dtype == DType::tf32;
+  const std::vector<std::pair<std::int64_t, std::int64_t>> even = {{4096, 4096}, {16384, 4096}};
+  const std::vector<std::pair<std::int64_t, std::int64_t>> odd = {{8192, 8192}, {4096, 16384}};
   for (const std::int64_t m :
-       wide_float ? std::vector<std::int64_t>{1, 32} : std::vector<std::int64_t>{1, 8, 32, 128}) {
-    add(m, 4096, 4096);
-    add(m, 8192, 8192);
-    if (!wide_float) add(m, 14336, 4096);  // an LLM MLP up-projection
-  }
+       wide_float ? std::vector<std::int64_t>{1, 4} : std::vector<std::int64_t>{1, 4, 16, 64, 256})
+    for (const auto& [n, k] : m == 4 || m == 64 ? odd : even) add(m, n, k);
   if (!low_precision) {
     add(4096, 4096, 64);
     add(4096, 4096, 256);
   }
-  // Attention-like strided batches: scores (Q K^T) and context (P V) per head.
-  add(512, 512, 64, 64);
-  add(512, 64, 512, 64);
-  add(2048, 2048, 128, 32);
+  for (const auto& a : attention) {
+    add(a.tokens, a.tokens, a.width, a.batch);
+    add(a.tokens, a.width, a.tokens, a.batch);
+  }
   // Rows that are not 16-byte aligned (an odd n: the output's rows), which cuBLASLt runs in
-  // kernels of their own, several times slower: a vocabulary head of an odd size (GPT-2's 50257)
-  // is such a product. fp8 and int8 need aligned rows.
+  // kernels of their own, several times slower: a vocabulary head of an odd size is such a
+  // product. fp8 and int8 need aligned rows.
   if (!low_precision) {
     for (const std::int64_t m : {64, 1024, 8192}) add(m, 30001, 1024);
     add(4096, 4095, 4096);
@@ -125,29 +153,27 @@ Plan gpu_plan(const DeviceDescription& device, Suite suite) {
 
   // Convolutions: NHWC (the tensor-core layout frameworks use with channels_last) and NCHW.
   if (quick) {
-    for (const auto& shape : cnn_layers(DType::f16, 32, true))
+    for (const auto& shape : grid_layers(DType::f16, 32, true))
       plan.conv.push_back({shape, ConvLayout::nhwc});
-    const ConvShape resnet_3x3 = conv(DType::f32, 32, 64, 56, 64, 3, 1, 1);
-    ConvShape bf16_3x3 = resnet_3x3;
-    bf16_3x3.dtype = DType::bf16;
-    ConvShape f16_3x3 = resnet_3x3;
-    f16_3x3.dtype = DType::f16;
-    if (cc >= 80) plan.conv.push_back({bf16_3x3, ConvLayout::nhwc});
-    plan.conv.push_back({f16_3x3, ConvLayout::nchw});
-    plan.conv.push_back({resnet_3x3, ConvLayout::nchw});
+    if (cc >= 80) plan.conv.push_back({grid_3x3(DType::bf16, 32), ConvLayout::nhwc});
+    plan.conv.push_back({grid_3x3(DType::f16, 32), ConvLayout::nchw});
+    plan.conv.push_back({grid_3x3(DType::f32, 32), ConvLayout::nchw});
   } else {
     std::vector<DType> conv_dtypes = {DType::f16};
     if (cc >= 80) conv_dtypes.push_back(DType::bf16);
     conv_dtypes.push_back(DType::f32);
     // NHWC (the tensor-core layout) first, then NCHW, which cuDNN may lack for the 16-bit types
-    // (such a layer is listed as skipped).
+    // (such a layer is listed as skipped). The other families' representatives in NHWC at the
+    // larger batch only.
     for (const DType dtype : conv_dtypes) {
       for (const std::int64_t n : {1, 32})
-        for (const auto& shape : cnn_layers(dtype, n, false))
+        for (const auto& shape : grid_layers(dtype, n, false))
           plan.conv.push_back({shape, ConvLayout::nhwc});
-      for (const auto& shape : cnn_layers(dtype, 128, true))
+      for (const auto& shape : grid_layers(dtype, 32, false, true))
         plan.conv.push_back({shape, ConvLayout::nhwc});
-      for (const auto& shape : cnn_layers(dtype, 32, false))
+      for (const auto& shape : grid_layers(dtype, 128, true))
+        plan.conv.push_back({shape, ConvLayout::nhwc});
+      for (const auto& shape : grid_layers(dtype, 32, false))
         plan.conv.push_back({shape, ConvLayout::nchw});
     }
   }

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
+#include <string>
 
 #include "calibrate/plan.hpp"
 #include "core/units.hpp"
@@ -72,16 +74,84 @@ TEST(GpuPlan, HeadlinePointsAreConfirmedWithKernelsMadeAgainAndNoBursts) {
   }
 }
 
-TEST(GpuPlan, FullGridCoversSquaresSkinnyAndBatched) {
+TEST(GpuPlan, FullGemmGridRunsFromSkinnyToSquareOnRegularLadders) {
   const Plan full = gpu_plan(kH200, Suite::full);
-  for (const std::int64_t size : {256, 1024, 4096, 16384})
-    EXPECT_TRUE(has_gemm(full, DType::bf16, size, size, size));
-  EXPECT_TRUE(has_gemm(full, DType::f16, 8, 8192, 8192));
+  for (const DType dtype : {DType::bf16, DType::f16, DType::fp8_e4m3, DType::int8}) {
+    std::set<std::int64_t> squares, rows, sizes, batches, widths, tokens;
+    for (const auto& s : full.gemm) {
+      if (s.dtype != dtype) continue;
+      if (s.batch == 1 && s.m == s.n && s.n == s.k) squares.insert(s.m);
+      if (s.batch == 1 && s.m < s.n && s.m <= 256 && s.n % 2 == 0) {
+        rows.insert(s.m);
+        sizes.insert(s.n);
+        sizes.insert(s.k);
+      }
+      if (s.batch > 1) {
+        batches.insert(s.batch);
+        widths.insert(std::min({s.m, s.n, s.k}));
+        tokens.insert(std::max(s.m, s.n));
+      }
+    }
+    // Squares of every power of two from 256 to 16384.
+    EXPECT_EQ(squares, (std::set<std::int64_t>{256, 512, 1024, 2048, 4096, 8192, 16384}));
+    // Rows from 1 to 256, at most 4x apart; widths and depths from 4096 to 16384, 2x apart.
+    EXPECT_EQ(rows, (std::set<std::int64_t>{1, 4, 16, 64, 256})) << to_string(dtype);
+    EXPECT_EQ(sizes, (std::set<std::int64_t>{4096, 8192, 16384})) << to_string(dtype);
+    // Strided batches over three batch counts, head widths and sequence lengths.
+    EXPECT_EQ(batches.size(), 3u) << to_string(dtype);
+    EXPECT_EQ(widths.size(), 3u) << to_string(dtype);
+    EXPECT_EQ(tokens.size(), 3u) << to_string(dtype);
+  }
+  // The 32-bit types: fewer rows.
+  for (const DType dtype : {DType::f32, DType::tf32}) {
+    EXPECT_TRUE(has_gemm(full, dtype, 1, 4096, 4096)) << to_string(dtype);
+    EXPECT_FALSE(has_gemm(full, dtype, 64, 8192, 8192)) << to_string(dtype);
+  }
   EXPECT_TRUE(has_gemm(full, DType::bf16, 4096, 4096, 64));  // small K
-  EXPECT_TRUE(std::any_of(full.gemm.begin(), full.gemm.end(),
-                          [](const GemmShape& s) { return s.batch > 1; }));
   EXPECT_GT(full.gemm.size(), gpu_plan(kH200, Suite::quick).gemm.size());
   EXPECT_GT(full.transfer_bytes.size(), gpu_plan(kH200, Suite::quick).transfer_bytes.size());
+}
+
+TEST(GpuPlan, FullConvGridHasEveryKind) {
+  const Plan full = gpu_plan(kH200, Suite::full);
+  for (const DType dtype : {DType::f16, DType::bf16, DType::f32}) {
+    std::set<std::int64_t> dense_kernels, depthwise_kernels, strides, batches, spatial, channels;
+    std::set<ConvLayout> layouts;
+    for (const auto& [s, layout] : full.conv) {
+      if (s.dtype != dtype) continue;
+      (s.groups == 1 ? dense_kernels : depthwise_kernels).insert(s.r);
+      EXPECT_TRUE(s.groups == 1 || (s.groups == s.c && s.groups == s.k)) << s.str();
+      strides.insert(s.stride);
+      batches.insert(s.n);
+      layouts.insert(layout);
+      if (s.c > 3) {
+        spatial.insert(s.h);
+        channels.insert(s.c);
+      }
+    }
+    EXPECT_EQ(dense_kernels, (std::set<std::int64_t>{1, 3, 5, 7})) << to_string(dtype);
+    EXPECT_EQ(depthwise_kernels, (std::set<std::int64_t>{3, 5, 7})) << to_string(dtype);
+    EXPECT_EQ(strides, (std::set<std::int64_t>{1, 2})) << to_string(dtype);
+    EXPECT_EQ(batches, (std::set<std::int64_t>{1, 32, 128})) << to_string(dtype);
+    EXPECT_EQ(layouts, (std::set<ConvLayout>{ConvLayout::nhwc, ConvLayout::nchw}));
+    EXPECT_EQ(*spatial.begin(), 7);
+    EXPECT_EQ(*spatial.rbegin(), 112);
+    EXPECT_LE(*channels.begin(), 16);
+    EXPECT_GE(*channels.rbegin(), 1024);
+  }
+}
+
+TEST(GpuPlan, NoPointIsMeasuredTwiceAndTheGridsStayWithinTheirBudgets) {
+  for (const Suite suite : {Suite::quick, Suite::full}) {
+    const Plan plan = gpu_plan(kH200, suite);
+    std::set<std::string> gemm, conv;
+    for (const auto& s : plan.gemm) EXPECT_TRUE(gemm.insert(s.str()).second) << s.str();
+    for (const auto& [s, l] : plan.conv)
+      EXPECT_TRUE(conv.insert(s.str() + " " + std::string(to_string(l))).second) << s.str();
+    // A few minutes for the default suite and about one for the quick one on an H200.
+    EXPECT_LE(plan.gemm.size(), suite == Suite::quick ? 25u : 160u);
+    EXPECT_LE(plan.conv.size(), suite == Suite::quick ? 10u : 180u);
+  }
 }
 
 TEST(GpuPlan, ProductsWithUnalignedRowsAreMeasuredWhereTheLibraryTakesThem) {
