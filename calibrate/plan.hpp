@@ -116,15 +116,15 @@ struct Plan {
   double twin_look_gap = 0;
   // GEMM points of at most this many rows (a decode step's, a prefill's), warm and cold, with a
   // second look get a last look too, after the convolutions', one more draw each (0: none). A
-  // shared host can run these slowly for longer than the minutes between two looks: the 2-core
-  // EPYC VM alternates every 20-40 s between a state that runs bf16 products of 8 rows at full
-  // speed and one that runs them 1.5-1.8x slower (with main memory faster), and three of twelve
-  // calibrations in a day found every such point in the slow state on both looks.
+  // shared host can run these slowly for longer than the minutes between two looks: it can
+  // alternate, every few tens of seconds, between a state that runs products of a few rows at
+  // full speed and one that runs them well slower (with main memory faster), and both looks of
+  // every such point can fall in the slow one.
   std::int64_t last_look_gemm_rows = 0;
   // Before each of those last looks, wait (up to this long in all) until the compute sentinel
-  // runs within `gemm_last_look_within` of the fastest it ever ran: the slow state above runs the
-  // sentinel's f32 product of 384³ about 13% slower (a median of 255 against 225 µs), so a look
-  // taken then would draw the slow figure again (0: no wait).
+  // runs within `gemm_last_look_within` of the fastest it ever ran: the slow state above slows the
+  // sentinel's product too, by about an eighth, so a look taken then would draw the slow figure
+  // again (0: no wait).
   double gemm_last_look_wait_s = 0;
   double gemm_last_look_within = 0;
   // Convolution points whose fastest sample took longer than revisit_max_s and at most this long
