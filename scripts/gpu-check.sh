@@ -9,26 +9,24 @@
 # Everything else (the test XML, the table script) stays in the build directory.
 # Sized for under 5 minutes on one H200 with 16 cores.
 #
-# Usage: scripts/gpu-check.sh OUTDIR [--prebuilt BUILD_DIR] [--validate FILE]
+# Where an interpreter with PyTorch is found, the runtimes torch-eager and torch-cudagraph are then
+# calibrated into the same profile (`calibrate --runtime ... --add-to`; its last lines go to gpu-check.log), as a user
+# of that PyTorch would calibrate them.
+#
+# Usage: scripts/gpu-check.sh OUTDIR [--prebuilt BUILD_DIR]
 #   --prebuilt: a build directory to fall back to when the build here fails.
-#   --validate: then time the validation models in PyTorch on cuda:0 (public set, batches 1, 8
-#     and 64, with each case's device time per op family) into FILE, for
-#     `scripts/validate.py --measured FILE` where truepeak's ONNX import is built; FILE is not
-#     counted among OUTDIR's files. Adds about 90 s.
 # Dependencies the machine lacks come from .deps/root (scripts/gpu-deps.sh, run beforehand where
 # there is network access). Reads the GPU's state only; never changes clocks or settings.
 set -uo pipefail
 
-usage() { echo "usage: $0 OUTDIR [--prebuilt BUILD_DIR] [--validate FILE]" >&2; exit 2; }
+usage() { echo "usage: $0 OUTDIR [--prebuilt BUILD_DIR]" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 out=$1
 shift
 prebuilt=""
-validate=""
 while [ $# -gt 0 ]; do
   case $1 in
     --prebuilt) [ $# -ge 2 ] || usage; prebuilt=$2; shift 2 ;;
-    --validate) [ $# -ge 2 ] || usage; validate=$2; shift 2 ;;
     *) usage ;;
   esac
 done
@@ -42,7 +40,7 @@ build=$root/build-gpu
 scratch=$root/build-gpu-check  # files that do not belong in OUTDIR
 mkdir -p "$scratch"
 start_s=$(date +%s)
-budget_s=${TRUEPEAK_GPU_CHECK_BUDGET_S:-$([ -n "$validate" ] && echo 400 || echo 290)}
+budget_s=${TRUEPEAK_GPU_CHECK_BUDGET_S:-400}
 status_lines=()
 failed=0  # exit status: 1 when a step failed
 
@@ -225,21 +223,25 @@ else
   log "peer: no PyTorch here; the table has no peer column"
 fi
 
-# --- the validation models, timed in PyTorch (--validate) -------------------------------------
-if [ -n "$validate" ]; then
-  if command -v python3 >/dev/null 2>&1 && python3 -c 'import torch, torchvision' >/dev/null 2>&1; then
-    log "validation models in PyTorch on cuda:0 (at most $(left 150 60) s)"
-    LD_LIBRARY_PATH=$saved_library_path PYTHONUNBUFFERED=1 timeout "$(left 150 60)" python3 \
-      "$root/scripts/validate.py" --device cuda:0 --batches 1,8,64 --breakdown --measure-only "$validate" \
-      >"$scratch/validate.log" 2>&1
-    rc=$?
-    [ $rc = 0 ] || failed=1
-    note "validation models: exit $rc$([ $rc = 0 ] && echo ", times in $validate")"
-    tail -20 "$scratch/validate.log" | sed 's/^/validate: /' | tee -a "$out/gpu-check.log" >&2
-  else
-    failed=1
-    note "validation models: no PyTorch with torchvision here"
+# --- the runtimes: PyTorch's own costs on this GPU, into the same profile --------------------
+torch_python=""
+for py in "$root/.venv/bin/python" python3 /usr/bin/python3; do
+  if command -v "$py" >/dev/null 2>&1 && LD_LIBRARY_PATH=$saved_library_path "$py" -c 'import torch' >/dev/null 2>&1; then
+    torch_python=$(command -v "$py"); break
   fi
+done
+if [ -f "$profile" ] && [ -n "$torch_python" ]; then
+  log "calibrate --runtime torch-eager,torch-cudagraph --quick with $torch_python (at most $(left 120 40) s)"
+  LD_LIBRARY_PATH=$saved_library_path timeout -s INT -k 15 "$(left 120 40)" "$build/truepeak" calibrate \
+    --device cuda:0 --quick --runtime torch-eager,torch-cudagraph --python "$torch_python" --add-to "$profile" \
+    >"$scratch/runtimes.log" 2>&1
+  rc=$?
+  tail -20 "$scratch/runtimes.log" | sed 's/^/runtimes: /' >>"$out/gpu-check.log"
+  [ $rc = 0 ] || failed=1
+  note "runtimes: exit $rc"
+  "$build/truepeak" show "$profile" 2>&1 | sed -n '/^runtime/,$p' | tee -a "$out/gpu-check.log" >&2
+else
+  note "runtimes: no profile or no interpreter with PyTorch; not calibrated"
 fi
 
 # --- headline figures -----------------------------------------------------------------------
