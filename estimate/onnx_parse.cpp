@@ -266,7 +266,14 @@ void check_structure(const onnx::GraphProto& graph, const std::string& where) {
             node.name().empty() ? std::to_string(i) : node.name(), node.op_type(), in));
       }
     }
-    for (const auto& out : node.output()) defined.insert(out);
+    for (const auto& out : node.output()) {
+      // Each tensor is written once (ONNX graphs are in single assignment form): a second writer
+      // would make two ops of one tensor.
+      if (!out.empty() && !defined.insert(out).second) {
+        throw InputError(fmt::format("{}: node '{}' ({}) writes '{}', which is already defined", where,
+                                     node.name().empty() ? std::to_string(i) : node.name(), node.op_type(), out));
+      }
+    }
   }
   for (const auto& out : graph.output()) {
     if (!defined.count(out.name())) {
@@ -541,11 +548,14 @@ ParsedGraph parse_onnx(const std::string& bytes, const std::string& where, const
   // matters) rather than failing the whole model. Shape arithmetic that inference cannot follow
   // is folded between passes, until nothing new folds. Each pass makes at least one tensor
   // known, and a chain of blocks whose shapes each wait on the block before (ShuffleNet's channel
-  // shuffles) needs a pass per block: the bound is the node count, never reached in practice.
+  // shuffles) needs a pass per block. Each pass infers the whole graph, so a file built to make
+  // one tensor known a pass would take time quadratic in its nodes: the passes stop at the node
+  // count or kMaxInferencePasses, far above the blocks of real networks (a ShuffleNet has 16).
+  constexpr int kMaxInferencePasses = 256;
   const onnx::ShapeInferenceOptions inference_options(false, 0, true);
   std::map<std::string, onnx::ValueInfoProto> assumed;
   std::map<std::string, int> guessed;
-  for (int pass = 0; pass <= graph->node_size(); ++pass) {
+  for (int pass = 0; pass <= std::min(graph->node_size(), kMaxInferencePasses); ++pass) {
     try {
       graph->clear_value_info();
       for (const auto& [name, value] : assumed) *graph->add_value_info() = value;
