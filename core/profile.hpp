@@ -1,5 +1,5 @@
 // The calibrated hardware profile (schema 1.x): the data model, JSON conversion, and the reader
-// and writer. See schema/profile.schema.json and the README's "Profile format".
+// and writer. See schema/profile.schema.json and docs/profile-format.md.
 #pragma once
 
 #include <cstdint>

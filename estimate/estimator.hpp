@@ -1,7 +1,7 @@
 // The estimator's public API: load a model (zoo name or JSON file), predict its latency,
 // throughput and memory on one device of a calibrated profile, and sweep batch sizes.
 // Every prediction comes with the naive roofline figure beside it (same FLOPs and bytes over the
-// datasheet peaks). See estimate/README.md for the cost and memory models.
+// datasheet peaks). See docs/estimator.md for the cost and memory models.
 #pragma once
 
 #include <cstdint>
