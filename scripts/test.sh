@@ -1,13 +1,47 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds truepeak with its tests (warnings are errors) and runs ctest.
-# GPU tests skip without a GPU. Usage: scripts/test.sh [build dir, default build-test]
+# Installs what is missing, builds truepeak with its tests (warnings are errors) and runs ctest;
+# then the sanitizer stage: the debug preset (AddressSanitizer and UndefinedBehaviorSanitizer),
+# built with clang so that the same build holds the libFuzzer targets, runs the unit tests and
+# every fuzz target's seeds, then each fuzz target for a bounded time (TRUEPEAK_FUZZ_SECONDS,
+# default 25). GPU tests skip without a GPU.
+# Usage: scripts/test.sh [build dir, default build-test]
+#   TRUEPEAK_SANITIZER_STAGE=0 leaves the sanitizer stage out.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 source "$root/scripts/common.sh"
 build_dir=${1:-$root/build-test}
 
-"$root/scripts/setup.sh" chromium python3
+# clang 19 for the sanitizer stage (scripts/fuzz.sh says why not Debian 12's default clang).
+clang_version=${TRUEPEAK_CLANG_VERSION:-19}
+"$root/scripts/setup.sh" chromium python3 "clang-$clang_version" "libclang-rt-$clang_version-dev" \
+  "libomp-$clang_version-dev"
 mkdir -p "$build_dir"
 truepeak_build "$build_dir" -DTRUEPEAK_ENABLE_TESTS=ON -DTRUEPEAK_ENABLE_BENCH=ON -DTRUEPEAK_WERROR=ON
-cd "$build_dir"
-ctest --output-on-failure -j "$(nproc)" --timeout 600
+(cd "$build_dir" && ctest --output-on-failure -j "$(nproc)" --timeout 600)
+
+[ "${TRUEPEAK_SANITIZER_STAGE:-1}" = 0 ] && exit 0
+stage_start=$SECONDS
+debug_dir=$root/build-debug
+mkdir -p "$debug_dir"
+cmake -S "$root" -B "$debug_dir" --preset debug \
+  -DCMAKE_C_COMPILER="clang-$clang_version" -DCMAKE_CXX_COMPILER="clang++-$clang_version" \
+  -DTRUEPEAK_ENABLE_TESTS=ON -DTRUEPEAK_ENABLE_BENCH=OFF -DTRUEPEAK_ENABLE_FUZZ=ON -DTRUEPEAK_WERROR=OFF \
+  >"$debug_dir/configure.log" 2>&1 || {
+  cat "$debug_dir/configure.log" >&2
+  echo "truepeak: sanitizer configure failed (log above)" >&2
+  exit 1
+}
+cmake --build "$debug_dir" -j "$(nproc)"
+export ASAN_OPTIONS=detect_leaks=1
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+(cd "$debug_dir" && ctest --output-on-failure -j "$(nproc)" --timeout 900)
+for target in onnx model_json profile cli; do
+  [ -x "$debug_dir/fuzz/fuzz_$target" ] || continue
+  "$root/scripts/fuzz.sh" "$target" "${TRUEPEAK_FUZZ_SECONDS:-25}" "$debug_dir" 2>"$debug_dir/fuzz-$target.log" || {
+    tail -n 60 "$debug_dir/fuzz-$target.log" >&2
+    echo "truepeak: fuzz target $target failed (log: $debug_dir/fuzz-$target.log)" >&2
+    exit 1
+  }
+  grep -E "^stat::number_of_executed_units" "$debug_dir/fuzz-$target.log" | sed "s/^/fuzz $target: /" >&2 || true
+done
+echo "truepeak: sanitizer stage took $((SECONDS - stage_start)) s" >&2
