@@ -75,6 +75,9 @@ nlohmann::json read_json_file(const std::string& path, std::uint64_t max_bytes, 
     const auto colon = message.find(": ");
     throw InputError(fmt::format("{}: not valid JSON (byte {}): {}", path, e.byte,
                                  colon == std::string::npos ? message : message.substr(colon + 2)));
+  } catch (const nlohmann::json::exception& e) {
+    // A number past the range of a double (out_of_range.406).
+    throw InputError(fmt::format("{}: not valid JSON: {}", path, e.what()));
   }
 }
 

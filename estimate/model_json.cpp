@@ -336,7 +336,8 @@ Model model_from_json_text(const std::string& text, const std::string& where) {
   json doc;
   try {
     doc = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
+    // A syntax error, or a number past the range of a double (out_of_range.406).
     throw InputError(fmt::format("{}: not valid JSON: {}", where, e.what()));
   }
   Place top{where, "", 0};

@@ -52,6 +52,8 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 # Paths in the seeds (the command line's) are relative to the repository.
 cd "$root"
-exec "$build_dir/fuzz/fuzz_$target" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=4096 \
+# -timeout: a hang, far above the slowest input the bounds allow (an ONNX graph of a few hundred
+# nodes whose shapes come one a pass: tens of seconds in this unoptimized build).
+exec "$build_dir/fuzz/fuzz_$target" -max_total_time="$seconds" -timeout=120 -rss_limit_mb=4096 \
   -print_final_stats=1 -artifact_prefix="$build_dir/fuzz-crashes/$target-" "${dict[@]}" \
   "$corpus" "${seeds[@]}"

@@ -86,6 +86,7 @@ TEST(Hardening, ModelFilesThatOnceCrashedAreOneInputError) {
       {"huge_product.json", "overflows 64 bits"},
       {"huge_symbolic.json", "overflows 64 bits"},
       {"transformer_heads0.json", "field 'heads': must be positive"},
+      {"number_overflow.json", "not valid JSON"},
   };
   for (const auto& [file, message] : cases) {
     const auto what = input_error([&] {
@@ -226,6 +227,8 @@ TEST(Hardening, InputFilesHaveASizeLimit) {
   EXPECT_NE(big.find("larger than 100 bytes"), std::string::npos) << big;
   const auto json = input_error([] { read_json_file(hardening("make_fixtures.py"), kMaxModelBytes, "model"); });
   EXPECT_NE(json.find("not valid JSON (byte "), std::string::npos) << json;
+  const auto number = input_error([] { read_json_file(hardening("profile_number_overflow.json"), kMaxProfileBytes, "profile"); });
+  EXPECT_NE(number.find("not valid JSON"), std::string::npos) << number;
 }
 
 TEST(Hardening, OutputsAreRegularFilesOrStandardOutput) {

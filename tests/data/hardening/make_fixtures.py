@@ -107,6 +107,14 @@ JSON = {
                                            "vocab": 100, "seq_len": 16}},
 }
 
+# Written as text: a number past the range of a double, which no JSON writer emits.
+RAW = {
+    "number_overflow.json": '{"format": "truepeak-model", "name": "m", "reference": {"macs": 7.6e915}, '
+                            '"inputs": [{"name": "x", "shape": ["N", 4]}], "ops": [{"name": "a", "op": "relu", '
+                            '"in": ["x"]}]}\n',
+    "profile_number_overflow.json": '{"schema_version": "1.0", "machine": {"memory_bytes": 1e999}}\n',
+}
+
 
 def main():
     for name, make in ONNX.items():
@@ -116,6 +124,9 @@ def main():
         with open(os.path.join(HERE, name + ".json"), "w") as f:
             json.dump(doc, f, indent=1)
             f.write("\n")
+    for name, text in RAW.items():
+        with open(os.path.join(HERE, name), "w") as f:
+            f.write(text)
 
 
 if __name__ == "__main__":
