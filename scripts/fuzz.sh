@@ -46,8 +46,10 @@ cmake --build "$build_dir" -j "$(nproc)" --target "fuzz_$target"
 
 corpus=$build_dir/fuzz-corpus/$target
 mkdir -p "$corpus" "$build_dir/fuzz-crashes"
-dict=()
-[ -f "$root/fuzz/$target.dict" ] && dict=(-dict="$root/fuzz/$target.dict")
+options=()
+[ -f "$root/fuzz/$target.dict" ] && options+=(-dict="$root/fuzz/$target.dict")
+# A command line's seeds are short; room for a few paths and lists more.
+[ "$target" = cli ] && options+=(-max_len=512)
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 # Paths in the seeds (the command line's) are relative to the repository.
@@ -55,5 +57,5 @@ cd "$root"
 # -timeout: a hang, far above the slowest input the bounds allow (an ONNX graph of a few hundred
 # nodes whose shapes come one a pass: tens of seconds in this unoptimized build).
 exec "$build_dir/fuzz/fuzz_$target" -max_total_time="$seconds" -timeout=120 -rss_limit_mb=4096 \
-  -print_final_stats=1 -artifact_prefix="$build_dir/fuzz-crashes/$target-" "${dict[@]}" \
+  -print_final_stats=1 -artifact_prefix="$build_dir/fuzz-crashes/$target-" "${options[@]}" \
   "$corpus" "${seeds[@]}"
