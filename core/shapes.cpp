@@ -1,11 +1,14 @@
 #include "core/shapes.hpp"
 
+#include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <map>
 #include <string>
 
 #include <fmt/format.h>
 
+#include "core/checked.hpp"
 #include "core/error.hpp"
 
 namespace truepeak {
@@ -37,7 +40,11 @@ ParsedName parse_name(const std::string& text, const char* what) {
     }
     const auto key = text.substr(i, key_end - i);
     if (parsed.fields.count(key)) throw InputError(fmt::format("'{}': field '{}' given twice", text, key));
-    parsed.fields[key] = std::stoll(text.substr(key_end, num_end - key_end));
+    std::int64_t value = 0;
+    const auto [end, ec] = std::from_chars(text.data() + key_end, text.data() + num_end, value);
+    if (ec != std::errc() || end != text.data() + num_end)
+      throw InputError(fmt::format("'{}': field '{}' does not fit 64 bits", text, key));
+    parsed.fields[key] = value;
     i = num_end;
   }
   return parsed;
@@ -61,10 +68,25 @@ void reject_leftovers(const ParsedName& parsed, const std::string& text) {
   }
 }
 
+// Output positions of a window over `in`; 0 where the window does not fit, or where the
+// attributes are no window at all (a stride of 0 from a malformed profile): every caller of
+// ConvShape gets an answer, and ConvShape::parse refuses a shape without output.
 std::int64_t conv_out(std::int64_t in, std::int64_t filter, std::int64_t stride, std::int64_t pad,
                       std::int64_t dilation) {
-  return (in + 2 * pad - dilation * (filter - 1) - 1) / stride + 1;
+  if (stride < 1 || dilation < 1 || filter < 1 || pad < 0 || in < 0) return 0;
+  const auto pads = checked_mul(2, pad);
+  const auto padded = pads ? checked_add(in, *pads) : std::nullopt;
+  const auto window = checked_mul(dilation, filter - 1);
+  if (!padded || !window || *window >= *padded) return 0;
+  return (*padded - *window - 1) / stride + 1;
 }
+
+// Input channels a group reads; 0 for a malformed group count (no group, no work).
+std::int64_t per_group(std::int64_t channels, std::int64_t groups) { return groups >= 1 ? channels / groups : 0; }
+
+// a / b rounded down and up (b > 0), in 128 bits: the window arithmetic of any 64-bit shape fits.
+__int128 floor_div(__int128 a, __int128 b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+__int128 ceil_div(__int128 a, __int128 b) { return -floor_div(-a, b); }
 
 }  // namespace
 
@@ -103,20 +125,25 @@ std::int64_t ConvShape::out_h() const { return conv_out(h, r, stride, pad, dilat
 std::int64_t ConvShape::out_w() const { return conv_out(w, s, stride, pad, dilation); }
 
 double ConvShape::flops() const {
-  return 2.0 * double(n) * double(k) * double(out_h()) * double(out_w()) * double(c / groups) * double(r) * double(s);
+  return 2.0 * double(n) * double(k) * double(out_h()) * double(out_w()) * double(per_group(c, groups)) * double(r) *
+         double(s);
 }
 
 double ConvShape::inside_tap_share() const {
   // Per spatial dimension: taps on the input over all taps, summed over the output positions.
+  // Tap t of output o reads x = o * stride - pad + t * dilation; the outputs whose tap t falls on
+  // the input, 0 <= x < in, are one interval of o.
   const auto share = [this](std::int64_t in, std::int64_t out, std::int64_t taps) {
-    if (out <= 0 || taps <= 0) return 1.0;
-    std::int64_t inside = 0;
-    for (std::int64_t o = 0; o < out; ++o)
-      for (std::int64_t t = 0; t < taps; ++t) {
-        const std::int64_t x = o * stride - pad + t * dilation;
-        inside += x >= 0 && x < in;
-      }
-    return double(inside) / double(out * taps);
+    // A window of millions of taps is no measured convolution: its share is left at 1.
+    if (out <= 0 || taps <= 0 || taps > (1 << 20) || stride < 1 || dilation < 1) return 1.0;
+    __int128 inside = 0;
+    for (std::int64_t t = 0; t < taps; ++t) {
+      const __int128 offset = static_cast<__int128>(t) * dilation - pad;
+      const __int128 first = std::max<__int128>(0, ceil_div(-offset, stride));
+      const __int128 last = std::min<__int128>(out - 1, floor_div(in - 1 - offset, stride));
+      if (last >= first) inside += last - first + 1;
+    }
+    return double(inside) / (double(out) * double(taps));
   };
   return share(h, out_h(), r) * share(w, out_w(), s);
 }
@@ -129,7 +156,7 @@ double ConvShape::bytes() const {
 }
 
 double ConvShape::weight_bytes() const {
-  return double(k) * double(c / groups) * double(r) * double(s) * dtype_bytes(dtype);
+  return double(k) * double(per_group(c, groups)) * double(r) * double(s) * dtype_bytes(dtype);
 }
 
 std::string ConvShape::str() const {

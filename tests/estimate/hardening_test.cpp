@@ -20,6 +20,7 @@
 #include "core/error.hpp"
 #include "core/output_file.hpp"
 #include "core/read_file.hpp"
+#include "core/shapes.hpp"
 #include "estimate/estimator.hpp"
 #include "helpers.hpp"
 #ifdef TRUEPEAK_HAVE_ONNX
@@ -76,6 +77,46 @@ TEST(Hardening, CheckedArithmeticRefusesOverflow) {
   EXPECT_THROW(Dim::parse("0*N"), InputError);
   EXPECT_THROW(num_elements({Dim::symbol("N"), std::int64_t{1} << 40}, {{"N", std::int64_t{1} << 30}}),
                OverflowError);
+}
+
+// A profile's convolution points reach ConvShape unchecked: every figure of a malformed one is
+// an answer, not a division by zero or a loop over a billion positions.
+TEST(Hardening, ConvShapeArithmeticIsTotal) {
+  ConvShape bad;
+  bad.c = 64, bad.h = 56, bad.w = 56, bad.k = 64, bad.r = 3, bad.s = 3, bad.pad = 1;
+  for (const auto& [stride, groups] : {std::pair{0, 1}, std::pair{1, 0}, std::pair{-1, -2}}) {
+    bad.stride = stride;
+    bad.groups = groups;
+    EXPECT_TRUE(std::isfinite(bad.flops()) && std::isfinite(bad.bytes()) && std::isfinite(bad.inside_tap_share()));
+  }
+  ConvShape huge = bad;
+  huge.stride = 1, huge.groups = 1, huge.h = huge.w = std::int64_t{1} << 40;
+  EXPECT_NEAR(huge.inside_tap_share(), 1.0, 1e-9);
+  EXPECT_THROW(ConvShape::parse("f32_g1mb1ic64ih99999999999999999999oc64kh3"), InputError);
+  EXPECT_THROW(GemmShape::parse("f32_m99999999999999999999n1k1"), InputError);
+  // The interval count is the direct count, output position by position, of taps on the input.
+  const auto direct = [](const ConvShape& c, std::int64_t in, std::int64_t out, std::int64_t taps) {
+    std::int64_t inside = 0;
+    for (std::int64_t o = 0; o < out; ++o)
+      for (std::int64_t t = 0; t < taps; ++t) {
+        const std::int64_t x = o * c.stride - c.pad + t * c.dilation;
+        inside += x >= 0 && x < in;
+      }
+    return double(inside) / double(out * taps);
+  };
+  for (std::int64_t in = 1; in <= 9; ++in)
+    for (std::int64_t taps = 1; taps <= 5; ++taps)
+      for (std::int64_t stride = 1; stride <= 3; ++stride)
+        for (std::int64_t pad = 0; pad <= 3; ++pad)
+          for (std::int64_t dilation = 1; dilation <= 2; ++dilation) {
+            ConvShape c;
+            c.c = c.k = 1, c.h = in, c.w = in + 2, c.r = taps, c.s = 1;
+            c.stride = stride, c.pad = pad, c.dilation = dilation;
+            if (c.out_h() < 1 || c.out_w() < 1) continue;
+            EXPECT_NEAR(c.inside_tap_share(),
+                        direct(c, c.h, c.out_h(), c.r) * direct(c, c.w, c.out_w(), c.s), 1e-12)
+                << c.str();
+          }
 }
 
 TEST(Hardening, ModelFilesThatOnceCrashedAreOneInputError) {
