@@ -1,6 +1,8 @@
 #include "core/profile.hpp"
 
 #include <cerrno>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -166,10 +168,22 @@ class Reader {
   }
   std::int64_t integer(const json& obj, const std::string& path, const char* key) const {
     const auto& v = field(obj, path, key);
-    if (!v.is_number_integer() && !(v.is_number_float() && v.get<double>() == double(std::int64_t(v.get<double>())))) {
+    // A float is taken where it holds a whole number that a 64-bit integer can hold; converting
+    // one outside that range is undefined, so it is refused before the conversion.
+    constexpr double kLimit = 9.2e18;
+    const bool whole_float = v.is_number_float() && std::isfinite(v.get<double>()) &&
+                             std::abs(v.get<double>()) < kLimit && std::trunc(v.get<double>()) == v.get<double>();
+    const bool in_range_unsigned = !v.is_number_unsigned() || v.get<std::uint64_t>() <= std::uint64_t(INT64_MAX);
+    if (!(v.is_number_integer() && in_range_unsigned) && !whole_float) {
       fail(path + "/" + key, fmt::format("expected an integer, got {}", type_name(v)));
     }
     return v.is_number_integer() ? v.get<std::int64_t>() : std::int64_t(v.get<double>());
+  }
+  // A size, count or step that must be at least `least` (a shape's extents, strides, groups).
+  std::int64_t integer_at_least(const json& obj, const std::string& path, const char* key, std::int64_t least) const {
+    const auto value = integer(obj, path, key);
+    if (value < least) fail(path + "/" + key, fmt::format("expected at least {}, got {}", least, value));
+    return value;
   }
   std::optional<std::int64_t> optional_integer(const json& obj, const std::string& path, const char* key) const {
     const auto* v = optional_field(obj, path, key);
@@ -250,10 +264,10 @@ std::vector<GemmPoint> gemm_from_json(const Reader& r, const json& obj, const st
     const auto p = fmt::format("{}/gemm/{}", path, i);
     GemmPoint pt;
     pt.shape.dtype = r.dtype(g, p);
-    pt.shape.m = r.integer(g, p, "m");
-    pt.shape.n = r.integer(g, p, "n");
-    pt.shape.k = r.integer(g, p, "k");
-    pt.shape.batch = r.integer(g, p, "batch");
+    pt.shape.m = r.integer_at_least(g, p, "m", 1);
+    pt.shape.n = r.integer_at_least(g, p, "n", 1);
+    pt.shape.k = r.integer_at_least(g, p, "k", 1);
+    pt.shape.batch = r.integer_at_least(g, p, "batch", 1);
     pt.timing = r.timing(g, p);
     pt.flops_per_s = r.number(g, p, "flops_per_s");
     pt.impl = r.optional_string(g, p, "impl");
@@ -275,17 +289,17 @@ std::vector<ConvPoint> conv_from_json(const Reader& r, const json& obj, const st
     ConvPoint pt;
     auto& s = pt.shape;
     s.dtype = r.dtype(c, p);
-    s.n = r.integer(c, p, "n");
-    s.c = r.integer(c, p, "c");
-    s.h = r.integer(c, p, "h");
-    s.w = r.integer(c, p, "w");
-    s.k = r.integer(c, p, "k");
-    s.r = r.integer(c, p, "r");
-    s.s = r.integer(c, p, "s");
-    s.stride = r.integer(c, p, "stride");
-    s.pad = r.integer(c, p, "pad");
-    s.dilation = r.integer(c, p, "dilation");
-    s.groups = r.integer(c, p, "groups");
+    s.n = r.integer_at_least(c, p, "n", 1);
+    s.c = r.integer_at_least(c, p, "c", 1);
+    s.h = r.integer_at_least(c, p, "h", 1);
+    s.w = r.integer_at_least(c, p, "w", 1);
+    s.k = r.integer_at_least(c, p, "k", 1);
+    s.r = r.integer_at_least(c, p, "r", 1);
+    s.s = r.integer_at_least(c, p, "s", 1);
+    s.stride = r.integer_at_least(c, p, "stride", 1);
+    s.pad = r.integer_at_least(c, p, "pad", 0);
+    s.dilation = r.integer_at_least(c, p, "dilation", 1);
+    s.groups = r.integer_at_least(c, p, "groups", 1);
     pt.layout = r.optional_string(c, p, "layout");
     pt.timing = r.timing(c, p);
     pt.flops_per_s = r.number(c, p, "flops_per_s");
@@ -610,9 +624,43 @@ nlohmann::json to_json(const Profile& profile) {
   };
 }
 
+namespace {
+
+// A measured rate or time that every later figure divides by or multiplies with: it must be a
+// positive number no machine could exceed, or an estimate built on it would be absurd. The
+// ceilings are orders of magnitude past any device: 1e18 FLOP/s, 1e16 B/s, 1e17 elements/s.
+void check_rates(const Reader& r, const json& node, const std::string& path) {
+  if (node.is_object()) {
+    for (const auto& [key, value] : node.items()) {
+      const std::string at = path + "/" + key;
+      if (value.is_number()) {
+        const double v = value.get<double>();
+        const auto ends = [&](std::string_view tail) {
+          return key.size() >= tail.size() && key.compare(key.size() - tail.size(), tail.size(), tail) == 0;
+        };
+        double ceiling = 0;
+        if (ends("flops_per_s")) ceiling = 1e18;
+        else if (ends("Bps")) ceiling = 1e16;
+        else if (ends("elements_per_s")) ceiling = 1e17;
+        if (ceiling > 0 && !(v > 0 && v <= ceiling))
+          r.fail(at, fmt::format("a rate must be above 0 and at most {:g}, got {:g}", ceiling, v));
+        if ((key == "time_s" || key == "median_s") && !(v > 0 && v < 1e6))
+          r.fail(at, fmt::format("a time must be above 0 s and under 1e6 s, got {:g}", v));
+      } else {
+        check_rates(r, value, at);
+      }
+    }
+  } else if (node.is_array()) {
+    for (std::size_t i = 0; i < node.size(); ++i) check_rates(r, node[i], fmt::format("{}/{}", path, i));
+  }
+}
+
+}  // namespace
+
 Profile profile_from_json(const nlohmann::json& doc, const std::string& where) {
   const Reader r(where);
   if (!doc.is_object()) r.fail("", "expected a JSON object (a truepeak profile)");
+  if (const auto devices = doc.find("devices"); devices != doc.end()) check_rates(r, *devices, "/devices");
   Profile p;
   p.schema_version = r.string(doc, "", "schema_version");
   check_schema_version(r, p.schema_version);

@@ -92,8 +92,9 @@ void offer_scripted(PeakWatch& watch, const std::string& category, const std::st
 }
 
 TEST(PeakWatch, KeepsTheFastestFewOfEachCategory) {
+  // The flags outlive the watch: its kernels set them when they are destroyed.
+  bool a_gone = false, b_gone = false, c_gone = false, d_gone = false, other_gone = false;
   PeakWatch watch({2, 2, 0.0, true, burst_rule()});
-  bool a_gone = false, b_gone = false, c_gone = false, d_gone = false;
   Applied unused;
   auto offer = [&](const std::string& category, double time_s, bool& gone) {
     auto k = std::make_unique<ScriptedKernel>(std::vector<double>{time_s});
@@ -108,7 +109,6 @@ TEST(PeakWatch, KeepsTheFastestFewOfEachCategory) {
   EXPECT_TRUE(b_gone);
   EXPECT_FALSE(c_gone);
   EXPECT_TRUE(d_gone);
-  bool other_gone = false;
   offer("conv f32", 9e-3, other_gone);  // another category has places of its own
   EXPECT_FALSE(other_gone);
   EXPECT_EQ(watch.candidates(), 3u);
@@ -321,7 +321,8 @@ TEST(PeakWatch, CompanionsAreTimedAfterEachSpellOfTheirCategoryOnly) {
   // The confirmation lets the companions go.
   watch.confirm([](const std::string&) { return confirm_rule(); }, nullptr, {});
   companions = 0;
-  for (const auto& c : watch.report()["candidates"]) companions += c.value("companion", false);
+  const auto confirmed = watch.report();  // the loop reads it: it must outlive the loop
+  for (const auto& c : confirmed["candidates"]) companions += c.value("companion", false);
   EXPECT_EQ(companions, 0);
 
   // Without kept kernels there are no companions.
