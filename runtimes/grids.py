@@ -82,9 +82,10 @@ def conv_flops(shape):
     return 2 * shape["n"] * shape["k"] * (shape["c"] // shape["groups"]) * shape["r"] * shape["s"] * out_h * out_w
 
 
-def _diagonal_ends(kernel, stride, groups_of):
+def _diagonal_ends(kernel, stride, groups_of, whole=False):
     """The two ends of the diagonal that fit CONV_MAX_FLOPS (few channels on a large image, the
-    most channels that fit on a small one) for one kernel, stride and grouping."""
+    most channels that fit on a small one) for one kernel, stride and grouping; with `whole`,
+    every point of the diagonal that fits."""
     fitting = []
     for c, side in CONV_DIAGONAL:
         groups = groups_of(c)
@@ -95,6 +96,8 @@ def _diagonal_ends(kernel, stride, groups_of):
             fitting.append(shape)
     if not fitting:
         return []
+    if whole:
+        return fitting
     return [fitting[0]] if len(fitting) == 1 else [fitting[0], fitting[-1]]
 
 
@@ -104,9 +107,12 @@ def conv_grid(quick):
         return [conv_shape(64, 37, 3, 1, 1), conv_shape(256, 12, 1, 1, 1), conv_shape(128, 21, 3, 2, 128),
                 conv_shape(128, 21, 3, 1, 128 // 32)]
     shapes = []
+    # The dense 1x1 and 3x3 kernels, the bulk of a CNN's work, take the whole diagonal: a kernel's
+    # rate changes most between a few channels on a large image and many on a small one, and
+    # interpolating across the whole range from its two ends misses that curve.
     for kernel in (1, 3, 5, 7):
         for stride in (1, 2):
-            shapes += _diagonal_ends(kernel, stride, lambda c: 1)
+            shapes += _diagonal_ends(kernel, stride, lambda c: 1, whole=kernel in (1, 3))
     for width in CONV_GROUP_WIDTHS:
         for stride in (1, 2):
             shapes += _diagonal_ends(3, stride, lambda c, w=width: c // w if c > w else None)
