@@ -66,13 +66,14 @@ def batched_matmul_grid(quick):
 # large ones, as the work of a layer stays within reach of the budget along that diagonal.
 CONV_DIAGONAL = ((16, 112), (32, 64), (64, 37), (128, 21), (256, 12), (512, 7), (1024, 7))
 CONV_MAX_FLOPS = 5.0e8
+CONV_BATCH = 4
 # Channels per group of the grouped (not depthwise) points.
 CONV_GROUP_WIDTHS = (4, 32)
 
 
-def conv_shape(c, side, kernel, stride, groups):
+def conv_shape(c, side, kernel, stride, groups, batch=1):
     """A conv point's shape: c in and out channels, a square image and kernel, 'same' padding."""
-    return {"n": 1, "c": c, "h": side, "w": side, "k": c, "r": kernel, "s": kernel, "stride": stride,
+    return {"n": batch, "c": c, "h": side, "w": side, "k": c, "r": kernel, "s": kernel, "stride": stride,
             "pad": kernel // 2, "dilation": 1, "groups": groups}
 
 
@@ -119,6 +120,11 @@ def conv_grid(quick):
     for kernel in (3, 5, 7):
         for stride in (1, 2):
             shapes += _diagonal_ends(kernel, stride, lambda c: c)
+    # A larger batch runs a kernel with more work per call: every other point of the dense 1x1
+    # and 3x3 diagonals that still fits the budget again at CONV_BATCH, so the batch is interpolated, not extrapolated.
+    for kernel in (1, 3):
+        batched = [conv_shape(c, side, kernel, 1, 1, CONV_BATCH) for c, side in CONV_DIAGONAL]
+        shapes += [shape for shape in batched if conv_flops(shape) <= CONV_MAX_FLOPS][::2]
     return shapes
 
 

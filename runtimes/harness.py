@@ -151,6 +151,19 @@ SLOPE_MIN_GROWTH = 0.25
 SLOPE_MAX_FIXED = 0.5
 
 
+def within_cache(points, cache_bytes):
+    """[(work, time_s)] of the points [(work, time_s, bytes moved)] whose bytes fit in
+    `cache_bytes`, where at least two do; else of all of them. An own kernel's rate is what it
+    does with its data at hand: the estimator charges the traffic past the caches apart, at the
+    memory's bandwidth, and a point past them (fresh pages of a large output included) would
+    charge it twice."""
+    if cache_bytes:
+        inside = [(w, t) for w, t, b in points if b <= cache_bytes]
+        if len(inside) >= 2:
+            return inside
+    return [(w, t) for w, t, _ in points]
+
+
 def slope_rate(points):
     """Rate of a runtime's own kernel over a grid of sizes: `points` = [(work, time_s)], work in
     elements (or FLOPs). The least-squares slope of time over work gives the rate with the

@@ -414,6 +414,13 @@ def own_kernel_table(g):
     return table
 
 
+def grids_elements(shape):
+    count = 1
+    for d in shape:
+        count *= d
+    return count
+
+
 def own_kernel_rates(g, budget, progress, quick):
     """Elements per second of onnxruntime's own kernels over the size grids, as the slope
     between sizes (harness.slope_rate); an op's elements are its outputs, a pool's its window
@@ -421,10 +428,11 @@ def own_kernel_rates(g, budget, progress, quick):
     np = g.np
     entries, probes = [], []
     shapes = {"image": grids.image_shapes(quick), "rows": grids.row_shapes(quick)}
+    cache_bytes = harness.last_level_cache_bytes()
     for kind, (grid, build, reference) in own_kernel_table(g).items():
         if quick and kind not in QUICK_KINDS:
             continue
-        runs, work = {}, {}
+        runs, work, moved = {}, {}, {}
         for i, shape in enumerate(shapes[grid]):
             nodes, operands, out_shape, consts, ms = build(shape)
             in_shape = (shape[0], grids.TRANSPOSE_GROUPS, shape[1] // grids.TRANSPOSE_GROUPS) \
@@ -441,9 +449,11 @@ def own_kernel_rates(g, budget, progress, quick):
                 elements *= d
             window = shape[2] * shape[3] if kind == "pool:global_avg" else 9 if kind.startswith("pool:") else 1
             work[i] = elements * window
+            moved[i] = 4 * (elements + operands * grids_elements(in_shape))  # f32 in and out
             runs[i] = run
         timings = harness.time_calls(runs, budget, 0.5)
-        rate, method = harness.slope_rate([(work[i], timings[i].time_s) for i in runs])
+        rate, method = harness.slope_rate(
+            harness.within_cache([(work[i], timings[i].time_s, moved[i]) for i in runs], cache_bytes))
         entries.append({"kind": kind, "dtype": "f32", "elements_per_s": rate})
         probes += [record.probe_point(f"own {kind} f32", "x".join(map(str, shapes[grid][i])), timings[i],
                                       elements=work[i], fit=method) for i in runs]

@@ -250,8 +250,9 @@ def own_kernel_rates(torch, kernels, shapes, dtype, budget, progress, device="cp
     dtype_name = dtype_label(torch, dtype)
     rtol, atol = tolerance(torch, dtype)
     entries, probes = [], []
+    cache_bytes = harness.last_level_cache_bytes() if device == "cpu" else None
     for kind, (make, operands) in kernels.items():
-        calls, work = {}, {}
+        calls, work, moved = {}, {}, {}
         for i, shape in enumerate(shapes):
             call = make(shape)
             if isinstance(call, torch.nn.Module):
@@ -263,10 +264,12 @@ def own_kernel_rates(torch, kernels, shapes, dtype, budget, progress, device="cp
                     want = reference_of(call)(*[x.double() for x in xs])
                     harness.check_close(f"{kind} {shape}", out, want, rtol, atol)
             work[i] = out.numel() * window_of(kind, shape)
+            moved[i] = sum(x.numel() * x.element_size() for x in xs) + out.numel() * out.element_size()
             calls[i] = _synced(call, xs, sync)
         with torch.no_grad():
             timings = (time_group or harness.time_calls)(calls, budget, 0.5)
-        rate, method = harness.slope_rate([(work[i], timings[i].time_s) for i in calls])
+        fitted = harness.within_cache([(work[i], timings[i].time_s, moved[i]) for i in calls], cache_bytes)
+        rate, method = harness.slope_rate(fitted)
         entries.append({"kind": kind, "dtype": dtype_name, "elements_per_s": rate})
         for i, shape in enumerate(shapes):
             probes.append(record.probe_point(f"own {kind} {dtype_name}", "x".join(map(str, shape)), timings[i],

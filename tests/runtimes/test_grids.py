@@ -43,6 +43,7 @@ class GridTest(unittest.TestCase):
         grid = grids.conv_grid(False)
         self.assertEqual({s["r"] for s in grid}, {1, 3, 5, 7})
         self.assertEqual({s["stride"] for s in grid}, {1, 2})
+        self.assertEqual({s["n"] for s in grid if s["groups"] == 1 and s["r"] in (1, 3)}, {1, grids.CONV_BATCH})
         dense = [s for s in grid if s["groups"] == 1]
         depthwise = [s for s in grid if s["groups"] == s["c"]]
         grouped = [s for s in grid if 1 < s["groups"] < s["c"]]

@@ -171,6 +171,19 @@ class SlopeRateTest(unittest.TestCase):
         self.assertAlmostEqual(harness.kernel_time_s(30e-6, -1.0), 30e-6)
 
 
+class WithinCacheTest(unittest.TestCase):
+    def test_points_past_the_cache_leave_the_fit(self):
+        points = [(1e3, 1e-6, 1e4), (1e4, 1e-5, 1e5), (1e5, 1e-4, 1e6), (1e6, 1e-2, 1e7)]
+        self.assertEqual(harness.within_cache(points, 2e6), [(1e3, 1e-6), (1e4, 1e-5), (1e5, 1e-4)])
+        rate, _ = harness.slope_rate(harness.within_cache(points, 2e6))
+        self.assertAlmostEqual(rate, 1e9, delta=1e6)
+
+    def test_all_points_where_fewer_than_two_fit_or_the_cache_is_unknown(self):
+        points = [(1e3, 1e-6, 1e4), (1e6, 1e-2, 1e7)]
+        self.assertEqual(len(harness.within_cache(points, 5e4)), 2)
+        self.assertEqual(len(harness.within_cache(points, None)), 2)
+
+
 class CheckCloseTest(unittest.TestCase):
     def test_within_tolerance_passes(self):
         harness.check_close("x", [1.0, 2.0], [1.0, 2.0000001])
