@@ -37,6 +37,8 @@ struct EstimateArgs {
   std::string runtime;  // a runtime record of the profile (calibrate --runtime)
   bool sweep = false;
   double max_latency_ms = 0;
+  // Which of the numeric flags were given: a given value out of range is an error, not a default.
+  bool seq_given = false, context_given = false, max_latency_given = false;
   std::string conv_layout;
   std::optional<double> op_overhead_us;   // unset: the profile's per-op overhead
   std::vector<std::string> blocked_ops;   // the runtime's blocked-layout ops; empty: no layout model
@@ -299,6 +301,14 @@ void run_estimate(const EstimateArgs& args) {
     throw InputError(
         fmt::format("--optimizer {}: expected sgd, momentum, adam or adamw", args.optimizer));
   options.optimizer = *optimizer;
+  if (args.seq_given && args.seq < 1)
+    throw InputError(fmt::format("--seq {}: a sequence length is at least 1 token", args.seq));
+  if (args.context_given && args.context < 1)
+    throw InputError(fmt::format("--context {}: a context length is at least 1 token", args.context));
+  if (args.max_latency_given && !(std::isfinite(args.max_latency_ms) && args.max_latency_ms > 0))
+    throw InputError(fmt::format("--max-latency-ms {}: expected a time above 0 ms", args.max_latency_ms));
+  if (args.max_latency_given && !args.sweep)
+    throw InputError("--max-latency-ms: applies with --sweep-batch only");
   if (args.seq > 0) options.seq = args.seq;
   if (args.context > 0) options.context = args.context;
   if (!args.conv_layout.empty() && args.conv_layout != "nchw" && args.conv_layout != "nhwc" &&
@@ -537,7 +547,12 @@ void add_estimate_command(CLI::App& app, const Context&) {
                 "and the best throughput that fits");
   cmd->add_option("--max-latency-ms", args->max_latency_ms,
                   "With --sweep-batch: latency limit in ms (decoders: time per output token)");
-  cmd->callback([args] { run_estimate(*args); });
+  cmd->callback([args, cmd] {
+    args->seq_given = cmd->count("--seq") > 0;
+    args->context_given = cmd->count("--context") > 0;
+    args->max_latency_given = cmd->count("--max-latency-ms") > 0;
+    run_estimate(*args);
+  });
 }
 
 }  // namespace truepeak::cli
