@@ -327,3 +327,45 @@ def chain_probe(torch, name, make_run, links, ops_per_link, budget, weight=3.0):
     probes = [record.probe_point(f"{name} x{n}", f"{n} links of {ops_per_link}", timings[n], op_s=cost)
               for n in (1, links)]
     return cost, probes
+
+
+def conv_points(torch, dtype, device, fixed_s, budget, progress, quick, sync=None, time_group=None):
+    """The runtime's own convolution points in the profile's point format: nn.Conv2d (with bias)
+    on contiguous NCHW activations, as PyTorch runs a model that never asks for another memory
+    format, over grids.conv_grid. Each kernel/stride/grouping class's output is checked once
+    against the convolution in float64. time_s and median_s are kernel times: measured less
+    `fixed_s` (the per-op cost the estimator charges), at least half of measured. Returns
+    (points, probe points)."""
+    from torch import nn
+    label = dtype_label(torch, dtype)
+    rtol, atol = tolerance(torch, dtype)
+    time_group = time_group or harness.time_calls
+    points, probes, checked = [], [], set()
+    for i, shape in enumerate(grids.conv_grid(quick)):
+        torch.manual_seed(harness.SEED + i)
+        conv = nn.Conv2d(shape["c"], shape["k"], shape["r"], stride=shape["stride"], padding=shape["pad"],
+                         dilation=shape["dilation"], groups=shape["groups"], bias=True).to(device, dtype).eval()
+        x = harness.random_input("torch", (shape["n"], shape["c"], shape["h"], shape["w"]), dtype, device, seed=i)
+        name = (f"mb{shape['n']}ic{shape['c']}ih{shape['h']}oc{shape['k']}kh{shape['r']}sh{shape['stride']}"
+                f"ph{shape['pad']}g{shape['groups']}")
+        with torch.inference_mode():
+            key = (shape["r"], shape["stride"], shape["c"] // shape["groups"] if shape["groups"] > 1 else 0)
+            if key not in checked:
+                want = nn.functional.conv2d(x.double(), conv.weight.double(), conv.bias.double(), conv.stride,
+                                            conv.padding, conv.dilation, conv.groups)
+                reach = shape["c"] // shape["groups"] * shape["r"] * shape["s"]
+                harness.check_close(f"conv {name}", conv(x), want, rtol, max(atol, rtol * reach ** 0.5))
+                checked.add(key)
+            timing = time_group({0: _synced(conv, [x], sync)}, budget)[0]
+        kernel_s = harness.kernel_time_s(timing.time_s, fixed_s)
+        flops = grids.conv_flops(shape)
+        point = dict(dtype=label, **shape, layout="nchw")
+        point.update({"time_s": kernel_s, "median_s": max(harness.kernel_time_s(timing.median_s, fixed_s), kernel_s),
+                      "flops_per_s": flops / kernel_s, "cv": timing.cv, "samples": timing.count,
+                      "impl": "torch conv2d", "cold_weights": False, "measured_s": timing.time_s,
+                      "fixed_s_taken_off": timing.time_s - kernel_s})
+        points.append(point)
+        probes.append(record.probe_point(f"conv conv2d {label}", name, timing))
+    best = max(points, key=lambda p: p["flops_per_s"])
+    progress(f"{len(points)} conv points, best {best['flops_per_s'] / 1e9:.1f} GFLOP/s")
+    return points, probes

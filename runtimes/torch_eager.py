@@ -7,8 +7,9 @@ Probes: the fixed cost of one op (chains of linears too small for oneDNN: the di
 eager op pays); the costs of the kinds that pay more or less than that (products that reach
 oneDNN, views, the mixed-precision layer norm); the rates of PyTorch's own kernels over the
 size grids; the runtime's own GEMM points (linears and batched matmuls over a grid skinny to
-square, each less its kind's fixed cost, which kind_op_s charges); the main-memory bandwidth
-of its own kernels. On a GPU (unverified on hardware so far): issue times per op and kind from
+square, each less its kind's fixed cost, which kind_op_s charges); its convolution points
+(contiguous NCHW, the layout a model keeps unless asked for another, each less the conv2d kind's
+fixed cost); the main-memory bandwidth of its own kernels. On a GPU (unverified on hardware so far): issue times per op and kind from
 synchronized chains, kernel rates and GEMM points from device time (CUDA events)."""
 import copy
 import time
@@ -26,6 +27,8 @@ TINY_WIDTH = 16
 # A product that reaches oneDNN: PRODUCT_ROWS x PRODUCT_WIDTH -> PRODUCT_WIDTH, and batched
 # matmuls [PRODUCT_BATCH, PRODUCT_ROWS, PRODUCT_WIDTH] x [.., PRODUCT_WIDTH, PRODUCT_WIDTH].
 PRODUCT_ROWS, PRODUCT_WIDTH, PRODUCT_BATCH = 8, 64, 2
+# The convolution of the conv2d kind cost: 1x1 over TINY_CHANNELS channels of TINY_SIDE^2 pixels.
+TINY_CHANNELS, TINY_SIDE = 16, 4
 # Views: a tensor of VIEW_SIDE^2 elements viewed as a square and transposed.
 VIEW_SIDE = 16
 # The layer-norm chain's width.
@@ -142,6 +145,17 @@ def fixed_costs(torch, dtype, device, budget, progress, quick, sync=None):
             torch, f"kind chain view+transpose {VIEW_SIDE}x{VIEW_SIDE}",
             _chain_of(torch, lambda y: v.view(VIEW_SIDE, VIEW_SIDE).transpose(0, 1), v, sync), links, 2, budget)
         kinds.append({"kind": "reshape", "dtype": None, "op_s": cost})
+        probes += points
+
+        # A convolution too small for its kernel to matter: what each call of one costs beside it.
+        conv = nn.Conv2d(TINY_CHANNELS, TINY_CHANNELS, 1).to(device, dtype).eval()
+        c = harness.random_input("torch", (1, TINY_CHANNELS, TINY_SIDE, TINY_SIDE), dtype, device)
+        harness.check_close("conv 1x1", conv(c), nn.functional.conv2d(c.double(), conv.weight.double(),
+                                                                       conv.bias.double()), rtol, atol)
+        cost, points = torch_common.chain_probe(
+            torch, f"kind chain conv1x1 {TINY_CHANNELS}ch {TINY_SIDE}x{TINY_SIDE} {label}",
+            _chain_of(torch, conv, c, sync), links, 1, budget)
+        kinds.append({"kind": "conv2d", "dtype": label, "op_s": cost})
         probes += points
 
         mixed = dtype in (torch.bfloat16, torch.float16)
@@ -265,6 +279,8 @@ def calibrate(options):
     if gpu:
         kind_costs = {}  # device time holds no host cost to take off
     gemm, gemm_probes = gemm_points(torch, dtype, device, kind_costs, budget, progress, options.quick, timer)
+    conv, conv_probes = torch_common.conv_points(torch, dtype, device, 0.0 if gpu else kind_costs.get("conv2d", op_s),
+                                                 budget, progress, options.quick, sync, timer)
     if gpu:
         props = torch.cuda.get_device_properties(device)
         working = 4 * getattr(props, "L2_cache_size", 0) or 1024 ** 3
@@ -278,9 +294,9 @@ def calibrate(options):
     return record.build_record(
         runtime=RUNTIME, device=device, framework=torch_common.framework(torch), versions=torch_common.versions(torch),
         threads=torch.get_num_threads(), dtypes=[label], settings=settings, op_s=op_s, kind_op_s=kind_op_s,
-        own_kernels=own, layout=None, conv_layout="", linears_as_convolutions=False, in_place=[],
-        fuse_activations=False, memory_levels=[level], gemm=gemm,
-        probes=probes + fixed_probes + own_probes + gemm_probes + [memory_probe], calibration_s=0.0)
+        own_kernels=own, layout=None, conv_layout="nchw", linears_as_convolutions=False, in_place=[],
+        fuse_activations=False, memory_levels=[level], gemm=gemm, conv=conv,
+        probes=probes + fixed_probes + own_probes + gemm_probes + conv_probes + [memory_probe], calibration_s=0.0)
 
 
 def _gpu_memory_level(torch, dtype, device, working, budget, timer, progress):
