@@ -45,9 +45,26 @@ def prepare_case(name, case, dtype, threads):
         return lambda: run(feeds)
     import torch
     from validate import models
+    if name == "torch-compile":
+        _room_for_every_case(torch)
     torch_dtype = getattr(torch, TORCH_DTYPES[dtype])
     built = models.build(case["model"], case["batch"], case.get("seq") or models.SEQ,
                          case.get("context") or models.CONTEXT)
     inputs = tuple(t.to(torch_dtype) if t.is_floating_point() else t for t in built.inputs)
     run = module.prepare(built.module, inputs, torch_dtype)
     return lambda: run(*inputs)
+
+
+# Compiled graphs a frame may keep in one process: one per model and batch of a validation.
+GRAPHS_PER_FRAME = 64
+
+
+def _room_for_every_case(torch):
+    """A user's process compiles one model; the validation compiles every model of a set at each
+    batch in one process, and one architecture's forward (ResNet's, shared by resnet18 to 50) at
+    several shapes. Past the compiler's recompile limit a frame silently runs eager: the limit is
+    raised so that each case runs compiled, as it would alone."""
+    config = torch._dynamo.config
+    for limit in ("recompile_limit", "cache_size_limit"):
+        if hasattr(config, limit):
+            setattr(config, limit, max(getattr(config, limit), GRAPHS_PER_FRAME))
