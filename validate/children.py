@@ -54,5 +54,22 @@ def time_cases(python, plan):
         os.unlink(f.name)
 
 
+def read_timing(path):
+    """An earlier timing document, or None where there is none to read."""
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def write_timing(path, timing):
+    """The timing document, whole or not at all (a temporary file, then a rename)."""
+    partial = f"{path}.partial"
+    with open(partial, "w") as f:
+        json.dump(timing, f, indent=1)
+    os.replace(partial, path)
+
+
 def say(message):
     print(f"validate: {message}", file=sys.stderr, flush=True)

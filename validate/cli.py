@@ -46,6 +46,10 @@ def parser():
     p.add_argument("--onnx-dir", help="keep the ONNX files and inputs here (default: a temporary folder)")
     p.add_argument("--reuse-onnx", action="store_true", help="with --onnx-dir: reuse earlier exports there")
     p.add_argument("--out", help="the tables' folder (default: results/<machine>/)")
+    p.add_argument("--timings-dir", help="keep each runtime's timings here (timing-RUNTIME.json)")
+    p.add_argument("--reuse-timings", action="store_true",
+                   help="with --timings-dir: reuse a runtime's earlier timings there where they hold the same cases, "
+                        "threads and interpreter (re-estimate with another profile without timing again)")
     how = p.add_mutually_exclusive_group()
     how.add_argument("--calibrate", action="store_true",
                      help="first calibrate a new profile with the runtimes (truepeak calibrate --runtime ... --out P)")
@@ -100,6 +104,10 @@ def check_args(args):
         args.set_of = {m: s for s in names for m in sets.SETS[s]}
     if args.reuse_onnx and not args.onnx_dir:
         usage_error("--reuse-onnx: name the folder of the earlier exports with --onnx-dir")
+    if args.reuse_timings and not args.timings_dir:
+        usage_error("--reuse-timings: name the folder of the earlier timings with --timings-dir")
+    if args.timings_dir and not os.path.isdir(args.timings_dir):
+        usage_error(f"--timings-dir {args.timings_dir}: not a folder")
     if (args.python or args.quick) and not (args.calibrate or args.calibrate_runtimes):
         usage_error("--python and --quick are calibration options: add --calibrate or --calibrate-runtimes")
     args.truepeak = find_truepeak(args.truepeak)
@@ -202,11 +210,35 @@ def plan_cases(args, key, manifest):
 def time_runtime(args, key, runtime, cases, dtype):
     plan = {"runtime": key, "threads": runtime["threads"], "dtype": dtype, "rounds": args.rounds, "runs": args.runs,
             "visit_s": args.visit_ms / 1e3, "warmup": args.warmup, "cases": cases}
+    saved = os.path.join(args.timings_dir, f"timing-{profile.slug(key)}.json") if args.timings_dir else None
+    if saved and args.reuse_timings:
+        earlier = children.read_timing(saved)
+        if timing_matches(earlier, plan, runtime["python"]):
+            say(f"{key}: reusing the timings in {saved}")
+            return earlier
     say(f"{key}: timing {len(cases)} case(s) in {runtime['python']}, {runtime['threads']} threads")
     try:
-        return children.time_cases(runtime["python"], plan)
+        timing = children.time_cases(runtime["python"], plan)
     except ChildError as error:  # this runtime's rows say so; the other runtimes go on
         return {"framework": None, "results": {c["key"]: {"error": str(error)} for c in cases}}
+    if saved:
+        timing["plan"] = {k: v for k, v in plan.items() if k != "cases"}
+        timing["plan"]["cases"] = [c["key"] for c in cases]
+        timing["plan"]["python"] = runtime["python"]
+        children.write_timing(saved, timing)
+    return timing
+
+
+def timing_matches(timing, plan, python):
+    """Whether an earlier timing document holds every case of `plan`, timed alike (dtype, threads,
+    rounds, runs, the interpreter), each without an error."""
+    if not isinstance(timing, dict) or not isinstance(timing.get("plan"), dict):
+        return False
+    earlier = timing["plan"]
+    same = all(earlier.get(k) == plan[k] for k in ("runtime", "threads", "dtype", "rounds", "runs", "warmup"))
+    results = timing.get("results") or {}
+    return (same and os.path.realpath(earlier.get("python") or "") == os.path.realpath(python) and
+            all(c["key"] in results and "error" not in results[c["key"]] for c in plan["cases"]))
 
 
 def validate_all(args, doc, runtimes, manifest, calibration, command):

@@ -172,6 +172,43 @@ class UserPathTest(Fixture):
         self.assertEqual(doc["summary"]["rows_compared"], 0)
 
 
+class TimingsTest(Fixture):
+    def timing_runs(self):
+        return [e for e in self.entries("python") if e["argv"][1] == "validate.timing"]
+
+    def test_kept_then_reused_with_the_same_cases_and_retimed_otherwise(self):
+        timings = os.path.join(self.dir, "timings")
+        os.mkdir(timings)
+        args = ("--profile", self.profile, "--runtimes", "torch-jit", "--batches", "1", "--timings-dir", timings)
+        rc, _, err = self.validate(*args)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(len(self.timing_runs()), 1)
+        with open(os.path.join(timings, "timing-torch-jit.json")) as f:
+            kept = json.load(f)
+        self.assertEqual(kept["plan"]["cases"], ["resnet18 b1", "resnet50 b1", "mobilenet_v2 b1"])
+        first = self.table("validation-public-torch-jit")["rows"]
+
+        rc, _, err = self.validate(*args, "--reuse-timings")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(len(self.timing_runs()), 1, "the kept timings were timed again")
+        self.assertIn("reusing the timings", err)
+        self.assertEqual([r["measured_ms"] for r in self.table("validation-public-torch-jit")["rows"]],
+                         [r["measured_ms"] for r in first])
+
+        # Another batch is another case: timed anew.
+        rc, _, err = self.validate(*args[:-4], "--batches", "1,8", "--timings-dir", timings, "--reuse-timings")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(len(self.timing_runs()), 2)
+
+    def test_reuse_needs_the_folder(self):
+        rc, _, err = self.validate("--profile", self.profile, "--reuse-timings")
+        self.assertEqual(rc, 2)
+        self.assertIn("--reuse-timings: name the folder", err)
+        rc, _, err = self.validate("--profile", self.profile, "--timings-dir", os.path.join(self.dir, "none"))
+        self.assertEqual(rc, 2)
+        self.assertIn("not a folder", err)
+
+
 class CalibrateTest(Fixture):
     def test_calibration_ends_before_any_model_runs(self):
         rc, _, err = self.validate("--profile", self.profile, "--runtimes", "torch-jit,onnxruntime",
