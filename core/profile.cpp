@@ -330,7 +330,7 @@ const std::set<std::string>& record_fields() {
   static const std::set<std::string> names = {
       "runtime", "device",      "framework", "versions",        "python",      "threads",
       "dtypes",  "settings",    "op_s",      "kind_op_s",       "own_kernels", "layout",
-      "conv_layout", "linears_as_convolutions", "in_place", "fuse_activations", "memory",
+      "conv_layout", "linears_as_convolutions", "in_place", "fuse_activations", "fusion", "memory",
       "gemm",    "conv",        "probes",    "calibration_s"};
   return names;
 }
@@ -407,6 +407,19 @@ RuntimeRecord record_from_json(const Reader& r, const json& obj, const std::stri
       r.optional_field(obj, path, "linears_as_convolutions") && r.boolean(obj, path, "linears_as_convolutions");
   rec.in_place = string_list(r, obj, path, "in_place");
   rec.fuse_activations = r.optional_field(obj, path, "fuse_activations") && r.boolean(obj, path, "fuse_activations");
+  if (const auto* fusion = r.optional_field(obj, path, "fusion")) {
+    const auto p = path + "/fusion";
+    if (!fusion->is_object()) r.fail(p, fmt::format("expected an object or null, got {}", fusion->type_name()));
+    RuntimeFusion f;
+    f.pointwise = r.boolean(*fusion, p, "pointwise");
+    f.into_reductions = r.boolean(*fusion, p, "into_reductions");
+    f.into_products = r.boolean(*fusion, p, "into_products");
+    f.graph_s = r.number(*fusion, p, "graph_s");
+    // Charged once a pass: a second would be longer than any model's whole pass.
+    if (!(std::isfinite(f.graph_s) && f.graph_s >= 0 && f.graph_s < 1))
+      r.fail(p + "/graph_s", fmt::format("a time must be at least 0 s and under 1 s, got {:g}", f.graph_s));
+    rec.fusion = f;
+  }
   if (const auto* mem = r.optional_field(obj, path, "memory")) {
     rec.memory_levels = levels_from_json(r, *mem, path + "/memory", "levels");
   }
@@ -567,6 +580,13 @@ nlohmann::json to_json(const RuntimeRecord& rec) {
   }
   json dtypes = json::array();
   for (const auto d : rec.dtypes) dtypes.push_back(std::string(to_string(d)));
+  json fusion = nullptr;
+  if (rec.fusion) {
+    fusion = {{"pointwise", rec.fusion->pointwise},
+              {"into_reductions", rec.fusion->into_reductions},
+              {"into_products", rec.fusion->into_products},
+              {"graph_s", rec.fusion->graph_s}};
+  }
   json out = rec.extra.is_object() ? rec.extra : json::object();
   out.update({{"runtime", rec.runtime},
               {"device", rec.device},
@@ -584,6 +604,7 @@ nlohmann::json to_json(const RuntimeRecord& rec) {
               {"linears_as_convolutions", rec.linears_as_convolutions},
               {"in_place", rec.in_place},
               {"fuse_activations", rec.fuse_activations},
+              {"fusion", fusion},
               {"memory", {{"levels", levels_json(rec.memory_levels)}}},
               {"gemm", gemm_json(rec.gemm)},
               {"conv", conv_json(rec.conv)},

@@ -15,7 +15,7 @@
 namespace truepeak {
 
 inline constexpr int kSchemaMajor = 1;
-inline constexpr int kSchemaMinor = 12;  // 1.1: gemm points record their layout; 1.2: cold weights;
+inline constexpr int kSchemaMinor = 13;  // 1.1: gemm points record their layout; 1.2: cold weights;
                                         // 1.3: cold weights on conv points; 1.4: vector_ops;
                                         // 1.5: the gelu_tanh vector op; 1.6: the add vector op;
                                         // 1.7: the reorder_blocked and reorder_plain vector ops;
@@ -23,8 +23,9 @@ inline constexpr int kSchemaMinor = 12;  // 1.1: gemm points record their layout
                                         // 1.9: the add_padded vector op;
                                         // 1.10: memory.in_place_levels (the update kernel);
                                         // 1.11: cold weights span 8x the largest cache, at most 1 GiB (2x before);
-                                        // 1.12: runtimes (calibrate --runtime, docs/runtimes.md)
-std::string schema_version_string();  // "1.12"
+                                        // 1.12: runtimes (calibrate --runtime, docs/runtimes.md);
+                                        // 1.13: a runtime record's fusion rules
+std::string schema_version_string();  // "1.13"
 
 // Timing statistics of one measured point. time_s is the fastest sample (the capability figure);
 // rates derive from it. median_s sits beside it. typical_s (since 1.8; 0: not recorded) is the
@@ -134,6 +135,17 @@ struct RuntimeLayout {
   std::vector<std::int64_t> group_reorder_widths;  // channels per group run in a layout of their own
 };
 
+// Which op chains a runtime runs as one generated kernel (torch.compile's inductor), and the fixed
+// cost of one call of its compiled graph (since 1.13).
+struct RuntimeFusion {
+  bool pointwise = false;  // consecutive elementwise ops
+  // An elementwise op after a norm or softmax, and one whose output only a norm or softmax reads
+  // (a prologue), in that op's kernel.
+  bool into_reductions = false;
+  bool into_products = false;  // an elementwise op after a linear, matmul or conv2d (its epilogue)
+  double graph_s = 0;          // one call of the compiled graph (guards, wrapper), once a pass
+};
+
 // What one runtime (the framework that runs a model) adds to the library's figures, measured by
 // `calibrate --runtime` with generic probes (since 1.12). Fields: docs/runtimes.md.
 struct RuntimeRecord {
@@ -153,6 +165,7 @@ struct RuntimeRecord {
   bool linears_as_convolutions = false;
   std::vector<std::string> in_place;  // elementwise kinds run in place
   bool fuse_activations = false;
+  std::optional<RuntimeFusion> fusion;  // nullopt: every op runs as a kernel of its own
   std::vector<LevelBandwidth> memory_levels;  // the runtime's own kernels' bandwidth per level
   std::vector<GemmPoint> gemm;                // the runtime's own kernels, where it has them
   std::vector<ConvPoint> conv;

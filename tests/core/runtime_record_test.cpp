@@ -1,6 +1,6 @@
-// Runtime records (schema 1.12): the reader and writer keep every field, the schema accepts what
-// a probe writes and rejects a broken record naming the path, and profiles without runtimes
-// read and write as before.
+// Runtime records (schema 1.12; fusion since 1.13): the reader and writer keep every field, the
+// schema accepts what a probe writes and rejects a broken record naming the path, and profiles
+// without runtimes read and write as before.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -54,7 +54,7 @@ std::string joined(const std::vector<std::string>& errors) {
          << "no message at " << path << " containing \"" << what << "\"; got:" << joined(errors);
 }
 
-TEST(RuntimeRecord, SchemaVersionIsOneTwelve) { EXPECT_EQ(schema_version_string(), "1.12"); }
+TEST(RuntimeRecord, SchemaVersionIsOneThirteen) { EXPECT_EQ(schema_version_string(), "1.13"); }
 
 TEST(RuntimeRecord, FixtureValidatesAndReadsEveryField) {
   const json doc = record_fixture();
@@ -239,6 +239,86 @@ TEST(RuntimeRecord, ReaderNamesThePathOfAMistypedField) {
               std::string::npos)
         << e.what();
   }
+}
+
+json fusion_example() {
+  return {{"pointwise", true}, {"into_reductions", true}, {"into_products", false}, {"graph_s", 1.5e-5}};
+}
+
+// The message profile_from_json gives for a record whose fusion field is `fusion`.
+std::string fusion_error(const json& fusion) {
+  json doc = record_fixture();
+  doc["fusion"] = fusion;
+  json profile = profile_example();
+  profile["devices"][0]["runtimes"] = {{"torch-compile", doc}};
+  try {
+    profile_from_json(profile, "p.json");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(read)";
+}
+
+TEST(RuntimeRecord, FusionRoundTripsAndValidates) {
+  json doc = record_fixture();
+  doc["fusion"] = fusion_example();
+  ASSERT_TRUE(validate_runtime_record_json(doc).empty()) << joined(validate_runtime_record_json(doc));
+  const RuntimeRecord r = runtime_record_from_json(doc, "record.json");
+  ASSERT_TRUE(r.fusion.has_value());
+  EXPECT_TRUE(r.fusion->pointwise);
+  EXPECT_TRUE(r.fusion->into_reductions);
+  EXPECT_FALSE(r.fusion->into_products);
+  EXPECT_DOUBLE_EQ(r.fusion->graph_s, 1.5e-5);
+  const json written = to_json(r);
+  EXPECT_EQ(written.at("fusion"), fusion_example());
+  EXPECT_TRUE(validate_runtime_record_json(written).empty());
+  EXPECT_EQ(to_json(runtime_record_from_json(written, "again")), written);
+  // Absent or null: every op its own kernel, written as null.
+  const RuntimeRecord plain = runtime_record_from_json(record_fixture(), "record.json");
+  EXPECT_FALSE(plain.fusion.has_value());
+  EXPECT_TRUE(to_json(plain).at("fusion").is_null());
+  EXPECT_TRUE(validate_runtime_record_json(to_json(plain)).empty());
+  doc["fusion"] = nullptr;
+  EXPECT_FALSE(runtime_record_from_json(doc, "record.json").fusion.has_value());
+}
+
+TEST(RuntimeRecord, BadFusionIsRefusedNamingThePath) {
+  const std::string at = "p.json: /devices/0/runtimes/torch-compile/fusion";
+  json f = fusion_example();
+  f["pointwise"] = "yes";
+  EXPECT_EQ(fusion_error(f), at + "/pointwise: expected true or false, got string");
+  f = fusion_example();
+  f["into_products"] = 1;
+  EXPECT_EQ(fusion_error(f), at + "/into_products: expected true or false, got number");
+  f = fusion_example();
+  f.erase("into_reductions");
+  EXPECT_EQ(fusion_error(f), at + ": missing field 'into_reductions'");
+  f = fusion_example();
+  f["graph_s"] = -1e-6;
+  EXPECT_EQ(fusion_error(f), at + "/graph_s: a time must be at least 0 s and under 1 s, got -1e-06");
+  f["graph_s"] = 1e300;
+  EXPECT_EQ(fusion_error(f), at + "/graph_s: a time must be at least 0 s and under 1 s, got 1e+300");
+  f["graph_s"] = "15us";
+  EXPECT_EQ(fusion_error(f), at + "/graph_s: expected a number, got string");
+  EXPECT_EQ(fusion_error(true), at + ": expected an object or null, got boolean");
+  f["graph_s"] = 0.0;
+  EXPECT_EQ(fusion_error(f), "(read)");
+  // The schema refuses the same.
+  json doc = record_fixture();
+  doc["fusion"] = fusion_example();
+  doc["fusion"]["pointwise"] = "yes";
+  EXPECT_TRUE(has_error(validate_runtime_record_json(doc), "/fusion", "matches none of the anyOf alternatives"));
+  doc["fusion"] = fusion_example();
+  doc["fusion"]["graph_s"] = 2.0;
+  EXPECT_TRUE(has_error(validate_runtime_record_json(doc), "/fusion", "matches none of the anyOf alternatives"));
+}
+
+TEST(RuntimeRecord, ProfileOfSchemaOneTwelveWithoutFusionReads) {
+  const Profile p =
+      read_profile((fs::path(TRUEPEAK_TEST_DATA_DIR) / "runtimes" / "profile_with_runtime.json").string());
+  EXPECT_EQ(p.schema_version, "1.12");
+  ASSERT_EQ(p.devices[0].runtimes.count("torch-jit"), 1u);
+  EXPECT_FALSE(p.devices[0].runtimes.at("torch-jit").fusion.has_value());
 }
 
 }  // namespace
