@@ -55,6 +55,9 @@ struct Work {
   // The target runtime's fixed cost of an op of this kind, in place of the per-op overhead
   // (Options::kind_overheads).
   std::optional<double> overhead_s;
+  // A kernel that runs several ops (Options::fusion): its compute time, the longest of its ops'
+  // as each is costed alone, in place of the engine's figure.
+  std::optional<double> kernel_s;
 };
 
 // The profile's vector op (VectorOpShape::op) that times `op`, or "" when none matches: relu,

@@ -11,6 +11,7 @@
 #include "core/checked.hpp"
 #include "core/error.hpp"
 #include "estimate/cost.hpp"
+#include "estimate/fusion.hpp"
 #include "estimate/memory.hpp"
 #include "estimate/rates.hpp"
 
@@ -43,7 +44,7 @@ OpRow cost_row(const Op& op, const Work& w, const RateModel& rates, const std::s
   const auto share = [&](double f) { return product_flops > 0 ? w.bytes * f / product_flops : 0.0; };
   // Weights read once a pass come back from memory when the model outgrows the caches.
   const bool cold = w.weight_bytes > 0 && model_weight_bytes > rates.largest_cache_bytes();
-  switch (w.engine) {
+  switch (w.kernel_s ? Engine::none : w.engine) {
     case Engine::gemm:
       if (w.own_flops_per_s) {
         r.compute_s = w.flops / *w.own_flops_per_s;
@@ -68,6 +69,7 @@ OpRow cost_row(const Op& op, const Work& w, const RateModel& rates, const std::s
         r.compute_s = w.flops / rates.vector_flops_per_s();
       break;
     case Engine::none:
+      r.compute_s = w.kernel_s.value_or(0.0);
       break;
   }
   // A measured GEMM or convolution point's time holds its own traffic as measured, the op alone
@@ -76,7 +78,7 @@ OpRow cost_row(const Op& op, const Work& w, const RateModel& rates, const std::s
   // caches. Inside a model an op can move more slowly than that (an output the caches no longer
   // hold, weights from the level that holds the model's, graph inputs read once a pass), and
   // its kernel then takes that much longer.
-  if ((w.engine == Engine::gemm && !w.own_flops_per_s) || w.engine == Engine::conv) {
+  if (((w.engine == Engine::gemm && !w.own_flops_per_s) || w.engine == Engine::conv) && !w.kernel_s) {
     double as_measured = rates.memory_s(w.bytes, w.weight_bytes, w.weight_bytes, w.output_bytes);
     if (cold) {
       const double weights = std::clamp(w.weight_bytes, 0.0, w.bytes);
@@ -288,7 +290,8 @@ Totals run_forward(const Graph& g, const Bindings& b, double e, const RateModel&
                    const std::optional<BlockedLayout>& layout = std::nullopt,
                    bool linears_as_convolutions = false, const OwnRates& own_rates = {},
                    const std::vector<std::string>& in_place_kinds = {},
-                   const OwnRates& kind_overheads = {}) {
+                   const OwnRates& kind_overheads = {}, const FusedGraph* kernels = nullptr,
+                   double graph_s = 0) {
   Totals t;
   const auto in_place = runs_in_place(g, b, in_place_kinds);
   const double weight_bytes = count_params(g, b) * e;
@@ -305,6 +308,18 @@ Totals run_forward(const Graph& g, const Bindings& b, double e, const RateModel&
     pass_bytes += bytes;
   }
   for (const auto& op : g.ops) pass_bytes += sum_elems(op.state, b) * e;
+  // A compiled graph's call (guards, wrapper) runs once before its kernels.
+  if (graph_s > 0) {
+    OpRow call;
+    call.name = "compiled graph call";
+    call.kind = "graph";
+    call.phase = phase;
+    call.overhead_s = graph_s;
+    call.time_s = graph_s;
+    add_row(t, rows, std::move(call));
+  }
+  // Each fused kernel's works so far and the longest compute time among them, until its last op.
+  std::map<std::size_t, std::pair<std::vector<Work>, double>> pending;
   std::optional<LayoutPass> pass;
   if (layout) pass.emplace(*layout, b, e);
   for (std::size_t index = 0; index < g.ops.size(); ++index) {
@@ -363,7 +378,24 @@ Totals run_forward(const Graph& g, const Bindings& b, double e, const RateModel&
         w.in_channels = static_cast<std::int64_t>(w.products[0].first.k);
         w.out_channels = static_cast<std::int64_t>(w.products[0].first.n);
       }
-      add_row(t, rows, cost_row(op, w, rates, phase, weight_bytes, pass_bytes));
+      OpRow row = cost_row(op, w, rates, phase, weight_bytes, pass_bytes);
+      const std::size_t k = kernels ? kernels->kernel_of[index] : 0;
+      if (!kernels || kernels->kernels[k].ops.size() < 2) {
+        add_row(t, rows, std::move(row));
+        continue;
+      }
+      // An op of a fused kernel: the kernel is costed as one op once its last op is reached.
+      auto& [works_so_far, kernel_s] = pending[k];
+      works_so_far.push_back(w);
+      kernel_s = std::max(kernel_s, row.compute_s);
+      const FusedKernel& kernel = kernels->kernels[k];
+      if (index != kernel.ops.back()) continue;
+      OpRow fused = cost_row(g.ops[kernel.anchor], fused_work(g, kernel, works_so_far, kernel_s, b, e),
+                             rates, phase, weight_bytes, pass_bytes);
+      for (const auto i : kernel.ops) fused.fused.push_back(g.ops[i].name);
+      fused.name = fmt::format("{}", fmt::join(fused.fused, "+"));
+      add_row(t, rows, std::move(fused));
+      pending.erase(k);
     }
     // A runtime that first copies a linear's bias into its output and then lets the product add
     // to it (PyTorch's eager addmm) runs that copy as a kernel of its own, at the rate given as
@@ -485,15 +517,29 @@ Estimate estimate_with(const Model& model, const Device& device, const RateModel
   est.params = count_params(model.forward, b);
 
   if (options.mode == Mode::inference) {
+    // A runtime's fusions (its activations' peak live set still counts the tensors inside its
+    // kernels: an upper bound).
+    std::optional<FusedGraph> forward_kernels, decode_kernels;
+    const double graph_s = options.fusion ? options.fusion->graph_s : 0;
+    if (options.fusion) {
+      forward_kernels = fuse(model.forward, *options.fusion);
+      est.fusion = FusionApplied{forward_kernels->counts(), std::nullopt, graph_s};
+      if (model.decode) {
+        decode_kernels = fuse(*model.decode, *options.fusion);
+        est.fusion->decode = decode_kernels->counts();
+      }
+    }
     est.forward = run_forward(model.forward, b, e, rates, model.decode ? "prefill" : "forward",
                               rows, options.blocked_layout, options.linears_as_convolutions,
-                              options.own_rates, options.in_place_ops, options.kind_overheads);
+                              options.own_rates, options.in_place_ops, options.kind_overheads,
+                              forward_kernels ? &*forward_kernels : nullptr, graph_s);
     est.latency_s = est.forward.time_s;
     est.naive_latency_s = est.forward.naive_s;
     if (model.decode) {
       est.decode = run_forward(*model.decode, b, e, rates, "decode", rows, options.blocked_layout,
                                options.linears_as_convolutions, options.own_rates,
-                               options.in_place_ops, options.kind_overheads);
+                               options.in_place_ops, options.kind_overheads,
+                               decode_kernels ? &*decode_kernels : nullptr, graph_s);
       est.throughput_per_s = n / est.decode->time_s;
       est.throughput_unit = "tokens/s";
     } else {

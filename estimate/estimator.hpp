@@ -73,6 +73,16 @@ inline constexpr const char* kConvBiasKind = "conv2d:bias";
 // The rate for `kind`: the row kind's, else the whole kind's.
 std::optional<double> own_rate(const OwnRates& rates, const std::string& kind);
 
+// Which op chains the target runtime runs as one generated kernel (torch.compile's inductor), and
+// the fixed cost of one call of its compiled graph. How chains form and what one costs:
+// estimate/fusion.hpp.
+struct FusionRules {
+  bool pointwise = false;        // consecutive elementwise ops
+  bool into_reductions = false;  // elementwise ops after a norm or softmax, and its prologue
+  bool into_products = false;    // elementwise ops after a linear, matmul or conv2d (its epilogue)
+  double graph_s = 0;            // one call of the compiled graph, once a pass (and a decode step)
+};
+
 enum class Mode { inference, training };
 enum class Optimizer { sgd, momentum, adam, adamw };
 std::string_view to_string(Mode mode);
@@ -123,6 +133,9 @@ struct Options {
   // of a library product costs more than that of its other ops (PyTorch 1.13's eager linears and
   // matmuls through oneDNN: about 20 us a call against 4 us of an add).
   OwnRates kind_overheads;
+  // The target runtime runs chains of ops as one generated kernel and calls its compiled graph
+  // once a pass (inference); unset: every op runs as a kernel of its own.
+  std::optional<FusionRules> fusion;
 };
 
 // One row of the per-op table. A training step has forward, dgrad, wgrad and optimizer rows.
@@ -149,6 +162,8 @@ struct OpRow {
   // memory_s / time_s, the share of the time the memory roof accounts for.
   double peak_fraction = 0;
   double naive_s = 0;               // max(flops / datasheet peak, bytes / datasheet bandwidth)
+  // The ops a fused kernel runs, in execution order (Options::fusion); empty: the op alone.
+  std::vector<std::string> fused;
 };
 
 struct Totals {
@@ -157,6 +172,19 @@ struct Totals {
   double flops = 0;
   double bytes = 0;
   double overhead_s = 0;
+};
+
+// What a runtime's fusion rules made of one pass: the kernels that run several ops, and the ops
+// they run.
+struct FusionCounts {
+  int kernels = 0;
+  int ops = 0;
+};
+
+struct FusionApplied {
+  FusionCounts forward;                 // the forward pass (decoders: the prefill)
+  std::optional<FusionCounts> decode;   // decoders: one decode step
+  double graph_s = 0;                   // the graph call charged once a pass
 };
 
 struct MemoryBreakdown {
@@ -197,6 +225,8 @@ struct Estimate {
 
   MemoryBreakdown memory;
   double params = 0;
+  // Inference with Options::fusion.
+  std::optional<FusionApplied> fusion;
 };
 
 // Throws InputError when the device has nothing to estimate from (no measured points and no

@@ -86,6 +86,26 @@ std::string header_line(const Estimate& e, const PrintContext& ctx) {
   return s;
 }
 
+// What the runtime's fusion rules did, in one line.
+std::string fusion_note(const FusionApplied& f, const PrintContext& ctx) {
+  const auto counted = [](const FusionCounts& c) {
+    return fmt::format("{} op{} into {} kernel{}", c.ops, c.ops == 1 ? "" : "s", c.kernels,
+                       c.kernels == 1 ? "" : "s");
+  };
+  std::string s = fmt::format("{}: fused {}", ctx.runtime.empty() ? "fusion" : "runtime " + ctx.runtime,
+                              counted(f.forward));
+  if (f.decode) s += fmt::format(" (decode step: {})", counted(*f.decode));
+  if (f.graph_s > 0) s += fmt::format("; one graph call {} a pass", format_time_s(f.graph_s));
+  return s;
+}
+
+json fusion_json(const FusionApplied& f) {
+  const auto counts = [](const FusionCounts& c) { return json{{"kernels", c.kernels}, {"ops", c.ops}}; };
+  return {{"forward", counts(f.forward)},
+          {"decode", f.decode ? counts(*f.decode) : json(nullptr)},
+          {"graph_s", f.graph_s}};
+}
+
 std::string memory_text(const MemoryBreakdown& m, std::optional<std::int64_t> max_batch) {
   std::vector<std::vector<std::string>> rows;
   auto add = [&](const char* what, double bytes) {
@@ -113,7 +133,7 @@ std::string memory_text(const MemoryBreakdown& m, std::optional<std::int64_t> ma
 
 json estimate_to_json(const Estimate& e, const PrintContext& ctx) {
   json ops = json::array();
-  for (const auto& r : e.ops)
+  for (const auto& r : e.ops) {
     ops.push_back({{"name", r.name},
                    {"kind", r.kind},
                    {"phase", r.phase},
@@ -128,6 +148,8 @@ json estimate_to_json(const Estimate& e, const PrintContext& ctx) {
                    {"achieved_flops_per_s", r.achieved_flops_per_s},
                    {"peak_fraction", r.peak_fraction},
                    {"naive_s", r.naive_s}});
+    if (!r.fused.empty()) ops.back()["fused"] = r.fused;
+  }
   json doc = {
       {"schema_version", "1.0"},
       {"tool",
@@ -156,6 +178,7 @@ json estimate_to_json(const Estimate& e, const PrintContext& ctx) {
     doc["time_to_first_token_s"] = e.forward.time_s;
     doc["time_per_output_token_s"] = e.decode->time_s;
   }
+  if (e.fusion) doc["fusion"] = fusion_json(*e.fusion);
   if (e.backward) doc["backward"] = totals_json(*e.backward);
   if (e.optimizer_step) doc["optimizer_step"] = totals_json(*e.optimizer_step);
   return doc;
@@ -170,6 +193,7 @@ std::string format_estimate(const Estimate& e, const PrintContext& ctx, Format f
                     r.compute_bound ? "compute" : "memory", format_time_s(r.time_s),
                     format_percent(r.peak_fraction), format_time_s(r.naive_s)});
   std::string out = md ? "## " + header_line(e, ctx) + "\n\n" : header_line(e, ctx) + "\n\n";
+  if (e.fusion) out += fusion_note(*e.fusion, ctx) + "\n\n";
   if (!rows.empty())
     out +=
         render({"op", "phase", "kind", "shape", "GFLOP", "MB", "bound", "time", "% peak", "naive"},

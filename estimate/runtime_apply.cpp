@@ -88,6 +88,12 @@ std::vector<std::string> apply_runtime(const RuntimeRecord& record, const std::s
   options.conv_layout = record.conv_layout;
   options.linears_as_convolutions = record.linears_as_convolutions;
   options.in_place_ops = record.in_place;
+  if (record.fusion) {
+    const auto& f = *record.fusion;
+    options.fusion = FusionRules{f.pointwise, f.into_reductions, f.into_products, f.graph_s};
+  } else {
+    options.fusion.reset();
+  }
   return notes;
 }
 

@@ -159,6 +159,20 @@ std::string runtime_layout_summary(const RuntimeRecord& r) {
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
+namespace {
+
+// The op chains the runtime runs as one kernel, and its compiled graph's call.
+std::string runtime_fusion_summary(const RuntimeFusion& f) {
+  std::vector<std::string> parts;
+  if (f.pointwise) parts.emplace_back("pointwise chains");
+  if (f.into_reductions) parts.emplace_back("into norms/softmax");
+  if (f.into_products) parts.emplace_back("into products");
+  return fmt::format("fuses {}; graph call {}", parts.empty() ? "nothing" : fmt::format("{}", fmt::join(parts, ", ")),
+                     format_time_s(f.graph_s));
+}
+
+}  // namespace
+
 std::string runtimes_summary(const Profile& profile) {
   std::string out;
   for (const auto& d : profile.devices) {
@@ -174,6 +188,7 @@ std::string runtimes_summary(const Profile& profile) {
                          r.kind_op_s.empty() ? "" : fmt::format(" ({} kinds differ)", r.kind_op_s.size()),
                          r.own_kernels.size(), r.own_kernels.size() == 1 ? "" : "s", r.gemm.size(), r.conv.size());
       out += fmt::format("    layout: {}\n", runtime_layout_summary(r));
+      if (r.fusion) out += fmt::format("    {}\n", runtime_fusion_summary(*r.fusion));
     }
   }
   return out;

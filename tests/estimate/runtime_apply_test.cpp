@@ -86,6 +86,21 @@ TEST(RuntimeApply, PlainRuntimeClearsTheLayout) {
   EXPECT_EQ(o.conv_layout, "");
 }
 
+TEST(RuntimeApply, FusionRulesComeFromTheRecordOrAreCleared) {
+  RuntimeRecord r = record_fixture();
+  Options o = batch(1);
+  o.fusion = FusionRules{true, true, true, 1e-3};
+  apply_runtime(r, "torch-jit", o);
+  EXPECT_FALSE(o.fusion.has_value());
+  r.fusion = RuntimeFusion{true, false, true, 1.5e-5};
+  apply_runtime(r, "torch-compile", o);
+  ASSERT_TRUE(o.fusion.has_value());
+  EXPECT_TRUE(o.fusion->pointwise);
+  EXPECT_FALSE(o.fusion->into_reductions);
+  EXPECT_TRUE(o.fusion->into_products);
+  EXPECT_EQ(o.fusion->graph_s, 1.5e-5);
+}
+
 TEST(RuntimeApply, DeviceTakesTheRuntimesLevelsAndPoints) {
   const Profile profile = fixture("fixture_cpu.json");
   const Device& cpu = profile.devices.at(0);
