@@ -11,6 +11,9 @@ FIELDS = ("runtime", "device", "framework", "versions", "python", "threads", "dt
           "kind_op_s", "own_kernels", "layout", "conv_layout", "linears_as_convolutions", "in_place",
           "fuse_activations", "memory", "gemm", "conv", "probes", "calibration_s")
 
+# What a runtime's optional `fusion` field says: which chains run as one kernel.
+FUSION_RULES = ("pointwise", "into_reductions", "into_products")
+
 DTYPES = ("f32", "f16", "bf16", "int8", "fp8")
 
 # The allocator every runtime is measured with: the C library's, as a plain script has it.
@@ -30,7 +33,7 @@ def probe_point(name, shape, timing=None, **fields):
 def build_record(runtime, device, framework, versions, threads, dtypes, settings, op_s, probes,
                  calibration_s, kind_op_s=(), own_kernels=(), layout=None, conv_layout="",
                  linears_as_convolutions=False, in_place=(), fuse_activations=False, memory_levels=(),
-                 gemm=(), conv=()):
+                 gemm=(), conv=(), fusion=None):
     """The record, its fields in docs/runtimes.md's order. `versions` gets the interpreter's
     version where it lacks one; `settings` the allocator (the C library's default: the probes
     never change it)."""
@@ -61,7 +64,10 @@ def build_record(runtime, device, framework, versions, threads, dtypes, settings
         "probes": list(probes),
         "calibration_s": calibration_s,
     }
-    return {key: record[key] for key in FIELDS}
+    out = {key: record[key] for key in FIELDS}
+    if fusion is not None:
+        out["fusion"] = dict(fusion)
+    return out
 
 
 def _numbers(value, path):
@@ -82,7 +88,7 @@ def _may_be_zero(path):
     """op_s and kind_op_s may be 0 (noise can leave an op's cost unmeasurable); so may a
     coefficient of variation, a convolution's padding and what a probe point records beside its
     times."""
-    return (path == "op_s" or path.startswith("kind_op_s[") or path.endswith(".cv") or
+    return (path in ("op_s", "fusion.graph_s") or path.startswith("kind_op_s[") or path.endswith(".cv") or
             re.fullmatch(r"conv\[\d+\]\.pad", path) is not None or
             (path.startswith("probes[") and not path.endswith((".time_s", ".median_s"))))
 
@@ -127,6 +133,16 @@ def problems(record):
     for key in ("linears_as_convolutions", "fuse_activations"):
         if not isinstance(record[key], bool):
             out.append(f"{key}: not true or false")
+    fusion = record.get("fusion")
+    if fusion is not None:
+        if not isinstance(fusion, dict):
+            out.append("fusion: not an object")
+        else:
+            for key in FUSION_RULES:
+                if not isinstance(fusion.get(key), bool):
+                    out.append(f"fusion.{key}: not true or false")
+            if "graph_s" not in fusion:
+                out.append("fusion: missing 'graph_s'")
     for i, level in enumerate(record["memory"].get("levels", [])):
         if not isinstance(level.get("name"), str) or "Bps" not in level or "bytes" not in level:
             out.append(f"memory.levels[{i}]: needs name, bytes (null: unbounded) and Bps")

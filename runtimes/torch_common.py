@@ -240,13 +240,15 @@ def reference_of(call):
     return call
 
 
-def own_kernel_rates(torch, kernels, shapes, dtype, budget, progress, device="cpu", sync=None, time_group=None):
+def own_kernel_rates(torch, kernels, shapes, dtype, budget, progress, device="cpu", sync=None, time_group=None,
+                     memory_format=None):
     """Elements per second of the runtime's own kernels (kernels: kind -> (make, operands), as
     row_kernels and image_kernels give), over `shapes` (the grid), as the slope between sizes
     (harness.slope_rate): an op's elements are its outputs, a pool's its window elements. Each
     kind's output is checked once, at the smallest size, against the op in float64. `sync` ends
     every timed call (a GPU's synchronize); `time_group` replaces harness.time_calls (a GPU's
-    device timer). Returns (own_kernels entries, probe points)."""
+    device timer); `memory_format` lays out the 4-D operands (torch.channels_last). Returns
+    (own_kernels entries, probe points)."""
     dtype_name = dtype_label(torch, dtype)
     rtol, atol = tolerance(torch, dtype)
     entries, probes = [], []
@@ -258,6 +260,8 @@ def own_kernel_rates(torch, kernels, shapes, dtype, budget, progress, device="cp
             if isinstance(call, torch.nn.Module):
                 call = call.to(device, dtype).eval()
             xs = [harness.random_input("torch", s, dtype, device, seed=j) for j, s in enumerate(operands(shape))]
+            if memory_format is not None:
+                xs = [x.contiguous(memory_format=memory_format) if x.dim() == 4 else x for x in xs]
             with torch.no_grad():
                 out = call(*xs)
                 if i == 0:
@@ -329,10 +333,12 @@ def chain_probe(torch, name, make_run, links, ops_per_link, budget, weight=3.0):
     return cost, probes
 
 
-def conv_points(torch, dtype, device, fixed_s, budget, progress, quick, sync=None, time_group=None):
+def conv_points(torch, dtype, device, fixed_s, budget, progress, quick, sync=None, time_group=None,
+                channels_last=False):
     """The runtime's own convolution points in the profile's point format: nn.Conv2d (with bias)
     on contiguous NCHW activations, as PyTorch runs a model that never asks for another memory
-    format, over grids.conv_grid. Each kernel/stride/grouping class's output is checked once
+    format (with `channels_last`, activations in NHWC order and the weights as a model has them),
+    over grids.conv_grid. Each kernel/stride/grouping class's output is checked once
     against the convolution in float64. time_s and median_s are kernel times: measured less
     `fixed_s` (the per-op cost the estimator charges), at least half of measured. Returns
     (points, probe points)."""
@@ -346,6 +352,8 @@ def conv_points(torch, dtype, device, fixed_s, budget, progress, quick, sync=Non
         conv = nn.Conv2d(shape["c"], shape["k"], shape["r"], stride=shape["stride"], padding=shape["pad"],
                          dilation=shape["dilation"], groups=shape["groups"], bias=True).to(device, dtype).eval()
         x = harness.random_input("torch", (shape["n"], shape["c"], shape["h"], shape["w"]), dtype, device, seed=i)
+        if channels_last:
+            x = x.contiguous(memory_format=torch.channels_last)
         name = (f"mb{shape['n']}ic{shape['c']}ih{shape['h']}oc{shape['k']}kh{shape['r']}sh{shape['stride']}"
                 f"ph{shape['pad']}g{shape['groups']}")
         with torch.inference_mode():
@@ -359,7 +367,7 @@ def conv_points(torch, dtype, device, fixed_s, budget, progress, quick, sync=Non
             timing = time_group({0: _synced(conv, [x], sync)}, budget)[0]
         kernel_s = harness.kernel_time_s(timing.time_s, fixed_s)
         flops = grids.conv_flops(shape)
-        point = dict(dtype=label, **shape, layout="nchw")
+        point = dict(dtype=label, **shape, layout="nhwc" if channels_last else "nchw")
         point.update({"time_s": kernel_s, "median_s": max(harness.kernel_time_s(timing.median_s, fixed_s), kernel_s),
                       "flops_per_s": flops / kernel_s, "cv": timing.cv, "samples": timing.count,
                       "impl": "torch conv2d", "cold_weights": False, "measured_s": timing.time_s,

@@ -1,10 +1,17 @@
 """torch-compile: a model as torch.compile runs it (inductor, default options; on a GPU
 mode="reduce-overhead"), under torch.inference_mode(), in f32 on the CPU and bf16 on a GPU that
-supports it. Needs torch 2.x.
+supports it. Needs torch 2.x. Each shape is compiled as its own graph (dynamic=False), as a
+deployment that serves one shape gets it; a process that compiles several shapes of one model
+would otherwise switch to shape-generic kernels.
 
-Probes (a first set): the fixed cost of one op in a compiled graph (chains of tiny linears,
-which inductor leaves as separate library calls) and the rates of a few of its generated
-kernels over the row grid."""
+Probes: the fixed cost of one kernel call inside a compiled graph (chains of small linear+relu
+links: a library call and a generated kernel each) and of one call of the compiled graph itself;
+which op chains run as one generated kernel (fusion rules: elementwise chains, elementwise ops
+before and after a softmax or layer norm, an elementwise op after a product), each from the time
+a chain adds to its first op against the time that op costs alone; the rates of its generated
+kernels over the row grid; the library's GEMM and convolution points as the compiled graph calls
+them (PyTorch's own calls, each less the fixed cost above); the main-memory bandwidth of its
+kernels."""
 import copy
 
 from runtimes import grids, harness, record, torch_common
@@ -12,11 +19,22 @@ from runtimes import grids, harness, record, torch_common
 RUNTIME = "torch-compile"
 DEVICES = ("cpu", "cuda")
 MINIMUM_TORCH = (2, 0)
-TINY_WIDTH = 16
+# A link of the fixed-cost chains: a linear of 1 x LINK_WIDTH -> LINK_WIDTH (large enough that
+# inductor calls the library for it rather than generating its own loop) and a relu (a generated
+# kernel: the product's epilogue stays apart, see fusion_rules), two kernels a link.
+LINK_WIDTH = 64
 # Compiling costs seconds a graph: shorter chains and fewer kernels than the other runtimes.
 LINKS, QUICK_LINKS = 16, 4
 KINDS = ("elementwise:gelu", "elementwise:add", "softmax", "norm:layernorm")
 QUICK_KINDS = ("elementwise:add",)
+# Fusion probes run on the largest row-grid operand (past the caches of small machines, where a
+# pass over memory dominates a kernel's time); --quick on the next smaller one.
+FUSION_ELEMENTS, QUICK_FUSION_ELEMENTS = 2 ** 22, 2 ** 19
+# Elementwise ops in the probe's chain: more than one pass would cost several times one pass.
+CHAIN_OPS = 4
+# An op has joined its neighbour's kernel when it adds less than this fraction of what it costs
+# as a kernel of its own.
+FUSED_FRACTION = 0.5
 
 
 def require():
@@ -30,8 +48,19 @@ def default_dtype(torch, device):
 
 
 def compile_module(torch, module, device):
-    mode = "reduce-overhead" if str(device).startswith("cuda") else None
-    return torch.compile(module, mode=mode) if mode else torch.compile(module)
+    if str(device).startswith("cuda"):
+        return torch.compile(module, mode="reduce-overhead", dynamic=False)
+    return torch.compile(module, dynamic=False)
+
+
+def compile_callable(torch, call, device):
+    """A module or a plain function compiled as compile_module compiles a model (a module's float64
+    reference is then its own copy, a function's the function itself)."""
+    if isinstance(call, torch.nn.Module):
+        return compile_module(torch, call, device)
+    if str(device).startswith("cuda"):
+        return torch.compile(call, mode="reduce-overhead", dynamic=False)
+    return torch.compile(call, dynamic=False)
 
 
 def prepare(module, example_inputs, dtype=None):
@@ -50,53 +79,207 @@ def prepare(module, example_inputs, dtype=None):
     return run
 
 
+def _as_module(torch, call):
+    """A plain function as a module, so that compile_module treats both alike."""
+    if isinstance(call, torch.nn.Module):
+        return call
+
+    class Function(torch.nn.Module):
+        def forward(self, *xs):
+            return call(*xs)
+    return Function()
+
+
+def _timed(torch, compiled, xs, sync):
+    """A callable that runs `compiled` on xs under torch.inference_mode() (and `sync`)."""
+    def run():
+        with torch.inference_mode():
+            compiled(*xs)
+        if sync:
+            sync()
+    return run
+
+
+def decide_fusion(t):
+    """The fusion rules from the probes' times (seconds by case name, fusion_rules' cases): an
+    op has joined its neighbour's kernel where it adds less than FUSED_FRACTION of a pass of its
+    own (the compiled relu over the same tensor) per op it adds."""
+    pass_s = t["relu"]
+
+    def joined(together, alone, passes=1):
+        return together - alone < FUSED_FRACTION * passes * pass_s
+
+    return {
+        "pointwise": joined(t["chain"], t["relu"], CHAIN_OPS - 1),
+        # A residual add reads one operand more than the norm alone: half a pass where it fused,
+        # one and a half where it ran apart.
+        "into_reductions": (joined(t["layernorm+relu"], t["layernorm"]) and joined(t["scale+softmax"], t["softmax"])
+                            and joined(t["add+layernorm"], t["layernorm"], 2)),
+        "into_products": joined(t["linear+relu"], t["linear"]),
+    }
+
+
+def layout_optimized(torch):
+    """Whether the compiler lays a convolutional graph's activations out channels-last (its
+    layout optimization, on by default): its convolutions then run on NHWC activations."""
+    config = getattr(torch._inductor, "config", None)
+    return bool(getattr(config, "layout_optimization", False))
+
+
+def image_kernels(torch, dtype, device):
+    """Estimator row kind -> (make(shape) -> callable, operand shapes(shape)) of the generated
+    kernels of image-shaped activations: `elementwise` (every elementwise kind without a rate of
+    its own: a per-channel scale and shift and a relu, one kernel) and `pool:max` (a 3x3 max
+    pool, stride 2)."""
+    from torch import nn
+
+    def affine(shape):
+        channels = shape[1]
+        scale = harness.random_input("torch", (1, channels, 1, 1), dtype, device, seed=12)
+        shift = harness.random_input("torch", (1, channels, 1, 1), dtype, device, seed=13)
+        return lambda x: torch.relu(x * scale + shift)
+
+    return {
+        "elementwise": (affine, lambda shape: [shape]),
+        "pool:max": (lambda shape: nn.MaxPool2d(3, 2, 1), lambda shape: [shape]),
+    }
+
+
+def fusion_rules(torch, dtype, device, budget, progress, quick, sync=None):
+    """Which chains the compiler runs as one kernel. Each rule compares a chain with its first
+    op alone: the op that follows has joined the kernel where it adds less than FUSED_FRACTION of
+    what it costs as a kernel of its own (a compiled relu over the same tensor). Returns (rules,
+    probe points)."""
+    from torch import nn
+    rtol, atol = torch_common.tolerance(torch, dtype)
+    elements = QUICK_FUSION_ELEMENTS if quick else FUSION_ELEMENTS
+    rows, cols = grids.ROW_SHAPES[elements]
+    x = harness.random_input("torch", (rows, cols), dtype, device, seed=7)
+    b = harness.random_input("torch", (rows, cols), dtype, device, seed=8)
+    norm = nn.LayerNorm(cols).to(device, dtype).eval()
+    with torch.no_grad():
+        norm.weight.copy_(harness.random_input("torch", (cols,), dtype, device, seed=9))
+        norm.bias.copy_(harness.random_input("torch", (cols,), dtype, device, seed=10))
+    # A product whose output has the probe's elements: rows x cols from rows x width.
+    width = grids.GEMM_WIDTHS[1]
+    linear = nn.Linear(width, cols).to(device, dtype).eval()
+    xl = harness.random_input("torch", (rows, width), dtype, device, seed=11)
+
+    def chain(y):
+        for _ in range(CHAIN_OPS // 2):
+            y = torch.relu(y * 1.5 - 0.25)
+        return y
+
+    # name -> (make(norm, linear) -> fn, inputs): the float64 reference is the same fn made
+    # of float64 copies of the modules.
+    cases = {
+        "relu": (lambda n, l: torch.relu, [x]),
+        "chain": (lambda n, l: chain, [x]),
+        "layernorm": (lambda n, l: n, [x]),
+        "layernorm+relu": (lambda n, l: (lambda y: torch.relu(n(y))), [x]),
+        "softmax": (lambda n, l: (lambda y: torch.softmax(y, dim=-1)), [x]),
+        "scale+softmax": (lambda n, l: (lambda y: torch.softmax(y * 0.125, dim=-1)), [x]),
+        "add+layernorm": (lambda n, l: (lambda y, z: n(y + z)), [x, b]),
+        "linear": (lambda n, l: l, [xl]),
+        "linear+relu": (lambda n, l: (lambda y: torch.relu(l(y))), [xl]),
+    }
+    reference_modules = (copy.deepcopy(norm).double(), copy.deepcopy(linear).double())
+    progress(f"compiling {len(cases)} fusion probes on {rows}x{cols}")
+    runs = {}
+    for name, (make, xs) in cases.items():
+        compiled = compile_module(torch, _as_module(torch, make(norm, linear)), device)
+        with torch.inference_mode():
+            reach = width if name.startswith("linear") else 1
+            harness.check_close(f"compiled {name}", compiled(*xs), make(*reference_modules)(*[x.double() for x in xs]),
+                                rtol, max(atol, rtol * reach ** 0.5))
+        runs[name] = _timed(torch, compiled, xs, sync)
+    with torch.no_grad():
+        timings = harness.time_calls(runs, budget, 0.5)
+    t = {name: timing.time_s for name, timing in timings.items()}
+    rules = decide_fusion(t)
+    pass_s = t["relu"]
+    probes = [record.probe_point(f"fusion {name}", f"{rows}x{cols}", timings[name], one_pass_s=pass_s)
+              for name in cases]
+    progress("fusion: " + ", ".join(f"{k} {'yes' if v else 'no'}" for k, v in rules.items()))
+    return rules, probes
+
+
 def calibrate(options):
     torch = require()
     from torch import nn
+    from runtimes import torch_eager
     torch_common.set_threads(torch, options.threads)
     torch.manual_seed(harness.SEED)
     device, progress, budget = options.device, options.progress, options.budget
-    if device.startswith("cuda") and not torch.cuda.is_available():
+    gpu = device.startswith("cuda")
+    if gpu and not torch.cuda.is_available():
         raise harness.FrameworkMissing(f"{RUNTIME} --device {device}: this PyTorch ({torch.__version__}) sees no "
                                        "CUDA device")
     dtype = default_dtype(torch, device)
     label = torch_common.dtype_label(torch, dtype)
-    sync = torch.cuda.synchronize if device.startswith("cuda") else None
+    sync = torch.cuda.synchronize if gpu else None
+    timer = torch_eager.CudaTimer(torch) if gpu else None
     links = QUICK_LINKS if options.quick else LINKS
-    x = harness.random_input("torch", (1, TINY_WIDTH), dtype, device)
+    x = harness.random_input("torch", (1, LINK_WIDTH), dtype, device)
 
     def make_chain(n):
-        chain = nn.Sequential(*[nn.Linear(TINY_WIDTH, TINY_WIDTH) for _ in range(n)]).to(device, dtype).eval()
+        chain = nn.Sequential(*[m for _ in range(n) for m in (nn.Linear(LINK_WIDTH, LINK_WIDTH), nn.ReLU())])
+        chain = chain.to(device, dtype).eval()
         compiled = compile_module(torch, chain, device)
         with torch.inference_mode():
-            harness.check_close(f"compiled linear chain x{n}", compiled(x), chain(x),
+            harness.check_close(f"compiled linear+relu chain x{n}", compiled(x), chain(x),
                                 *torch_common.tolerance(torch, dtype))
+        return _timed(torch, compiled, [x], sync)
 
-        def run():
-            with torch.inference_mode():
-                compiled(x)
-            if sync:
-                sync()
-        return run
+    progress(f"compiling linear+relu chains of 1 and {links} links")
+    op_s, probes = torch_common.chain_probe(torch, f"op chain linear+relu 1x{LINK_WIDTH} {label}", make_chain, links,
+                                            2, budget)
+    # The one-link graph is one call of the graph and its two kernels.
+    graph_s = max(0.0, probes[0]["time_s"] - 2 * op_s)
+    progress(f"op_s {op_s * 1e6:.2f} us, graph call {graph_s * 1e6:.2f} us")
 
-    progress(f"compiling linear chains of 1 and {links}")
-    op_s, probes = torch_common.chain_probe(torch, f"op chain linear 1x{TINY_WIDTH} {label}", make_chain, links, 1,
-                                            budget)
-    progress(f"op_s {op_s * 1e6:.2f} us")
+    fusion, fusion_probes = fusion_rules(torch, dtype, device, budget, progress, options.quick, sync)
+    fusion["graph_s"] = graph_s
 
     kinds = QUICK_KINDS if options.quick else KINDS
     table = torch_common.row_kernels(dtype, mixed_norm=False)
     kernels = {}
     for kind in kinds:
         make, operands = table[kind]
-        kernels[kind] = ((lambda s, make=make: torch.compile(make(s), dynamic=False)), operands)
+        kernels[kind] = ((lambda s, make=make: compile_callable(torch, make(s), device)), operands)
     shapes = grids.row_shapes(True)  # two sizes: each compiles its own kernel
-    own, own_probes = torch_common.own_kernel_rates(torch, kernels, shapes, dtype, budget, progress, device, sync)
+    own, own_probes = torch_common.own_kernel_rates(torch, kernels, shapes, dtype, budget, progress, device, sync,
+                                                    time_group=timer)
+    # The generated kernels of a convolutional graph, on activations in the layout the compiler
+    # gives such a graph: any elementwise op (a per-channel scale and shift with a relu, what a
+    # batch norm and its activation become) and a max pool.
+    channels_last = layout_optimized(torch)
+    image = {kind: ((lambda s, make=make: compile_callable(torch, make(s), device)), operands)
+             for kind, (make, operands) in image_kernels(torch, dtype, device).items()}
+    image_own, image_probes = torch_common.own_kernel_rates(
+        torch, image, grids.image_shapes(True), dtype, budget, progress, device, sync, time_group=timer,
+        memory_format=torch.channels_last if channels_last else None)
+    own += image_own
+    own_probes += image_probes
+
+    # A compiled graph calls the library's products as eager PyTorch does; the fixed cost of
+    # such a call in the graph is op_s.
+    fixed = 0.0 if gpu else op_s
+    gemm, gemm_probes = torch_eager.gemm_points(torch, dtype, device, {"linear": fixed, "matmul": fixed}, budget,
+                                                progress, options.quick, timer)
+    conv, conv_probes = torch_common.conv_points(torch, dtype, device, fixed, budget, progress, options.quick, sync,
+                                                 timer, channels_last=channels_last)
+    levels, memory_probes = [], []
+    if not gpu:
+        level, memory_probe = torch_common.dram_level(torch, dtype, budget, progress)
+        levels, memory_probes = [level], [memory_probe]
 
     return record.build_record(
         runtime=RUNTIME, device=device, framework=torch_common.framework(torch), versions=torch_common.versions(torch),
         threads=torch.get_num_threads(), dtypes=[label],
-        settings={"compile": "torch.compile, inductor, default options" +
-                  (", mode=reduce-overhead" if device.startswith("cuda") else ""),
-                  "fusion_rules": "not probed"},
-        op_s=op_s, own_kernels=own, layout=None, conv_layout="", probes=probes + own_probes, calibration_s=0.0)
+        settings={"compile": "torch.compile, inductor, default options, dynamic=False (one graph per shape)" +
+                  (", mode=reduce-overhead" if gpu else ""), "mode": "module.eval() under torch.inference_mode()",
+                  "conv_activations": "channels_last (inductor's layout optimization)" if channels_last else "nchw"},
+        op_s=op_s, own_kernels=own, layout=None, conv_layout="nhwc" if channels_last else "nchw", memory_levels=levels, gemm=gemm, conv=conv,
+        fusion=fusion, probes=probes + fusion_probes + own_probes + gemm_probes + conv_probes + memory_probes,
+        calibration_s=0.0)

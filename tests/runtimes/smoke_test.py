@@ -1,7 +1,9 @@
 """A quick real run of the runtime probes whose framework is installed here: torch-jit with
-Debian's PyTorch (/usr/bin/python3, or TRUEPEAK_TORCH_PYTHON) and onnxruntime with the project's
-venv (.venv/bin/python, or TRUEPEAK_ORT_PYTHON, see scripts/setup-venv.sh). Each record must
-pass the record checks. Exit 77 (skipped) when neither framework imports, saying why."""
+Debian's PyTorch (/usr/bin/python3, or TRUEPEAK_TORCH_PYTHON), onnxruntime, and torch-eager and
+torch-compile with the torch 2.x of the project's venv (.venv/bin/python, or TRUEPEAK_ORT_PYTHON
+and TRUEPEAK_TORCH2_PYTHON, see scripts/setup-venv.sh). Each record must pass the record checks;
+torch-compile's must carry its fusion rules. Each runtime whose framework is missing is skipped,
+saying why; exit 77 (skipped) when none ran."""
 import json
 import os
 import subprocess
@@ -13,17 +15,23 @@ sys.path.insert(0, ROOT)
 from runtimes import record  # noqa: E402
 
 SKIP = 77
+VENV_PYTHON = os.path.join(ROOT, ".venv", "bin", "python")
+TORCH2_PYTHON = os.environ.get("TRUEPEAK_TORCH2_PYTHON", VENV_PYTHON)
+# (runtime, interpreter, module it needs, the check that the module is recent enough)
 RUNS = (
-    ("torch-jit", os.environ.get("TRUEPEAK_TORCH_PYTHON", "/usr/bin/python3"), "torch"),
-    ("onnxruntime", os.environ.get("TRUEPEAK_ORT_PYTHON", os.path.join(ROOT, ".venv", "bin", "python")),
-     "onnxruntime"),
+    ("torch-jit", os.environ.get("TRUEPEAK_TORCH_PYTHON", "/usr/bin/python3"), "torch", "True"),
+    ("onnxruntime", os.environ.get("TRUEPEAK_ORT_PYTHON", VENV_PYTHON), "onnxruntime", "True"),
+    ("torch-eager", TORCH2_PYTHON, "torch 2.x", "int(torch.__version__.split('.')[0]) >= 2"),
+    ("torch-compile", TORCH2_PYTHON, "torch 2.x", "int(torch.__version__.split('.')[0]) >= 2"),
 )
 
 
-def imports(python, module):
+def imports(python, module, recent):
     if not os.path.exists(python):
         return False
-    done = subprocess.run([python, "-c", f"import {module}"], capture_output=True, timeout=120)
+    name = module.split()[0]
+    done = subprocess.run([python, "-c", f"import {name}, sys; sys.exit(0 if {recent} else 1)"],
+                          capture_output=True, timeout=120)
     return done.returncode == 0
 
 
@@ -46,6 +54,8 @@ def run(runtime, python):
     same_python = os.path.realpath(doc["python"]) == os.path.realpath(python)
     if doc["runtime"] != runtime or not same_python:
         return None, f"{runtime}: the record names {doc['runtime']} run by {doc['python']}"
+    if runtime == "torch-compile" and "fusion" not in doc:
+        return None, f"{runtime}: the record has no fusion rules"
     print(f"{runtime}: ok in {seconds:.1f} s (calibration_s {doc['calibration_s']:.1f}), op_s "
           f"{doc['op_s'] * 1e6:.2f} us, {len(doc['own_kernels'])} own kernels, {len(doc['probes'])} probe points")
     return doc, None
@@ -53,8 +63,8 @@ def run(runtime, python):
 
 def main():
     ran, failures = 0, []
-    for runtime, python, module in RUNS:
-        if not imports(python, module):
+    for runtime, python, module, recent in RUNS:
+        if not imports(python, module, recent):
             print(f"{runtime}: skipped, {python} cannot import {module}")
             continue
         ran += 1
@@ -65,7 +75,7 @@ def main():
     if failures:
         return 1
     if not ran:
-        print("skipped: no framework installed (apt-get install python3-torch; scripts/setup-venv.sh onnxruntime)")
+        print("skipped: no framework installed (apt-get install python3-torch; scripts/setup-venv.sh onnxruntime torch)")
         return SKIP
     return 0
 

@@ -115,6 +115,33 @@ class ProblemsTest(unittest.TestCase):
         self.assertEqual(record.problems(a_record(layout=None)), [])
 
 
+class FusionFieldTest(unittest.TestCase):
+    RULES = {"pointwise": True, "into_reductions": True, "into_products": False, "graph_s": 6e-5}
+
+    def with_fusion(self, fusion):
+        doc = a_record()
+        doc["fusion"] = fusion
+        return doc
+
+    def test_written_only_where_given_after_the_other_fields(self):
+        self.assertNotIn("fusion", a_record())
+        doc = record.build_record(runtime="torch-compile", device="cpu", framework="torch 2.15.0", versions={},
+                                  threads=2, dtypes=["f32"], settings={}, op_s=1e-6, probes=[], calibration_s=1.0,
+                                  fusion=self.RULES)
+        self.assertEqual(list(doc)[-1], "fusion")
+        self.assertEqual(record.problems(doc), [])
+
+    def test_rules_are_booleans_and_the_graph_call_a_time(self):
+        self.assertEqual(record.problems(self.with_fusion(dict(self.RULES, graph_s=0.0))), [])
+        self.assertIn("fusion.pointwise: not true or false",
+                      record.problems(self.with_fusion(dict(self.RULES, pointwise="yes"))))
+        self.assertIn("fusion: missing 'graph_s'",
+                      record.problems(self.with_fusion({k: v for k, v in self.RULES.items() if k != "graph_s"})))
+        self.assertIn("fusion.graph_s: -1e-06 is not positive",
+                      record.problems(self.with_fusion(dict(self.RULES, graph_s=-1e-6))))
+        self.assertIn("fusion: not an object", record.problems(self.with_fusion([True])))
+
+
 class WriteRecordTest(unittest.TestCase):
     def test_one_json_document(self):
         out = io.StringIO()
