@@ -12,10 +12,11 @@
 #include "calibrate/backends.hpp"
 #include "calibrate/driver.hpp"
 #include "calibrate/machine.hpp"
-#include "calibrate/runtime_probe.hpp"
 #include "calibrate/summary.hpp"
+#include "calibrate/runtime_probe.hpp"
 #include "cli/commands.hpp"
 #include "core/error.hpp"
+#include "core/output_file.hpp"
 #include "report/summary.hpp"
 
 namespace truepeak::cli {
@@ -41,17 +42,16 @@ struct CalibrateArgs {
 
 // Fails before any measuring when the output (named by `flag`) cannot be written.
 void check_writable(const std::string& path, const char* flag = "--out") {
-  namespace fs = std::filesystem;
-  const fs::path p(path);
-  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) {
-    throw InputError(fmt::format("{} {}: directory '{}' does not exist", flag, path, dir.string()));
-  }
+  // A profile is a file that later commands read, and that an interrupted run keeps: never
+  // standard output, nor a device, FIFO or directory (check_output_path).
+  if (is_stdout_path(path))
+    throw InputError(fmt::format("{} -: a profile is written to a file; give its path", flag));
+  check_output_path(path, flag);
+  const std::filesystem::path p(path);
+  const std::filesystem::path dir = p.has_parent_path() ? p.parent_path() : std::filesystem::path(".");
   if (::access(dir.c_str(), W_OK) != 0) {
     throw InputError(fmt::format("{} {}: directory '{}' is not writable", flag, path, dir.string()));
   }
-  if (fs::is_directory(p, ec)) throw InputError(fmt::format("{} {}: is a directory, expected a file name", flag, path));
 }
 
 void install_interrupt_handler() {

@@ -12,6 +12,9 @@
 #include "core/profile.hpp"
 #include "estimate/estimator.hpp"
 #include "report/compare.hpp"
+#ifdef TRUEPEAK_HAVE_ONNX
+#include "estimate/onnx_import.hpp"
+#endif
 
 namespace truepeak::cli {
 namespace {
@@ -24,6 +27,29 @@ struct CompareArgs {
   std::vector<std::string> prices;
   std::string format = "table";
 };
+
+// A zoo name, a model JSON file or an ONNX file read at `batch`; what the reader could only
+// guess at goes to stderr, one line each.
+estimate::Model load_compared_model(const std::string& name, std::int64_t batch) {
+  estimate::Model model;
+#ifdef TRUEPEAK_HAVE_ONNX
+  if (estimate::is_onnx_path(name)) {
+    estimate::OnnxOptions o;
+    o.batch = batch;
+    auto imported = estimate::load_onnx(name, o);
+    for (const auto& w : imported.warnings) std::cerr << "truepeak: " << name << ": " << w << "\n";
+    model = std::move(imported.model);
+    model.source = name;
+    return model;
+  }
+#else
+  if (name.ends_with(".onnx"))
+    throw InputError(fmt::format("{}: this truepeak was built without ONNX support (TRUEPEAK_ENABLE_ONNX)", name));
+#endif
+  model = estimate::load_model(name);
+  for (const auto& w : model.warnings) std::cerr << "truepeak: " << name << ": " << w << "\n";
+  return model;
+}
 
 report::Predictor estimator_predictor(const estimate::Model& model, const estimate::Options& base) {
   return [&model, base](const Profile& profile, const Device& device) {
@@ -65,10 +91,11 @@ void run_compare(const CompareArgs& args) {
       throw InputError(fmt::format(
           "--dtype '{}': unknown data type (f32, tf32, bf16, f16, fp8, int8)", args.dtype));
     if (args.batch < 1) throw InputError(fmt::format("--batch {}: must be at least 1", args.batch));
-    const auto model = estimate::load_model(args.model);
+    const auto model = load_compared_model(args.model, args.batch);
     estimate::Options options;
     options.dtype = *dtype;
-    options.batch = args.batch;
+    // An ONNX graph is read with the batch in its shapes: one pass of it is the whole batch.
+    options.batch = model.source == args.model && model.source.ends_with(".onnx") ? 1 : args.batch;
     report::add_cost(comparison, profiles, args.model, static_cast<int>(args.batch),
                      std::string(to_string(*dtype)), estimator_predictor(model, options));
   }

@@ -107,6 +107,9 @@ class ModelSource {
           "{}: this truepeak was built without ONNX support (TRUEPEAK_ENABLE_ONNX)", args.model));
 #endif
     model_ = estimate::load_model(args.model);
+    // What the reader accepted but could only guess at (an elementwise function it does not
+    // know, costed as a generic one).
+    for (const auto& w : model_->warnings) std::cerr << "truepeak: " << args.model << ": " << w << "\n";
   }
   const estimate::Model& get(std::int64_t batch) {
 #ifdef TRUEPEAK_HAVE_ONNX
