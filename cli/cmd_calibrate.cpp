@@ -12,7 +12,7 @@
 #include "calibrate/backends.hpp"
 #include "calibrate/driver.hpp"
 #include "calibrate/machine.hpp"
-#include "calibrate/summary.hpp"
+#include "calibrate/profile_summary.hpp"
 #include "calibrate/runtime_probe.hpp"
 #include "cli/commands.hpp"
 #include "core/error.hpp"

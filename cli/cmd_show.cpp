@@ -1,7 +1,7 @@
 // `truepeak show`: print a profile's summary.
 #include <iostream>
 
-#include "calibrate/summary.hpp"
+#include "calibrate/profile_summary.hpp"
 #include "cli/commands.hpp"
 #include "core/profile.hpp"
 #include "core/read_file.hpp"

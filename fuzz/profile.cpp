@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "calibrate/summary.hpp"
+#include "calibrate/profile_summary.hpp"
 #include "estimate/estimator.hpp"
 #include "fuzz/fuzz_util.hpp"
 

@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "calibrate/driver.hpp"
-#include "calibrate/summary.hpp"
+#include "calibrate/profile_summary.hpp"
 #include "core/error.hpp"
 
 namespace truepeak {

@@ -1,4 +1,4 @@
-#include "calibrate/summary.hpp"
+#include "calibrate/profile_summary.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
