@@ -108,7 +108,8 @@ void DeviceRun::run() {
   measure_vector_ops();
   // Main memory early: its triads, the headline that other tenants move the most, then stay
   // peak-watch candidates for nearly all the run. The in-cache points, a few microseconds each,
-  // after the GEMMs: early in a run (threads cold) one of them measured half its usual rate.
+  // after the GEMMs: early in a run, while the threads are cold, they can run at half their
+  // usual rate.
   measure_memory(true);
   measure_gemm();
   measure_memory(false);
@@ -130,7 +131,8 @@ StopRule DeviceRun::confirm_rule(const std::string& category) const {
 // Seconds the optional work may still take and leave the first measurements still to come and
 // the confirmation time to end by the plan's deadline (Plan::deadline_s; without one, no limit).
 // On a busy host re-measures early in a run would otherwise take the time of the points after
-// them: a run with re-measures all through its GEMMs ended 15 s past its goal in its convolutions.
+// them: re-measures all through the GEMMs can push the convolutions well past the goal
+// (docs/methodology.md, "The time goal").
 double DeviceRun::time_left_s() const {
   if (plan_.deadline_s <= 0) return std::numeric_limits<double>::infinity();
   return plan_.deadline_s - elapsed_s() - time_to_come_s() - confirmation_s();
@@ -156,8 +158,8 @@ double DeviceRun::time_to_come_s() const {
 
 // `rule` for a first measurement, its time budget cut (to a quarter at most) where the points
 // still to come would otherwise end past the deadline: on a busy host every point runs to its
-// budget, and a run whose GEMMs took 78 s instead of about 50 ended 12 s past its goal. The
-// minimum count of samples stays.
+// budget, and the GEMMs alone can take half as long again as on a quiet one. The minimum count
+// of samples stays.
 StopRule DeviceRun::within_goal(StopRule rule) {
   if (plan_.deadline_s <= 0) return rule;
   const double room = plan_.deadline_s - elapsed_s() - confirmation_s();  // for this point and the rest

@@ -1,11 +1,12 @@
 // The points behind the headline figures, timed again all through a calibration.
 //
 // On a shared host the fastest sample of a point depends on when it ran: another tenant can slow
-// one kind of kernel to half its speed for seconds or minutes while others run as fast as ever
-// (seen here: a 512^3 f32 GEMM at 165 GFLOP/s for 1.5 s, then 333; every f32 convolution of one
-// run 25% slower than in the next). A point measured once, in a fraction of a second, is one
-// draw; a figure drawn from samples spread over the whole run is the same run after run (the
-// sentinel, a few samples between every point, finds the same fastest time to 0.1%).
+// one kind of kernel to half its speed for seconds or minutes while others run as fast as ever,
+// and a whole category (every f32 convolution) can come out a quarter slower in one run than in
+// the next (docs/methodology.md, "Noise: headline figures from the whole run"). A point measured
+// once, in a fraction of a second, is one draw; a figure drawn from samples spread over the whole
+// run is the same run after run (the sentinel, a few samples between every point, finds the same
+// fastest time to 0.1%).
 //
 // So the fastest points of each category (FMA, GEMM and convolution per dtype, main-memory triad)
 // stay candidates: short bursts of them run between points for a share of the elapsed time, and
@@ -53,28 +54,28 @@ class PeakWatch {
     StopRule burst_rule;
     // Beyond `pool`, a point whose rate is within this fraction of its category's best joins too,
     // up to `most` candidates in all (0: the pool alone). On a shared host both looks at a
-    // category's best point can come out 10-15% low (seen here: the best f32 convolution layer at
-    // 347 and 356 GFLOP/s, 401 in the next run), below the pool's slowest, which lie within a few
-    // percent of one another; only bursts lift such a point back.
+    // category's best point can come out 10-15% low, below the pool's slowest, which lie within a
+    // few percent of one another; only bursts lift such a point back.
     double admit_within = 0;
     int most = 0;
     // In the categories of `spell_categories`, a burst that finds its candidate in a fast spell
     // (its fastest sample at least kSpellGain times the rate of the candidate's typical time, and
     // near its best or beyond) is followed by more bursts of it while they stay that fast, for up
-    // to `spell_s`, and up to `spell_budget_s` a category in all. Main memory here ran its triad
-    // at 60-70 GB/s for minutes at a time, then at 130-155 for a minute or so: three samples of
-    // such a spell land anywhere from 110 to 150, a second of them on its top. Spells count to
-    // the share, not to their category's claim; the companions' bursts after a spell (accompany)
-    // count to the budget, and may take it a little past.
+    // to `spell_s`, and up to `spell_budget_s` a category in all. On a shared host main memory can
+    // run its triad at half its best for minutes at a time, then near its best for a minute or so
+    // (docs/methodology.md, "Main-memory spells"): three samples of such a spell land anywhere from
+    // three quarters of its top to the top, a second of them on its top. Spells count to the
+    // share, not to their category's claim; the companions' bursts after a spell (accompany) count
+    // to the budget, and may take it a little past.
     std::vector<std::string> spell_categories = {};
     double spell_s = 0;
     double spell_budget_s = 0;
     // A burst of such a category that comes near its candidate's best without being a spell (the
     // candidate's first look already fell in a fast spell, so no later burst stands out from its
     // typical time) also times the companions, at most once every `companion_every_s` (0: never),
-    // within the spell budget. Here a calibration whose main-memory triad met a fast spell on its
-    // first look found no spell after it, and its reorder of 100 MB kept the 4.95 ms of its one
-    // look in a slow one, where another calibration's took 3.18.
+    // within the spell budget. Otherwise a calibration whose main-memory triad met a fast spell on
+    // its first look finds no spell after it, and its companions keep the figure of their one look,
+    // which may have fallen in a slow spell and taken half as long again as in a fast one.
     double companion_every_s = 0;
   };
   // Writes a candidate's figures back to its point: the summary of all its samples and the
@@ -96,10 +97,11 @@ class PeakWatch {
   // A point timed with the spells of `category` (one of Options::spell_categories): after each
   // spell a burst finds there, the companion gets a burst too. Main memory's other points (its
   // copies, in-place updates and reorders) otherwise keep the figure of whichever spell their one
-  // look fell in: here a reorder of 100 MB ran at 4.9 G elements/s in one calibration and 8.0 in
-  // another, and the estimate of a network whose layout changes move such tensors moved by 20%
-  // with it. Its kernel is kept (Options::keep_kernels) or it is not taken; the confirmation lets
-  // it go. `typical_s` as for offer().
+  // look fell in: the rate of a reorder of 100 MB can differ by more than half from one calibration
+  // to the next, and the estimate of a network whose layout changes move such tensors moves by a
+  // fifth with it (docs/methodology.md, "Main-memory spells"). Its kernel is kept
+  // (Options::keep_kernels) or it is not taken; the confirmation lets it go. `typical_s` as for
+  // offer().
   void accompany(const std::string& category, const std::string& what, double work, std::unique_ptr<Kernel> kernel,
                  const std::vector<double>& samples, Apply apply, double typical_s = 0);
 
@@ -177,7 +179,8 @@ class PeakWatch {
   };
   // A burst this close to its candidate's best rate (or faster) finds the figure where it was, to
   // the precision that two calibrations should agree on (3%). Within 1%, even the FMA kernel's
-  // bursts came near its best in 2 of 742 here: every category claimed the most.
+  // bursts on a shared host come near its best only a few times in a thousand, and every category
+  // would claim the most.
   static constexpr double kNearBest = 0.97;
   // A category whose bursts seldom come near its best claims up to this many times the burst time
   // of one whose bursts always do.
