@@ -461,7 +461,13 @@ void add_estimate_command(CLI::App& app, const Context&) {
                   "an .onnx file")
       ->required();
   cmd->add_option("--batch", args->batches, "Batch sizes, comma separated (default 1)")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->check(CLI::Validator(
+          [](const std::string& text) {
+            return text.empty() ? std::string("an empty batch size; give whole numbers such as 1,8")
+                                : std::string();
+          },
+          "BATCHES"));
   cmd->add_option("--dtype", args->dtype,
                   "Data type of weights and activations: f32, bf16, f16, int8, fp8 (default: the "
                   "--runtime's own dtype, else f32)");

@@ -4,10 +4,9 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "core/error.hpp"
+#include "core/read_file.hpp"
 #include "estimate/cost.hpp"
 #include "estimate/estimator.hpp"
 #include "estimate/zoo_data.hpp"
@@ -57,11 +56,7 @@ Model load_model(const std::string& name_or_path) {
     throw InputError(
         fmt::format("model '{}': no such file, and not a zoo model ({})", name_or_path, names));
   }
-  std::ifstream in(name_or_path, std::ios::binary);
-  if (!in) throw InputError(fmt::format("{}: cannot be read", name_or_path));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return model_from_json_text(text.str(), name_or_path);
+  return model_from_json_text(read_input_file(name_or_path, kMaxModelBytes, "model"), name_or_path);
 }
 
 std::vector<ZooEntry> list_zoo() {
