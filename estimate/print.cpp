@@ -89,6 +89,7 @@ std::string header_line(const Estimate& e, const PrintContext& ctx) {
 // What the runtime's fusion rules did, in one line.
 std::string fusion_note(const FusionApplied& f, const PrintContext& ctx) {
   const auto counted = [](const FusionCounts& c) {
+    if (c.ops == 0) return std::string("no chain (each op a kernel of its own)");
     return fmt::format("{} op{} into {} kernel{}", c.ops, c.ops == 1 ? "" : "s", c.kernels,
                        c.kernels == 1 ? "" : "s");
   };
