@@ -1,150 +1,86 @@
-// Shape arithmetic folded at load time. Exporters compute reshape targets inside the graph
-// (Shape -> Gather -> Unsqueeze -> Concat -> Reshape, Where/Equal for -1 handling); ONNX 1.12's
-// data propagation follows only part of that, so once the inputs are bound these small integer
-// tensors are evaluated here and handed to shape inference as initializers. Every runtime does
-// the same (constant folding); nothing here costs time at inference.
+// Shape code folded at load time. Exporters compute reshape targets and resize sizes inside the
+// graph (Shape -> Gather -> arithmetic -> Concat -> Reshape; Cast to float, Div, Floor, Cast back
+// for a resize by a scale; Where/Equal for -1 handling); ONNX shape inference follows only part of
+// that, so once the inputs are bound these small tensors are evaluated here and handed to shape
+// inference as initializers. Scripted code adds If and Loop nodes whose condition or trip count is
+// shape code: once known, the branch taken replaces the If and the Loop is unrolled. Every runtime
+// does the same (constant folding); nothing here costs time at inference.
+#include "estimate/onnx_fold.hpp"
+
+#include <fmt/format.h>
+#include <onnx/onnx_pb.h>
+
 #include <algorithm>
-#include <cstring>
-#include <functional>
-#include <limits>
 #include <map>
-#include <numeric>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
-#include <onnx/onnx_pb.h>
-
-#include "core/checked.hpp"
-#include "estimate/onnx_fold.hpp"
+#include "estimate/onnx_shape_eval.hpp"
 
 namespace truepeak::estimate::onnx_detail {
 namespace {
 
-constexpr std::int64_t kMaxFoldElements = 4096;
+// A Loop is unrolled when its copies add at most this many nodes, and the graph stays under
+// kMaxGraphNodes: enough for scripted loops over the detections of an image, and a bound on what
+// a file built to grow the graph can make of it.
+constexpr std::int64_t kMaxUnrolledNodes = 50000;
+constexpr int kMaxGraphNodes = 200000;
 
-struct IntTensor {
-  std::vector<std::int64_t> dims;
-  std::vector<std::int64_t> values;
-};
-
-bool is_int(std::int32_t t) {
-  using T = onnx::TensorProto;
-  return t == T::INT64 || t == T::INT32 || t == T::BOOL || t == T::INT8 || t == T::UINT8 || t == T::INT16;
+// Inputs whose values ONNX shape inference reads to size a node's output, for the ops whose
+// floating-point inputs matter: a float value computed in the graph is handed over only there (an
+// integer one everywhere, as shape code is integer).
+bool shape_reads_real_input(const std::string& op_type, int input) {
+  if (op_type == "Resize") return input >= 1;
+  if (op_type == "Upsample") return input == 1;
+  if (op_type == "Range") return true;
+  return false;
 }
 
-// Element count; nullopt for a negative dimension or a count past 64 bits. Shape code handles
-// small tensors only, so either means: not folded.
-std::optional<std::int64_t> numel(const std::vector<std::int64_t>& dims) {
-  std::optional<std::int64_t> n = 1;
-  for (const auto d : dims) {
-    if (d < 0 || !n) return std::nullopt;
-    n = checked_mul(*n, d);
-  }
-  return n;
-}
-
-std::optional<IntTensor> from_proto(const onnx::TensorProto& t) {
-  if (!is_int(t.data_type()) || t.data_location() == onnx::TensorProto::EXTERNAL) return std::nullopt;
-  IntTensor out;
-  out.dims.assign(t.dims().begin(), t.dims().end());
-  const auto count = numel(out.dims);
-  if (!count || *count > kMaxFoldElements) return std::nullopt;
-  const std::int64_t n = *count;
-  using T = onnx::TensorProto;
-  if (!t.raw_data().empty()) {
-    const auto& raw = t.raw_data();
-    const std::size_t width = t.data_type() == T::INT64 ? 8 : t.data_type() == T::INT32 ? 4 : t.data_type() == T::INT16 ? 2 : 1;
-    if (raw.size() != static_cast<std::size_t>(n) * width) return std::nullopt;
-    for (std::int64_t i = 0; i < n; ++i) {
-      const char* p = raw.data() + i * width;
-      if (width == 8) { std::int64_t v; std::memcpy(&v, p, 8); out.values.push_back(v); }
-      else if (width == 4) { std::int32_t v; std::memcpy(&v, p, 4); out.values.push_back(v); }
-      else if (width == 2) { std::int16_t v; std::memcpy(&v, p, 2); out.values.push_back(v); }
-      else out.values.push_back(t.data_type() == T::UINT8 || t.data_type() == T::BOOL ? static_cast<unsigned char>(*p) : static_cast<signed char>(*p));
-    }
-  } else if (t.data_type() == T::INT64) {
-    out.values.assign(t.int64_data().begin(), t.int64_data().end());
-  } else {
-    out.values.assign(t.int32_data().begin(), t.int32_data().end());
-  }
-  if (static_cast<std::int64_t>(out.values.size()) != n) return std::nullopt;
-  return out;
-}
-
-// An elementwise function of shape code; nullopt where it has no 64-bit result (an overflow).
-using IntFn = std::function<std::optional<std::int64_t>(const std::vector<std::int64_t>&)>;
-
-// Elementwise with numpy broadcasting, for the small tensors shape code uses.
-std::optional<IntTensor> broadcast(const std::vector<const IntTensor*>& in, const IntFn& fn) {
-  std::size_t rank = 0;
-  for (const auto* t : in) rank = std::max(rank, t->dims.size());
-  std::vector<std::int64_t> dims(rank, 1);
-  for (const auto* t : in) {
-    for (std::size_t i = 0; i < t->dims.size(); ++i) {
-      auto& d = dims[rank - t->dims.size() + i];
-      const auto v = t->dims[i];
-      if (d == 1) d = v;
-      else if (v != 1 && v != d) return std::nullopt;
-    }
-  }
-  const auto count = numel(dims);
-  if (!count || *count > kMaxFoldElements) return std::nullopt;
-  const std::int64_t n = *count;
-  IntTensor out{dims, {}};
-  std::vector<std::int64_t> args(in.size());
-  for (std::int64_t flat = 0; flat < n; ++flat) {
-    for (std::size_t k = 0; k < in.size(); ++k) {
-      const auto& t = *in[k];
-      std::int64_t index = 0, rem = flat, stride = 1;
-      for (std::size_t i = rank; i-- > 0;) {
-        const auto coord = rem % dims[i];
-        rem /= dims[i];
-        const auto ti = static_cast<std::int64_t>(i) - static_cast<std::int64_t>(rank - t.dims.size());
-        if (ti >= 0) {
-          const auto td = t.dims[ti];
-          index += (td == 1 ? 0 : coord) * stride;
-          stride *= td;
-        }
-      }
-      if (index < 0 || index >= static_cast<std::int64_t>(t.values.size())) return std::nullopt;
-      args[k] = t.values[index];
-    }
-    const auto value = fn(args);
-    if (!value) return std::nullopt;
-    out.values.push_back(*value);
-  }
-  return out;
-}
-
-std::int64_t attr_int(const onnx::NodeProto& node, const std::string& name, std::int64_t fallback) {
+const onnx::GraphProto* graph_attr(const onnx::NodeProto& node, const std::string& name) {
   for (const auto& a : node.attribute()) {
-    if (a.name() == name && a.type() == onnx::AttributeProto::INT) return a.i();
+    if (a.name() == name && a.has_g()) return &a.g();
   }
-  return fallback;
+  return nullptr;
 }
 
-std::vector<std::int64_t> attr_ints(const onnx::NodeProto& node, const std::string& name) {
-  for (const auto& a : node.attribute()) {
-    if (a.name() == name) return {a.ints().begin(), a.ints().end()};
+// Renames, in a nested graph, the references to names an inlined graph defined.
+void rename_references(onnx::GraphProto& graph, const std::map<std::string, std::string>& names) {
+  for (auto& node : *graph.mutable_node()) {
+    for (auto& input : *node.mutable_input()) {
+      if (const auto it = names.find(input); it != names.end()) input = it->second;
+    }
+    for (auto& attr : *node.mutable_attribute()) {
+      if (attr.has_g()) rename_references(*attr.mutable_g(), names);
+      for (auto& g : *attr.mutable_graphs()) rename_references(g, names);
+    }
   }
-  return {};
+  std::set<std::string> local;
+  for (const auto& node : graph.node()) local.insert(node.output().begin(), node.output().end());
+  for (const auto& init : graph.initializer()) local.insert(init.name());
+  for (auto& out : *graph.mutable_output()) {
+    if (local.count(out.name())) continue;
+    if (const auto it = names.find(out.name()); it != names.end()) out.set_name(it->second);
+  }
 }
 
 class Folder {
  public:
   explicit Folder(onnx::ModelProto& model) : graph_(*model.mutable_graph()) {
+    for (const auto& opset : model.opset_import()) {
+      if (opset.domain().empty() || opset.domain() == "ai.onnx") opset_ = opset.version();
+    }
     for (const auto& init : graph_.initializer()) {
       initializer_names_.insert(init.name());
-      if (auto v = from_proto(init)) known_[init.name()] = *v;
+      if (auto v = known_from_proto(init)) known_[init.name()] = std::move(*v);
       shapes_[init.name()] = {init.dims().begin(), init.dims().end()};
     }
     auto record = [&](const onnx::ValueInfoProto& v) {
       if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) return;
       std::vector<std::int64_t> dims;
       for (const auto& d : v.type().tensor_type().shape().dim()) {
-        if (!d.has_dim_value()) return;
+        if (!d.has_dim_value() || d.dim_value() < 0) return;
         dims.push_back(d.dim_value());
       }
       shapes_[v.name()] = dims;
@@ -152,232 +88,317 @@ class Folder {
     for (const auto& v : graph_.input()) record(v);
     for (const auto& v : graph_.value_info()) record(v);
     for (const auto& v : graph_.output()) record(v);
+    for (const auto& v : graph_.input()) taken_.insert(v.name());
+    for (const auto& node : graph_.node())
+      taken_.insert(node.output().begin(), node.output().end());
   }
 
   int run() {
-    for (const auto& node : graph_.node()) {
-      if (node.output_size() != 1 || known_.count(node.output(0))) continue;
-      if (auto v = evaluate(node)) known_[node.output(0)] = std::move(*v);
+    std::map<int, std::vector<onnx::NodeProto>> replacements;
+    for (int i = 0; i < graph_.node_size(); ++i) {
+      const auto& node = graph_.node(i);
+      if (node.op_type() == "If" || node.op_type() == "Loop") {
+        if (node.domain().empty() || node.domain() == "ai.onnx") {
+          if (auto nodes = node.op_type() == "If" ? inline_if(node) : unroll_loop(node))
+            replacements[i] = std::move(*nodes);
+        }
+        continue;
+      }
+      const bool all_known =
+          std::all_of(node.output().begin(), node.output().end(),
+                      [&](const std::string& out) { return out.empty() || known_.count(out) > 0; });
+      if (all_known || node.output_size() == 0) continue;
+      std::vector<const Known*> values;
+      std::vector<const std::vector<std::int64_t>*> shapes;
+      for (const auto& in : node.input()) {
+        const auto v = in.empty() ? known_.end() : known_.find(in);
+        values.push_back(v == known_.end() ? nullptr : &v->second);
+        const auto s = in.empty() ? shapes_.end() : shapes_.find(in);
+        shapes.push_back(s == shapes_.end() ? nullptr : &s->second);
+      }
+      auto outputs = evaluate_node(node, values, shapes);
+      if (!outputs || static_cast<int>(outputs->size()) != node.output_size()) continue;
+      for (int k = 0; k < node.output_size(); ++k) {
+        if (!node.output(k).empty())
+          known_[node.output(k)] = std::move((*outputs)[static_cast<std::size_t>(k)]);
+      }
     }
     // Hand every evaluated tensor that a node reads to shape inference as an initializer.
-    int folded = 0;
+    int changed = 0;
     std::map<std::string, std::string> renamed;
     for (auto& node : *graph_.mutable_node()) {
-      for (auto& input : *node.mutable_input()) {
-        if (input.empty() || initializer_names_.count(input) || !known_.count(input)) continue;
+      for (int k = 0; k < node.input_size(); ++k) {
+        const std::string& input = node.input(k);
+        if (input.empty() || initializer_names_.count(input)) continue;
+        const auto value = known_.find(input);
+        if (value == known_.end()) continue;
+        if (value->second.is_real() && !shape_reads_real_input(node.op_type(), k)) continue;
         auto it = renamed.find(input);
         if (it == renamed.end()) {
           const std::string name = input + "__folded";
-          auto* init = graph_.add_initializer();
-          init->set_name(name);
-          init->set_data_type(onnx::TensorProto::INT64);
-          const auto& value = known_.at(input);
-          for (auto d : value.dims) init->add_dims(d);
-          for (auto v : value.values) init->add_int64_data(v);
+          *graph_.add_initializer() = known_to_proto(value->second, name);
           initializer_names_.insert(name);
           it = renamed.emplace(input, name).first;
-          ++folded;
+          ++changed;
         }
-        input = it->second;
+        node.set_input(k, it->second);
       }
     }
-    return folded;
+    if (!replacements.empty()) {
+      google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
+      for (int i = 0; i < graph_.node_size(); ++i) {
+        const auto it = replacements.find(i);
+        if (it == replacements.end()) {
+          *nodes.Add() = graph_.node(i);
+          continue;
+        }
+        for (auto& n : it->second) *nodes.Add() = std::move(n);
+        ++changed;
+      }
+      graph_.mutable_node()->Swap(&nodes);
+    }
+    return changed;
   }
 
  private:
-  const IntTensor* get(const onnx::NodeProto& node, int i) const {
-    if (i >= node.input_size() || node.input(i).empty()) return nullptr;
-    const auto it = known_.find(node.input(i));
-    return it == known_.end() ? nullptr : &it->second;
+  const Known* value_of(const std::string& name) const {
+    const auto it = known_.find(name);
+    return name.empty() || it == known_.end() ? nullptr : &it->second;
   }
 
-  std::optional<IntTensor> evaluate(const onnx::NodeProto& node) const {
-    const auto& op = node.op_type();
-    if (!node.domain().empty() && node.domain() != "ai.onnx") return std::nullopt;
-    if (op == "Constant") {
-      for (const auto& a : node.attribute()) {
-        if (a.name() == "value" && a.has_t()) return from_proto(a.t());
-        if (a.name() == "value_int") return IntTensor{{}, {a.i()}};
-        if (a.name() == "value_ints") return IntTensor{{a.ints_size()}, {a.ints().begin(), a.ints().end()}};
+  // A name no tensor of the graph has.
+  std::string fresh(const std::string& base) {
+    std::string name = base;
+    for (int k = 1; taken_.count(name) || known_.count(name) || initializer_names_.count(name); ++k)
+      name = fmt::format("{}_{}", base, k);
+    taken_.insert(name);
+    return name;
+  }
+
+  std::string add_initializer(const Known& value, const std::string& base) {
+    const std::string name = fresh(base);
+    *graph_.add_initializer() = known_to_proto(value, name);
+    initializer_names_.insert(name);
+    return name;
+  }
+
+  // Copies `body`'s nodes into `out` with every name it defines prefixed (`names` holds the
+  // bindings of its inputs and receives the rest); its initializers become the graph's.
+  void copy_body(const onnx::GraphProto& body, const std::string& tensor_prefix,
+                 const std::string& node_prefix, std::map<std::string, std::string>& names,
+                 std::vector<onnx::NodeProto>& out) {
+    for (const auto& init : body.initializer()) {
+      onnx::TensorProto copy = init;
+      copy.set_name(fresh(tensor_prefix + init.name()));
+      names[init.name()] = copy.name();
+      initializer_names_.insert(copy.name());
+      *graph_.add_initializer() = std::move(copy);
+    }
+    for (const auto& node : body.node()) {
+      for (const auto& o : node.output()) {
+        if (!o.empty()) names[o] = fresh(tensor_prefix + o);
       }
+    }
+    for (int i = 0; i < body.node_size(); ++i) {
+      onnx::NodeProto node = body.node(i);
+      node.set_name(node_prefix +
+                    (node.name().empty() ? fmt::format("{}_{}", node.op_type(), i) : node.name()));
+      for (auto& input : *node.mutable_input()) {
+        if (const auto it = names.find(input); it != names.end()) input = it->second;
+      }
+      for (auto& output : *node.mutable_output()) {
+        if (const auto it = names.find(output); it != names.end()) output = it->second;
+      }
+      for (auto& attr : *node.mutable_attribute()) {
+        if (attr.has_g()) rename_references(*attr.mutable_g(), names);
+        for (auto& g : *attr.mutable_graphs()) rename_references(g, names);
+      }
+      out.push_back(std::move(node));
+    }
+  }
+
+  static onnx::NodeProto identity(const std::string& from, const std::string& to,
+                                  const std::string& name) {
+    onnx::NodeProto node;
+    node.set_op_type("Identity");
+    node.set_name(name);
+    node.add_input(from);
+    node.add_output(to);
+    return node;
+  }
+
+  static std::string node_label(const onnx::NodeProto& node) {
+    return node.name().empty() ? node.op_type() + "(" + node.output(0) + ")" : node.name();
+  }
+  // The prefix of the tensors an inlined copy defines.
+  static std::string tensor_base(const onnx::NodeProto& node) {
+    return node.output(0).empty() ? node_label(node) : node.output(0);
+  }
+
+  std::optional<std::vector<onnx::NodeProto>> inline_if(const onnx::NodeProto& node) {
+    if (node.input_size() < 1 || node.output_size() < 1) return std::nullopt;
+    const Known* cond = value_of(node.input(0));
+    if (!cond || cond->size() != 1) return std::nullopt;
+    const bool taken = cond->real(0) != 0;
+    const auto* branch = graph_attr(node, taken ? "then_branch" : "else_branch");
+    if (!branch || branch->output_size() != node.output_size()) return std::nullopt;
+    if (graph_.node_size() + branch->node_size() > kMaxGraphNodes) return std::nullopt;
+    const char* which = taken ? "then" : "else";
+    std::map<std::string, std::string> names;
+    std::vector<onnx::NodeProto> out;
+    copy_body(*branch, fmt::format("{}/{}/", tensor_base(node), which),
+              fmt::format("{}/{}/", node_label(node), which), names, out);
+    for (int k = 0; k < node.output_size(); ++k) {
+      if (node.output(k).empty()) continue;
+      const auto& result = branch->output(k).name();
+      const auto it = names.find(result);
+      out.push_back(identity(it == names.end() ? result : it->second, node.output(k),
+                             fmt::format("{}/{}/output_{}", node_label(node), which, k)));
+    }
+    return out;
+  }
+
+  // Whether a loop body's condition output is true whenever its condition input is: the input
+  // itself, a constant true, or an Identity of either.
+  bool condition_stays_true(const onnx::GraphProto& body) const {
+    const std::string& cond_in = body.input(1).name();
+    std::string cond = body.output(0).name();
+    for (int depth = 0; depth < 8; ++depth) {
+      if (cond == cond_in) return true;
+      if (const Known* outer = value_of(cond)) return outer->size() == 1 && outer->real(0) != 0;
+      const auto producer =
+          std::find_if(body.node().begin(), body.node().end(), [&](const onnx::NodeProto& n) {
+            return std::find(n.output().begin(), n.output().end(), cond) != n.output().end();
+          });
+      if (producer == body.node().end()) {
+        for (const auto& init : body.initializer()) {
+          if (init.name() != cond) continue;
+          const auto v = known_from_proto(init);
+          return v && v->size() == 1 && v->real(0) != 0;
+        }
+        return false;
+      }
+      if (producer->op_type() == "Identity" && producer->input_size() == 1) {
+        cond = producer->input(0);
+        continue;
+      }
+      if (producer->op_type() == "Constant") {
+        const auto v = evaluate_node(*producer, {}, {});
+        return v && v->size() == 1 && v->front().size() == 1 && v->front().real(0) != 0;
+      }
+      return false;
+    }
+    return false;
+  }
+
+  std::optional<std::vector<onnx::NodeProto>> unroll_loop(const onnx::NodeProto& node) {
+    const auto* body = graph_attr(node, "body");
+    if (!body || node.input_size() < 2 || body->input_size() < 2 || body->output_size() < 1 ||
+        node.output_size() < 1)
       return std::nullopt;
+    const int carried = node.input_size() - 2;
+    const int scans = body->output_size() - 1 - carried;
+    if (body->input_size() != 2 + carried || scans < 0 || node.output_size() > carried + scans)
+      return std::nullopt;
+    // The trip count must be known; a loop without one runs while its condition holds (on data).
+    const Known* trips = value_of(node.input(0));
+    if (!trips || trips->size() != 1 || trips->is_real()) return std::nullopt;
+    std::int64_t count = trips->ints[0];
+    if (!node.input(1).empty()) {
+      const Known* cond = value_of(node.input(1));
+      if (!cond || cond->size() != 1) return std::nullopt;
+      if (cond->real(0) == 0) count = 0;
     }
-    if (op == "Shape" || op == "Size") {
-      const auto it = shapes_.find(node.input(0));
-      if (it == shapes_.end()) return std::nullopt;
-      if (op == "Size") {
-        const auto n = numel(it->second);
-        if (!n) return std::nullopt;
-        return IntTensor{{}, {*n}};
+    if (count < 0) count = 0;
+    if (count > 0 && !condition_stays_true(*body)) return std::nullopt;
+    if (count == 0 && scans > 0)
+      return std::nullopt;  // empty scan outputs: nothing to size them by
+    if (count > 0 && (body->node_size() + 2) * count > kMaxUnrolledNodes) return std::nullopt;
+    if (graph_.node_size() + (body->node_size() + 2) * count > kMaxGraphNodes) return std::nullopt;
+
+    std::vector<onnx::NodeProto> out;
+    std::vector<std::string> state(node.input().begin() + 2, node.input().end());
+    std::vector<std::vector<std::string>> scanned(static_cast<std::size_t>(scans));
+    Known truth;
+    truth.type = onnx::TensorProto::BOOL;
+    truth.ints = {1};
+    const std::string label = node_label(node);
+    const std::string cond_true =
+        count > 0 ? add_initializer(truth, tensor_base(node) + "/cond") : std::string();
+    for (std::int64_t i = 0; i < count; ++i) {
+      Known iteration;
+      iteration.ints = {i};
+      std::map<std::string, std::string> names;
+      names[body->input(0).name()] =
+          add_initializer(iteration, fmt::format("{}/iter{}/i", tensor_base(node), i));
+      names[body->input(1).name()] = cond_true;
+      for (int k = 0; k < carried; ++k)
+        names[body->input(2 + k).name()] = state[static_cast<std::size_t>(k)];
+      copy_body(*body, fmt::format("{}/iter{}/", tensor_base(node), i),
+                fmt::format("{}/iter{}/", label, i), names, out);
+      const auto resolve = [&](const std::string& name) {
+        const auto it = names.find(name);
+        return it == names.end() ? name : it->second;
+      };
+      for (int k = 0; k < carried; ++k)
+        state[static_cast<std::size_t>(k)] = resolve(body->output(1 + k).name());
+      for (int j = 0; j < scans; ++j)
+        scanned[static_cast<std::size_t>(j)].push_back(
+            resolve(body->output(1 + carried + j).name()));
+    }
+    for (int k = 0; k < node.output_size(); ++k) {
+      const std::string& result = node.output(k);
+      if (result.empty()) continue;
+      if (k < carried) {
+        out.push_back(identity(state[static_cast<std::size_t>(k)], result,
+                               fmt::format("{}/output_{}", label, k)));
+        continue;
       }
-      auto dims = it->second;
-      const auto rank = static_cast<std::int64_t>(dims.size());
-      auto start = attr_int(node, "start", 0), end = attr_int(node, "end", rank);
-      if (start < 0) start += rank;
-      if (end < 0) end += rank;
-      start = std::clamp<std::int64_t>(start, 0, rank);
-      end = std::clamp<std::int64_t>(end, start, rank);
-      std::vector<std::int64_t> values(dims.begin() + start, dims.begin() + end);
-      return IntTensor{{static_cast<std::int64_t>(values.size())}, values};
-    }
-    std::vector<const IntTensor*> in;
-    for (int i = 0; i < node.input_size(); ++i) in.push_back(get(node, i));
-    auto all_known = [&](int count) {
-      if (static_cast<int>(in.size()) < count) return false;
-      return std::all_of(in.begin(), in.begin() + count, [](const IntTensor* t) { return t != nullptr; });
-    };
-    if (op == "Identity" || op == "Cast") {
-      if (!all_known(1)) return std::nullopt;
-      if (op == "Cast" && !is_int(static_cast<std::int32_t>(attr_int(node, "to", 0)))) return std::nullopt;
-      return *in[0];
-    }
-    if (op == "Unsqueeze" || op == "Squeeze") {
-      if (!all_known(1)) return std::nullopt;
-      auto axes = attr_ints(node, "axes");
-      if (axes.empty() && in.size() > 1 && in[1]) axes = in[1]->values;
-      IntTensor out = *in[0];
-      if (op == "Squeeze") {
-        std::vector<std::int64_t> dims;
-        const auto rank = static_cast<std::int64_t>(out.dims.size());
-        for (std::int64_t i = 0; i < rank; ++i) {
-          const bool listed = std::any_of(axes.begin(), axes.end(), [&](auto a) { return (a < 0 ? a + rank : a) == i; });
-          if (!(out.dims[i] == 1 && (axes.empty() || listed))) dims.push_back(out.dims[i]);
+      // A scan output stacks the iterations' values along a new first axis.
+      onnx::NodeProto concat;
+      concat.set_op_type("Concat");
+      concat.set_name(fmt::format("{}/scan_{}", label, k - carried));
+      auto* axis = concat.add_attribute();
+      axis->set_name("axis");
+      axis->set_type(onnx::AttributeProto::INT);
+      axis->set_i(0);
+      std::string axes;
+      if (opset_ >= 13) {
+        Known zero;
+        zero.dims = {1};
+        zero.ints = {0};
+        axes = add_initializer(zero, result + "/axes");
+      }
+      std::int64_t i = 0;
+      for (const auto& value : scanned[static_cast<std::size_t>(k - carried)]) {
+        onnx::NodeProto unsqueeze;
+        unsqueeze.set_op_type("Unsqueeze");
+        unsqueeze.set_name(fmt::format("{}/scan_{}/iter{}", label, k - carried, i));
+        unsqueeze.add_input(value);
+        if (opset_ >= 13) {
+          unsqueeze.add_input(axes);
+        } else {
+          auto* a = unsqueeze.add_attribute();
+          a->set_name("axes");
+          a->set_type(onnx::AttributeProto::INTS);
+          a->add_ints(0);
         }
-        out.dims = dims;
-      } else {
-        const auto rank = static_cast<std::int64_t>(out.dims.size() + axes.size());
-        std::vector<std::int64_t> normalized;
-        for (auto a : axes) {
-          if (a < -rank || a >= rank) return std::nullopt;
-          normalized.push_back(a < 0 ? a + rank : a);
-        }
-        std::sort(normalized.begin(), normalized.end());
-        for (auto a : normalized) {
-          out.dims.insert(out.dims.begin() + std::min<std::int64_t>(a, static_cast<std::int64_t>(out.dims.size())), 1);
-        }
+        const std::string stacked = fresh(fmt::format("{}/iter{}", result, i++));
+        unsqueeze.add_output(stacked);
+        out.push_back(std::move(unsqueeze));
+        concat.add_input(stacked);
       }
-      return out;
+      concat.add_output(result);
+      out.push_back(std::move(concat));
     }
-    if (op == "Concat") {
-      if (!all_known(static_cast<int>(in.size()))) return std::nullopt;
-      IntTensor out{{0}, {}};
-      for (const auto* t : in) {
-        if (t->dims.size() > 1) return std::nullopt;
-        out.values.insert(out.values.end(), t->values.begin(), t->values.end());
-      }
-      out.dims[0] = static_cast<std::int64_t>(out.values.size());
-      return out;
-    }
-    if (op == "Gather") {
-      if (!all_known(2) || in[0]->dims.size() != 1 || attr_int(node, "axis", 0) != 0) return std::nullopt;
-      IntTensor out{in[1]->dims, {}};
-      const auto n = static_cast<std::int64_t>(in[0]->values.size());
-      for (auto i : in[1]->values) {
-        if (i < 0) i += n;
-        if (i < 0 || i >= n) return std::nullopt;
-        out.values.push_back(in[0]->values[i]);
-      }
-      return out;
-    }
-    if (op == "Slice") {
-      if (!all_known(1) || in[0]->dims.size() != 1) return std::nullopt;
-      std::vector<std::int64_t> starts, ends, steps;
-      if (in.size() >= 3) {
-        if (!in[1] || !in[2]) return std::nullopt;
-        starts = in[1]->values;
-        ends = in[2]->values;
-        if (in.size() >= 5 && in[4]) steps = in[4]->values;
-      } else {
-        starts = attr_ints(node, "starts");
-        ends = attr_ints(node, "ends");
-      }
-      if (starts.size() != 1 || ends.size() != 1) return std::nullopt;
-      const auto n = static_cast<std::int64_t>(in[0]->values.size());
-      const std::int64_t step = steps.empty() ? 1 : steps[0];
-      if (step == 0) return std::nullopt;
-      auto clampi = [&](std::int64_t v, std::int64_t lo, std::int64_t hi) { return std::clamp(v < 0 ? v + n : v, lo, hi); };
-      // Each index stays within [-1, n]: a step past that ends the slice.
-      const auto next = [&](std::int64_t i) { return checked_add(i, step).value_or(step > 0 ? n : -1); };
-      IntTensor out{{0}, {}};
-      if (step > 0) {
-        for (auto i = clampi(starts[0], 0, n); i < clampi(ends[0], 0, n); i = next(i)) out.values.push_back(in[0]->values[i]);
-      } else {
-        for (auto i = clampi(starts[0], -1, n - 1); i > clampi(ends[0], -1, n - 1); i = next(i)) {
-          out.values.push_back(in[0]->values[i]);
-        }
-      }
-      out.dims[0] = static_cast<std::int64_t>(out.values.size());
-      return out;
-    }
-    using R = std::optional<std::int64_t>;
-    constexpr auto kMin = std::numeric_limits<std::int64_t>::min();
-    // Arity of each: a node with fewer inputs is not folded.
-    static const std::map<std::string, std::pair<int, IntFn>> functions = {
-        {"Add", {2, [](const auto& a) { return checked_add(a[0], a[1]); }}},
-        {"Sub", {2, [](const auto& a) { return checked_sub(a[0], a[1]); }}},
-        {"Mul", {2, [](const auto& a) { return checked_mul(a[0], a[1]); }}},
-        {"Div", {2, [](const auto& a) { return a[1] == 0 ? R(0) : a[0] == kMin && a[1] == -1 ? R() : R(a[0] / a[1]); }}},
-        {"Mod", {2, [](const auto& a) { return a[1] == 0 || a[1] == -1 ? R(0) : R(a[0] % a[1]); }}},
-        {"Max", {2, [](const auto& a) { return R(std::max(a[0], a[1])); }}},
-        {"Min", {2, [](const auto& a) { return R(std::min(a[0], a[1])); }}},
-        {"Equal", {2, [](const auto& a) { return R(a[0] == a[1]); }}},
-        {"Less", {2, [](const auto& a) { return R(a[0] < a[1]); }}},
-        {"Greater", {2, [](const auto& a) { return R(a[0] > a[1]); }}},
-        {"Where", {3, [](const auto& a) { return R(a[0] ? a[1] : a[2]); }}},
-        {"Not", {1, [](const auto& a) { return R(!a[0]); }}},
-        {"Neg", {1, [](const auto& a) { return a[0] == kMin ? R() : R(-a[0]); }}},
-        {"Abs", {1, [](const auto& a) { return a[0] == kMin ? R() : R(a[0] < 0 ? -a[0] : a[0]); }}},
-    };
-    if (const auto it = functions.find(op); it != functions.end()) {
-      const int arity = it->second.first;
-      if (static_cast<int>(in.size()) < arity || !all_known(arity)) return std::nullopt;
-      return broadcast(std::vector<const IntTensor*>(in.begin(), in.begin() + arity), it->second.second);
-    }
-    if (op == "ConstantOfShape") {
-      if (!all_known(1)) return std::nullopt;
-      const auto count = numel(in[0]->values);
-      if (!count || *count > kMaxFoldElements) return std::nullopt;
-      std::int64_t fill = 0;
-      for (const auto& a : node.attribute()) {
-        if (a.name() == "value" && a.has_t()) {
-          const auto v = from_proto(a.t());
-          if (!v || v->values.empty()) return std::nullopt;  // a float fill: not shape code
-          fill = v->values[0];
-        }
-      }
-      return IntTensor{in[0]->values, std::vector<std::int64_t>(static_cast<std::size_t>(*count), fill)};
-    }
-    if (op == "Range") {
-      if (!all_known(3) || in[0]->values.empty() || in[1]->values.empty() || in[2]->values.empty() ||
-          in[2]->values[0] == 0)
-        return std::nullopt;
-      const auto start = in[0]->values[0], limit = in[1]->values[0], delta = in[2]->values[0];
-      // ceil((limit - start) / delta) elements, in 128 bits: the difference of two 64-bit values
-      // may not fit 64.
-      const __int128 span = static_cast<__int128>(limit) - start;
-      const __int128 steps = (span + delta - (delta > 0 ? 1 : -1)) / delta;
-      if (steps > kMaxFoldElements) return std::nullopt;
-      const auto n = static_cast<std::int64_t>(std::max<__int128>(0, steps));
-      IntTensor out{{n}, {}};
-      // start + i * delta lies between start and limit.
-      for (std::int64_t i = 0; i < n; ++i) out.values.push_back(static_cast<std::int64_t>(start + static_cast<__int128>(i) * delta));
-      return out;
-    }
-    if (op == "ReduceProd" || op == "ReduceSum") {
-      if (!all_known(1) || in[0]->dims.size() > 1 || attr_int(node, "keepdims", 1) != 0) return std::nullopt;
-      std::optional<std::int64_t> r = op == "ReduceProd" ? 1 : 0;
-      for (auto v : in[0]->values) {
-        if (r) r = op == "ReduceProd" ? checked_mul(*r, v) : checked_add(*r, v);
-      }
-      if (!r) return std::nullopt;
-      return IntTensor{{}, {*r}};
-    }
-    return std::nullopt;
+    return out;
   }
 
   onnx::GraphProto& graph_;
+  std::int64_t opset_ = 0;
   std::set<std::string> initializer_names_;
-  std::map<std::string, IntTensor> known_;
+  std::set<std::string> taken_;
+  std::map<std::string, Known> known_;
   std::map<std::string, std::vector<std::int64_t>> shapes_;
 };
 

@@ -22,7 +22,7 @@ struct Node {
   std::map<std::string, std::vector<std::int64_t>> ints;  // INT and INTS attributes
   std::map<std::string, std::vector<double>> floats;      // FLOAT and FLOATS attributes
   std::map<std::string, std::string> strings;             // STRING attributes
-  bool has_subgraph = false;  // If/Loop/Scan bodies are not looked into
+  bool has_subgraph = false;  // an If/Loop/Scan left as it is (not inlined at load time)
 
   std::int64_t int_attr(const std::string& key, std::int64_t fallback) const;
   std::vector<std::int64_t> ints_attr(const std::string& key) const;  // empty when absent
@@ -32,7 +32,8 @@ struct ParsedGraph {
   std::string where;  // the file, for messages
   std::int64_t opset = 0;
   std::string producer;
-  std::vector<Node> nodes;  // in the file's (topological) order
+  std::vector<Node> nodes;  // in the file's (topological) order, If/Loop bodies inlined where known
+  int file_nodes = 0;       // nodes in the file's main graph
   // Tensors whose shape is fully known after binding and shape inference.
   std::map<std::string, std::vector<std::int64_t>> shapes;
   std::set<std::string> initializers;   // parameters stored in the file
@@ -41,6 +42,12 @@ struct ParsedGraph {
   std::vector<std::string> outputs;
   std::vector<std::string> warnings;
   std::optional<std::int64_t> batch;  // what the inputs' batch dimension was bound to
+  // Sizes computed from data that were assumed (also in `warnings`).
+  std::vector<OnnxAssumption> assumptions;
+  // Tensors whose shape depends on the inputs' values, not only on their shapes.
+  std::set<std::string> data_shaped;
+  // Short descriptions of the small constant values ("[1, -1, 96]"), for messages.
+  std::map<std::string, std::string> small_values;
 };
 
 // Elementwise node types (onnx_map.cpp's tables): one input, or several broadcast together, and

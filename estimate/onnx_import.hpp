@@ -17,6 +17,8 @@
 //     output-sized read + write)
 //   Concat                                                       -> concat (a real copy)
 //   Constant, Shape, Size and every node computable from constants and input shapes -> free
+//     (shape code is evaluated at load time, If/Loop on such values inlined/unrolled:
+//     onnx_fold.cpp, onnx_shape_eval.cpp)
 //   anything else                                                -> elementwise "unknown:TYPE",
 //     memory-bound on its tensors, and counted in `unknown_ops` + a warning
 // A node this ONNX library has no schema for (a custom domain's, or a standard op newer than the
@@ -75,6 +77,25 @@ struct OnnxOptions {
   // `batch` is only a default (no --batch given): a batch that `input_shapes` fix wins over it.
   // Otherwise a batch they fix to another value is an InputError.
   bool batch_is_default = false;
+  // The size taken for each dimension the graph computes from its data rather than from its
+  // input shapes: the boxes NonMaxSuppression keeps, the elements NonZero finds, a TopK's k or a
+  // Loop's trip count computed from values, a resize to a size read from a box. Capped by what the
+  // op's inputs allow (NonZero over 50 elements finds at most 50). Unset: kDataDependentSize.
+  std::optional<std::int64_t> data_dependent_size;
+};
+
+inline constexpr std::int64_t kDataDependentSize = 100;
+
+// A size the graph computes from its data, which the estimate takes as given (the estimate holds
+// for that size). One per node, or per node of a loop body for all its unrolled copies.
+struct OnnxAssumption {
+  std::string node;          // the node's name; an unrolled loop's copies as "LOOP/iter*/NODE"
+  std::string op_type;       // "NonMaxSuppression", "NonZero", "TopK", "Loop", "If", "Resize", ...
+  std::string what;          // what depends on the data: "boxes kept", "trip count", "branch", ...
+  std::int64_t assumed = 0;  // the size assumed (for "branch": 1 = then, 0 = else)
+  std::optional<std::int64_t> at_most;  // the largest size the op's inputs allow, where known
+  int copies = 1;                       // nodes it stands for (the iterations of an unrolled loop)
+  std::string text;                     // one line, as in `warnings`
 };
 
 struct OnnxImport {
@@ -88,11 +109,15 @@ struct OnnxImport {
   int onnx_nodes = 0;  // nodes in the file's main graph
   // The batch the graph was bound to (the first dimension of its inputs), when it has one.
   std::optional<std::int64_t> batch;
+  // The sizes computed from data that the estimate assumed; each is also a line of `warnings`.
+  std::vector<OnnxAssumption> assumptions;
 };
 
 // Reads a .onnx file. Throws InputError (one line naming the file) when the file is missing,
-// truncated or malformed, when a dynamic dimension has no value, or when shape inference cannot
-// give the shape of an op that needs one.
+// truncated or malformed, when a dynamic dimension has no value, or when the shape of an op that
+// needs one cannot be evaluated (naming the first op whose output shape could not be, and what it
+// read). A size computed from data is assumed (OnnxOptions::data_dependent_size) and listed in
+// `assumptions` (onnx_assume.cpp).
 OnnxImport load_onnx(const std::string& path, const OnnxOptions& options = {});
 // The same from the file's bytes; `where` names it in messages.
 OnnxImport onnx_from_bytes(const std::string& bytes, const std::string& where,

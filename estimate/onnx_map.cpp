@@ -131,18 +131,59 @@ class Mapper {
   const Dims& shape_of(const std::string& t, const Node& node) const {
     const auto it = g_.shapes.find(t);
     if (it == g_.shapes.end()) {
-      const auto writer = producer_.find(t);
-      const std::string written_by =
-          writer == producer_.end()
-              ? std::string()
-              : fmt::format(", written by '{}' ({})", g_.nodes[writer->second].name,
-                            g_.nodes[writer->second].op_type);
-      throw InputError(fmt::format(
-          "{}: the shape of '{}' (read by node '{}', {}{}) is unknown after ONNX shape inference; "
-          "if an input's shape is only known at run time, give it with --input-shape NAME=DIMS",
-          g_.where, t, node.name, node.op_type, written_by));
+      throw InputError(fmt::format("{}: the shape of '{}' (read by node '{}', {}) is unknown{}",
+                                   g_.where, t, node.name, node.op_type, why_unshaped(t)));
     }
     return it->second;
+  }
+  // Why a tensor has no shape: the first node on the way to it whose output shape could not be
+  // evaluated although its inputs' shapes are known, what it read, and what the user can give.
+  std::string why_unshaped(const std::string& t) const {
+    std::string current = t;
+    std::set<std::string> seen;
+    int root = -1;
+    while (seen.insert(current).second) {
+      const auto writer = producer_.find(current);
+      if (writer == producer_.end()) break;
+      root = writer->second;
+      const auto& inputs = g_.nodes[root].inputs;
+      const auto next = std::find_if(inputs.begin(), inputs.end(), [&](const std::string& in) {
+        return !in.empty() && !has_shape(in) && producer_.count(in) && !seen.count(in);
+      });
+      if (next == inputs.end()) break;
+      current = *next;
+    }
+    std::string bound;
+    for (const auto& in : g_.inputs) {
+      const auto s = g_.shapes.find(in);
+      if (s != g_.shapes.end())
+        bound += fmt::format("{}{} [{}]", bound.empty() ? "" : ", ", in, fmt::join(s->second, ","));
+    }
+    const std::string give = fmt::format(
+        "the inputs are bound to {}; give other input shapes with --input-shape NAME=DIMS, and the "
+        "size taken for dimensions computed from data with --data-dependent-size N",
+        bound.empty() ? "nothing" : bound);
+    if (root < 0) return fmt::format(" after ONNX shape inference; {}", give);
+    const Node& r = g_.nodes[root];
+    std::string read;
+    for (const auto& in : r.inputs) {
+      if (in.empty()) continue;
+      const auto s = g_.shapes.find(in);
+      const auto v = g_.small_values.find(in);
+      read += fmt::format("{}'{}' {}{}", read.empty() ? "" : ", ", in,
+                          s == g_.shapes.end() ? std::string("(shape unknown)")
+                                               : fmt::format("[{}]", fmt::join(s->second, ",")),
+                          v == g_.small_values.end() ? std::string() : " = " + v->second);
+    }
+    const bool from_data =
+        std::any_of(r.outputs.begin(), r.outputs.end(),
+                    [&](const std::string& o) { return g_.data_shaped.count(o) > 0; });
+    return fmt::format(
+        ": the first op whose output shape could not be evaluated is '{}' ({}), reading {}; {}; {}",
+        r.name, r.op_type, read.empty() ? "nothing" : read,
+        from_data ? "its output size depends on the data, and its rank is unknown"
+                  : "its output shape depends on values not computed from the input shapes",
+        give);
   }
   // A parameter: a floating-point constant with more than one element (scalars such as eps or
   // the GELU constants live in registers, not memory).
@@ -781,8 +822,9 @@ class Mapper {
       const auto it = g_.shapes.find(in);
       model.forward.inputs.push_back({in, it == g_.shapes.end() ? Shape{} : to_shape(it->second)});
     }
-    result_.onnx_nodes = static_cast<int>(g_.nodes.size());
+    result_.onnx_nodes = g_.file_nodes;
     result_.batch = g_.batch;
+    result_.assumptions = g_.assumptions;
     if (!result_.unknown_ops.empty()) {
       int total = 0;
       for (const auto& entry : result_.unknown_ops) total += entry.second;
@@ -793,9 +835,9 @@ class Mapper {
     }
     for (auto& w : g_.warnings) result_.warnings.push_back(w);
     model.kind = "onnx";
-    model.description = fmt::format("ONNX opset {}{}: {} nodes -> {} ops ({} constant-folded)", g_.opset,
-                                    g_.producer.empty() ? "" : ", from " + g_.producer, g_.nodes.size(),
-                                    model.forward.ops.size(), folded_);
+    model.description = fmt::format("ONNX opset {}{}: {} nodes -> {} ops ({} constant-folded)",
+                                    g_.opset, g_.producer.empty() ? "" : ", from " + g_.producer,
+                                    g_.file_nodes, model.forward.ops.size(), folded_);
   }
 
   ParsedGraph g_;

@@ -1,6 +1,12 @@
 // Reading an ONNX file: protobuf parse, structural checks, binding of the dynamic input
 // dimensions, ONNX shape inference. Everything that can go wrong with the file becomes one
 // InputError line naming the file.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <onnx/defs/schema.h>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+
 #include <algorithm>
 #include <cctype>
 #include <exception>
@@ -13,15 +19,11 @@
 #include <utility>
 #include <vector>
 
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-#include <onnx/defs/schema.h>
-#include <onnx/onnx_pb.h>
-#include <onnx/shape_inference/implementation.h>
-
 #include "core/error.hpp"
+#include "estimate/onnx_assume.hpp"
 #include "estimate/onnx_fold.hpp"
 #include "estimate/onnx_graph.hpp"
+#include "estimate/onnx_shape_eval.hpp"
 
 namespace truepeak::estimate::onnx_detail {
 namespace {
@@ -515,6 +517,7 @@ ParsedGraph parse_onnx(const std::string& bytes, const std::string& where, const
 
   ParsedGraph parsed;
   parsed.where = where;
+  parsed.file_nodes = model.graph().node_size();
   parsed.producer = fmt::format("{} {}", model.producer_name(), model.producer_version());
   while (!parsed.producer.empty() && parsed.producer.back() == ' ') parsed.producer.pop_back();
   for (const auto& opset : model.opset_import()) {
@@ -555,6 +558,14 @@ ParsedGraph parse_onnx(const std::string& bytes, const std::string& where, const
   const onnx::ShapeInferenceOptions inference_options(false, 0, true);
   std::map<std::string, onnx::ValueInfoProto> assumed;
   std::map<std::string, int> guessed;
+  std::vector<OnnxAssumption> assumptions;
+  const std::int64_t data_dependent_size = options.data_dependent_size.value_or(kDataDependentSize);
+  if (data_dependent_size < 1) {
+    throw InputError(
+        fmt::format("{}: the size assumed for dimensions computed from data "
+                    "(--data-dependent-size) must be 1 or more, not {}",
+                    where, data_dependent_size));
+  }
   for (int pass = 0; pass <= std::min(graph->node_size(), kMaxInferencePasses); ++pass) {
     try {
       graph->clear_value_info();
@@ -565,9 +576,11 @@ ParsedGraph parse_onnx(const std::string& bytes, const std::string& where, const
       throw InputError(fmt::format("{}: ONNX shape inference failed: {}", where, first_line(e.what())));
     }
     const int folded = fold_shape_tensors(model);
-    // A node without a schema waits for all its inputs' shapes while other passes make progress.
+    // A node without a schema waits for all its inputs' shapes while other passes make progress;
+    // a size computed from data is assumed only once nothing else gives shapes.
     if (folded == 0 && assume_shapes(model, assumed, guessed, true) == 0 &&
-        assume_shapes(model, assumed, guessed, false) == 0)
+        assume_shapes(model, assumed, guessed, false) == 0 &&
+        assume_data_dependent(model, assumed, assumptions, data_dependent_size) == 0)
       break;
   }
   for (const auto& [type, count] : guessed) {
@@ -576,10 +589,18 @@ ParsedGraph parse_onnx(const std::string& bytes, const std::string& where, const
         "shape of its first floating-point activation (else of its first input)",
         type, count));
   }
-  // The folded values are int64 initializers: constants to the op mapping, never parameters.
+  parsed.assumptions = summarize_assumptions(std::move(assumptions));
+  for (auto& line : assumption_warnings(parsed.assumptions))
+    parsed.warnings.push_back(std::move(line));
+  parsed.data_shaped = data_shaped_tensors(*graph);
+  // The folded values are initializers: constants to the op mapping, never parameters.
   for (const auto& init : graph->initializer()) {
     if (parsed.initializers.insert(init.name()).second) {
       parsed.shapes[init.name()] = std::vector<std::int64_t>(init.dims().begin(), init.dims().end());
+    }
+    if (init.dims_size() <= 1 && (init.dims_size() == 0 || init.dims(0) <= 8)) {
+      if (const auto value = known_from_proto(init))
+        parsed.small_values[init.name()] = describe(*value);
     }
   }
 
