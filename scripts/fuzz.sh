@@ -26,6 +26,13 @@ case $target in
   cli) seeds=("$root/fuzz/corpus/cli") ;;
   *) echo "scripts/fuzz.sh: unknown target '$target' (onnx, model_json, profile, cli)" >&2; exit 2 ;;
 esac
+# A seed folder with nothing committed in it is absent from a clone: libFuzzer stops on a missing
+# folder, so only those present are passed.
+present=()
+for dir in "${seeds[@]}"; do
+  [ -d "$dir" ] && present+=("$dir")
+done
+seeds=("${present[@]}")
 
 # Debian 12's default clang (14) cannot compile lambdas that capture structured bindings (C++20),
 # which truepeak's code uses; its clang 19 can, and ships libFuzzer. Warnings are not errors here:
