@@ -9,9 +9,9 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <optional>
-#include <regex>
 #include <set>
 #include <string>
 #include <vector>
@@ -543,6 +543,22 @@ class Assumer {
   Taint taint_;
 };
 
+// The copies of a loop body's node differ only in their iteration: "L/iter7/N" -> "L/iter*/N".
+std::string any_iteration(const std::string& name) {
+  std::string out;
+  std::size_t pos = 0;
+  while (true) {
+    const auto found = name.find("/iter", pos);
+    if (found == std::string::npos) break;
+    auto end = found + 5;
+    while (end < name.size() && std::isdigit(static_cast<unsigned char>(name[end]))) ++end;
+    const bool numbered = end > found + 5 && end < name.size() && name[end] == '/';
+    out += name.substr(pos, found - pos) + (numbered ? "/iter*" : name.substr(found, end - found));
+    pos = end;
+  }
+  return out + name.substr(pos);
+}
+
 // The line for an assumption made at `where` ("NonZero '/NonZero'", or several nodes at once).
 std::string describe_assumption(const OnnxAssumption& a, const std::string& where) {
   const std::string bound = a.at_most ? fmt::format(" (at most {})", *a.at_most) : std::string();
@@ -584,12 +600,10 @@ int assume_data_dependent(onnx::ModelProto& model,
 }
 
 std::vector<OnnxAssumption> summarize_assumptions(std::vector<OnnxAssumption> assumptions) {
-  // The copies of a loop body's node differ only in their iteration: "L/iter7/N" -> "L/iter*/N".
-  static const std::regex iteration("/iter[0-9]+/");
   std::vector<OnnxAssumption> merged;
   std::map<std::string, std::size_t> index;
   for (auto& a : assumptions) {
-    a.node = std::regex_replace(a.node, iteration, "/iter*/");
+    a.node = any_iteration(a.node);
     const std::string key = fmt::format("{}\n{}\n{}\n{}", a.node, a.op_type, a.what, a.assumed);
     const auto it = index.find(key);
     if (it != index.end()) {

@@ -12,8 +12,9 @@ detector is given one image as a batch of one ([1, 3, H, W]). Then
     truepeak estimate --model FILE --batch 1 --format json
 
 runs on each file, and a model counts as estimated when that exits 0 with a finite, positive
-latency. Models with more parameters than --max-params are skipped (their files near or past
-protobuf's 2 GB, and hours of export on a small machine); they are listed as skipped, not counted.
+latency; a model PyTorch fails to export is listed apart (there is no file to import). Models
+with more parameters than --max-params are skipped (their files near or past protobuf's 2 GB,
+and hours of export on a small machine); they are listed as skipped, not counted.
 Each export runs in a child process of this script (--export-one), so that a crash or the
 memory of one model does not stop the others. Prints one line per model and the count; --report
 writes the same as a markdown table.
@@ -80,8 +81,9 @@ def export_one(family, name, path, max_params):
         side = SEGMENTATION_SIDE if family == "segmentation" else DETECTION_SIDE
     x = torch.rand(1, 3, side, side)
     kwargs = {} if family == "classification" else {"opset_version": 11}
-    with torch.no_grad():
-        torch.onnx.export(model, (x,), path, **kwargs)
+    # As a user calls it: no torch.no_grad() around it either (under no_grad, PyTorch 1.13 runs
+    # nn.MultiheadAttention's fused fast path, which its exporter does not know).
+    torch.onnx.export(model, (x,), path, **kwargs)
     return 0
 
 
@@ -169,10 +171,14 @@ def main():
         extra = f"{row['assumptions']} assumption(s)" if row["assumptions"] else ""
         print(f"{family:14} {name:36} {row['status']:14} {latency:>12} {extra} {row['note']}", flush=True)
 
-    counted = [r for r in rows if r["status"] != "skipped"]
+    # What PyTorch could not export is no file to import: counted apart from the files.
+    counted = [r for r in rows if r["status"] not in ("skipped", "export failed")]
     estimated = [r for r in counted if r["status"] == "estimated"]
+    unexported = [r["model"] for r in rows if r["status"] == "export failed"]
     skipped = [r["model"] for r in rows if r["status"] == "skipped"]
-    summary = f"{len(estimated)} of {len(counted)} estimated"
+    summary = f"{len(estimated)} of {len(counted)} exported models estimated"
+    if unexported:
+        summary += f"; PyTorch did not export: {', '.join(unexported)}"
     if skipped:
         summary += f"; skipped (too large): {', '.join(skipped)}"
     print(summary, flush=True)
