@@ -943,6 +943,14 @@ std::optional<std::int64_t> element_count(const std::vector<std::int64_t>& dims)
   return n;
 }
 
+// One element of raw tensor data, read as its type (unaligned: memcpy).
+template <class V>
+V load(const char* p) {
+  V v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
 std::optional<Known> known_from_proto(const onnx::TensorProto& t) {
   const auto type = t.data_type();
   if ((!is_real_type(type) && !is_integer_or_bool_type(type)) || t.data_location() == T::EXTERNAL)
@@ -967,38 +975,32 @@ std::optional<Known> known_from_proto(const onnx::TensorProto& t) {
       bool ok = true;
       switch (type) {
         case T::INT64: {
-          std::int64_t v;
-          std::memcpy(&v, p, 8);
+          const auto v = load<std::int64_t>(p);
           ok = push(int_num(v));
           break;
         }
         case T::UINT64: {
-          std::uint64_t v;
-          std::memcpy(&v, p, 8);
+          const auto v = load<std::uint64_t>(p);
           ok = v <= INT64_MAX && push(int_num(static_cast<std::int64_t>(v)));
           break;
         }
         case T::INT32: {
-          std::int32_t v;
-          std::memcpy(&v, p, 4);
+          const auto v = load<std::int32_t>(p);
           ok = push(int_num(v));
           break;
         }
         case T::UINT32: {
-          std::uint32_t v;
-          std::memcpy(&v, p, 4);
+          const auto v = load<std::uint32_t>(p);
           ok = push(int_num(v));
           break;
         }
         case T::INT16: {
-          std::int16_t v;
-          std::memcpy(&v, p, 2);
+          const auto v = load<std::int16_t>(p);
           ok = push(int_num(v));
           break;
         }
         case T::UINT16: {
-          std::uint16_t v;
-          std::memcpy(&v, p, 2);
+          const auto v = load<std::uint16_t>(p);
           ok = push(int_num(v));
           break;
         }
@@ -1010,26 +1012,22 @@ std::optional<Known> known_from_proto(const onnx::TensorProto& t) {
           ok = push(int_num(static_cast<unsigned char>(*p)));
           break;
         case T::DOUBLE: {
-          double v;
-          std::memcpy(&v, p, 8);
+          const auto v = load<double>(p);
           ok = push(real_num(v));
           break;
         }
         case T::FLOAT: {
-          float v;
-          std::memcpy(&v, p, 4);
+          const auto v = load<float>(p);
           ok = push(real_num(v));
           break;
         }
         case T::FLOAT16: {
-          std::uint16_t v;
-          std::memcpy(&v, p, 2);
+          const auto v = load<std::uint16_t>(p);
           ok = push(real_num(half_to_double(v)));
           break;
         }
         case T::BFLOAT16: {
-          std::uint16_t v;
-          std::memcpy(&v, p, 2);
+          const auto v = load<std::uint16_t>(p);
           ok = push(real_num(bfloat_to_double(v)));
           break;
         }
