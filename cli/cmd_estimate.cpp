@@ -39,6 +39,8 @@ struct EstimateArgs {
   double max_latency_ms = 0;
   // Which of the numeric flags were given: a given value out of range is an error, not a default.
   bool seq_given = false, context_given = false, max_latency_given = false;
+  std::int64_t data_dependent_size = 0;  // ONNX: sizes computed from data; 0: the importer's default
+  bool data_dependent_size_given = false;
   std::string conv_layout;
   std::optional<double> op_overhead_us;   // unset: the profile's per-op overhead
   std::vector<std::string> blocked_ops;   // the runtime's blocked-layout ops; empty: no layout model
@@ -123,10 +125,28 @@ class ModelSource {
       if (args_.context > 0) o.context = args_.context;
       for (const auto& text : args_.input_shapes) o.input_shapes.push_back(estimate::parse_input_shape(text));
       o.fuse_activations = args_.fuse_activations;
+      if (args_.data_dependent_size_given) o.data_dependent_size = args_.data_dependent_size;
       auto imported = estimate::load_onnx(args_.model, o);
+      assumption_lines_ = estimate::assumption_lines(imported.assumptions);
+      assumptions_ = nlohmann::json::array();
+      for (const auto& a : imported.assumptions)
+        assumptions_.push_back({{"node", a.node},
+                                {"op_type", a.op_type},
+                                {"what", a.what},
+                                {"assumed", a.assumed},
+                                {"at_most", a.at_most ? nlohmann::json(*a.at_most) : nlohmann::json(nullptr)},
+                                {"copies", a.copies},
+                                {"text", a.text}});
       if (!warned_) {
-        for (const auto& w : imported.warnings)
+        // A table or markdown carries the assumptions under its header; JSON in `assumptions`,
+        // and its reader takes stderr as the warnings.
+        const bool in_output = args_.format != "json";
+        for (const auto& w : imported.warnings) {
+          if (in_output && std::find(assumption_lines_.begin(), assumption_lines_.end(), w) !=
+                               assumption_lines_.end())
+            continue;
           std::cerr << "truepeak: " << args_.model << ": " << w << "\n";
+        }
         // What the import folded, for a reader of the table (a JSON reader takes stderr as warnings).
         if (!imported.fusions.empty() && args_.format != "json")
           std::cerr << "truepeak: " << args_.model << ": " << imported.onnx_nodes
@@ -144,6 +164,12 @@ class ModelSource {
     return *model_;
   }
   bool is_onnx() const { return onnx_; }
+  // The sizes computed from data that the last graph read took as given, for the printers.
+  void describe_assumptions(estimate::PrintContext& ctx) const {
+    if (!onnx_) return;
+    ctx.assumption_lines = assumption_lines_;
+    ctx.assumptions = assumptions_;
+  }
   // An estimate of a graph bound to `batch` samples, labelled with its batch; an ONNX graph's is
   // the batch it was read with (--input-shape may fix it), its throughput that many samples a run.
   estimate::Estimate relabel(estimate::Estimate est, std::int64_t batch) const {
@@ -162,6 +188,8 @@ class ModelSource {
   std::optional<estimate::Model> model_;
   bool onnx_ = false;
   bool warned_ = false;  // the import's warnings are printed once, not per batch
+  std::vector<std::string> assumption_lines_;
+  nlohmann::json assumptions_;
   std::int64_t batch_ = 0;
   std::int64_t bound_batch_ = 0;
 };
@@ -310,6 +338,8 @@ void run_estimate(const EstimateArgs& args) {
     throw InputError(fmt::format("--context {}: a context length is at least 1 token", args.context));
   if (args.max_latency_given && !(std::isfinite(args.max_latency_ms) && args.max_latency_ms > 0))
     throw InputError(fmt::format("--max-latency-ms {}: expected a time above 0 ms", args.max_latency_ms));
+  if (args.data_dependent_size_given && args.data_dependent_size < 1)
+    throw InputError(fmt::format("--data-dependent-size {}: a size is at least 1", args.data_dependent_size));
   if (args.max_latency_given && !args.sweep)
     throw InputError("--max-latency-ms: applies with --sweep-batch only");
   if (args.seq > 0) options.seq = args.seq;
@@ -408,6 +438,7 @@ void run_estimate(const EstimateArgs& args) {
         sweep.rows.push_back(source.relabel(estimate::estimate(source.get(b), device, o), b));
       }
       sweep.best = estimate::best_of(sweep.rows, limit);
+      source.describe_assumptions(ctx);
     } else {
       sweep = estimate::sweep_batch(source.get(1), device, options, batches, limit);
     }
@@ -422,6 +453,7 @@ void run_estimate(const EstimateArgs& args) {
     options.batch = source.graph_batch(batches[i]);
     auto est = source.relabel(estimate::estimate(model, device, options), batches[i]);
     // A graph bound to one batch cannot say which batch would fit.
+    source.describe_assumptions(ctx);
     ctx.max_batch = source.is_onnx() ? std::nullopt
                                      : estimate::max_batch(model, options, est.memory.device_bytes);
     if (format == estimate::Format::json) {
@@ -547,6 +579,15 @@ void add_estimate_command(CLI::App& app, const Context&) {
       ->delimiter(',');
   cmd->add_option("--input-shape", args->input_shapes,
                   "ONNX: the shape of a graph input, NAME=1x3x224x224 (repeatable); wins over --batch/--seq");
+#ifdef TRUEPEAK_HAVE_ONNX
+  cmd->add_option("--data-dependent-size", args->data_dependent_size,
+                  fmt::format("ONNX: the size taken for each dimension the graph computes from its "
+                              "data (boxes NonMaxSuppression keeps, elements NonZero finds, a TopK's "
+                              "k or a Loop's trip count read from values), capped by what the op's "
+                              "inputs allow; each is listed under 'assumed' (JSON: assumptions) "
+                              "(default {})",
+                              estimate::kDataDependentSize));
+#endif
   cmd->add_flag("--fuse-activations", args->fuse_activations,
                 "ONNX: fold an activation that follows a GEMM/convolution into it (as inference runtimes do)");
   cmd->add_option("--format", args->format, "Output: table, json or md")->capture_default_str();
@@ -560,6 +601,7 @@ void add_estimate_command(CLI::App& app, const Context&) {
     args->seq_given = cmd->count("--seq") > 0;
     args->context_given = cmd->count("--context") > 0;
     args->max_latency_given = cmd->count("--max-latency-ms") > 0;
+    args->data_dependent_size_given = cmd->count("--data-dependent-size") > 0;
     run_estimate(*args);
   });
 }

@@ -11,6 +11,7 @@
 
 #include "core/error.hpp"
 #include "core/read_file.hpp"
+#include "estimate/onnx_assume.hpp"
 #include "estimate/onnx_graph.hpp"
 
 namespace truepeak::estimate {
@@ -76,6 +77,10 @@ OnnxImport load_onnx(const std::string& path, const OnnxOptions& options) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) throw InputError(fmt::format("{}: no such ONNX file", path));
   return onnx_from_bytes(read_input_file(path, kMaxOnnxBytes, "ONNX model"), path, options);
+}
+
+std::vector<std::string> assumption_lines(const std::vector<OnnxAssumption>& assumptions) {
+  return onnx_detail::assumption_warnings(assumptions);
 }
 
 }  // namespace truepeak::estimate

@@ -119,6 +119,10 @@ struct OnnxImport {
 // read). A size computed from data is assumed (OnnxOptions::data_dependent_size) and listed in
 // `assumptions` (onnx_assume.cpp).
 OnnxImport load_onnx(const std::string& path, const OnnxOptions& options = {});
+
+// One line for each of `assumptions`, alike ones (a step repeated per class) merged into one: the
+// lines the import also puts in `warnings`.
+std::vector<std::string> assumption_lines(const std::vector<OnnxAssumption>& assumptions);
 // The same from the file's bytes; `where` names it in messages.
 OnnxImport onnx_from_bytes(const std::string& bytes, const std::string& where,
                            const OnnxOptions& options = {});

@@ -130,6 +130,13 @@ std::string memory_text(const MemoryBreakdown& m, std::optional<std::int64_t> ma
   return render({"memory", "bytes"}, rows, false);
 }
 
+// The sizes taken as given, one line each, where a reader of the figures sees them.
+std::string assumption_text(const PrintContext& ctx) {
+  std::string out;
+  for (const auto& line : ctx.assumption_lines) out += "assumed: " + line + "\n";
+  return out.empty() ? out : out + "\n";
+}
+
 }  // namespace
 
 json estimate_to_json(const Estimate& e, const PrintContext& ctx) {
@@ -180,6 +187,7 @@ json estimate_to_json(const Estimate& e, const PrintContext& ctx) {
     doc["time_per_output_token_s"] = e.decode->time_s;
   }
   if (e.fusion) doc["fusion"] = fusion_json(*e.fusion);
+  if (!ctx.assumptions.is_null()) doc["assumptions"] = ctx.assumptions;
   if (e.backward) doc["backward"] = totals_json(*e.backward);
   if (e.optimizer_step) doc["optimizer_step"] = totals_json(*e.optimizer_step);
   return doc;
@@ -195,6 +203,7 @@ std::string format_estimate(const Estimate& e, const PrintContext& ctx, Format f
                     format_percent(r.peak_fraction), format_time_s(r.naive_s)});
   std::string out = md ? "## " + header_line(e, ctx) + "\n\n" : header_line(e, ctx) + "\n\n";
   if (e.fusion) out += fusion_note(*e.fusion, ctx) + "\n\n";
+  out += assumption_text(ctx);
   if (!rows.empty())
     out +=
         render({"op", "phase", "kind", "shape", "GFLOP", "MB", "bound", "time", "% peak", "naive"},
@@ -235,6 +244,7 @@ json sweep_to_json(const Sweep& s, const PrintContext& ctx) {
     json r = estimate_to_json(e, ctx);
     r.erase("ops");
     r.erase("tool");
+    r.erase("assumptions");  // once, for the whole sweep
     rows.push_back(r);
   }
   return {{"schema_version", "1.0"},
@@ -245,6 +255,7 @@ json sweep_to_json(const Sweep& s, const PrintContext& ctx) {
           {"max_latency_s", s.max_latency_s ? json(*s.max_latency_s) : json(nullptr)},
           {"max_batch", s.max_batch ? json(*s.max_batch) : json(nullptr)},
           {"best_batch", s.best ? json(s.rows[*s.best].batch) : json(nullptr)},
+          {"assumptions", ctx.assumptions},
           {"rows", rows}};
 }
 
@@ -255,6 +266,7 @@ std::string format_sweep(const Sweep& s, const PrintContext& ctx, Format format)
   if (!s.rows.empty())
     out += (md ? "## " : "") + header_line(s.rows.front(), ctx) + " .. " +
            std::to_string(s.rows.back().batch) + " (batch sweep)\n\n";
+  out += assumption_text(ctx);
   const bool decoder = !s.rows.empty() && s.rows.front().decode.has_value();
   std::vector<std::vector<std::string>> rows;
   for (std::size_t i = 0; i < s.rows.size(); ++i) {

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "estimate/estimator.hpp"
 
@@ -14,6 +15,11 @@ struct PrintContext {
   std::string profile_label;
   std::optional<std::int64_t> max_batch;
   std::string runtime;  // the runtime record applied (estimate --runtime KEY); empty: the library alone
+  // Sizes the model computes from its data, which the estimate took as given (an ONNX graph's
+  // NonMaxSuppression, NonZero, ...): one line each under a table's header, and the records of
+  // JSON's `assumptions` (null: the model has none to make, as for a zoo or model-JSON model).
+  std::vector<std::string> assumption_lines;
+  nlohmann::json assumptions;
 };
 
 enum class Format { table, markdown, json };
