@@ -8,7 +8,7 @@
 namespace truepeak {
 
 Machine read_machine(const std::string& label);
-// "2026-11-30T10:00:00Z"
+// The current time in UTC, as YYYY-MM-DDTHH:MM:SSZ.
 std::string utc_now_iso8601();
 
 }  // namespace truepeak
