@@ -3,13 +3,14 @@
 // only when it runs on an image. The rest of the graph is still estimated: each such size is
 // assumed (OnnxOptions::data_dependent_size, capped by what the op's inputs allow), named in the
 // import's assumptions and warnings, and everything after it gets static shapes from it.
+// This file assumes the sizes; which tensors come from data is onnx_assume_taint.cpp's to say,
+// the lines that name the assumptions onnx_assume_text.cpp's.
 #include "estimate/onnx_assume.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <cctype>
 #include <map>
 #include <optional>
 #include <set>
@@ -17,88 +18,21 @@
 #include <vector>
 
 #include "core/checked.hpp"
+#include "estimate/onnx_assume_detail.hpp"
 #include "estimate/onnx_shape_eval.hpp"
 
 namespace truepeak::estimate::onnx_detail {
 namespace {
 
+using assume::sizes_from_data;
+using assume::Taint;
+using assume::taint_of;
+
 using Dims = std::vector<std::int64_t>;
 constexpr std::int64_t kUnknown = -1;
 
-// Ops whose output size is the data's to say, whatever their inputs' shapes.
-const std::set<std::string>& inherently_data_dependent() {
-  static const std::set<std::string> ops = {"NonZero", "NonMaxSuppression", "Unique", "Compress"};
-  return ops;
-}
-
-// The inputs whose values size an op's output.
-const std::map<std::string, std::vector<int>>& shape_operands() {
-  static const std::map<std::string, std::vector<int>> ops = {
-      {"Reshape", {1}},     {"Expand", {1}},       {"Tile", {1}},       {"ConstantOfShape", {0}},
-      {"Range", {0, 1, 2}}, {"Resize", {1, 2, 3}}, {"Upsample", {1}},   {"Slice", {1, 2, 3, 4}},
-      {"Pad", {1, 3}},      {"OneHot", {1}},       {"Squeeze", {1}},    {"Unsqueeze", {1}},
-      {"Split", {1}},       {"TopK", {1}},         {"ReduceSum", {1}},  {"ReduceMean", {1}},
-      {"ReduceMax", {1}},   {"ReduceMin", {1}},    {"ReduceProd", {1}}, {"CenterCropPad", {1}},
-      {"MaxUnpool", {2}},   {"Loop", {0, 1}},      {"If", {0}},         {"Col2Im", {1, 2}}};
-  return ops;
-}
-
 std::string label(const onnx::NodeProto& node, int index) {
   return node.name().empty() ? fmt::format("{}_{}", node.op_type(), index) : node.name();
-}
-
-struct Taint {
-  std::set<std::string> value;  // values computed from the inputs' values
-  std::set<std::string> shape;  // shapes computed from them
-};
-
-// Whether `node`'s output shapes depend on data, given what its inputs' taint is.
-bool shaped_by_data(const onnx::NodeProto& node, const Taint& taint) {
-  if (inherently_data_dependent().count(node.op_type())) return true;
-  if (const auto it = shape_operands().find(node.op_type()); it != shape_operands().end()) {
-    for (const int k : it->second) {
-      if (k < node.input_size() && taint.value.count(node.input(k))) return true;
-    }
-  }
-  return std::any_of(node.input().begin(), node.input().end(),
-                     [&](const std::string& in) { return taint.shape.count(in) > 0; });
-}
-
-// Whether `node` itself makes a shape from data (rather than passing on a shape made before it):
-// the nodes whose output sizes are assumed.
-bool sizes_from_data(const onnx::NodeProto& node, const Taint& taint) {
-  if (inherently_data_dependent().count(node.op_type())) return true;
-  const auto it = shape_operands().find(node.op_type());
-  if (it == shape_operands().end()) return false;
-  return std::any_of(it->second.begin(), it->second.end(), [&](int k) {
-    return k < node.input_size() && taint.value.count(node.input(k)) > 0;
-  });
-}
-
-Taint taint_of(const onnx::GraphProto& graph) {
-  Taint taint;
-  std::set<std::string> initializers;
-  for (const auto& init : graph.initializer()) initializers.insert(init.name());
-  for (const auto& in : graph.input()) {
-    if (!initializers.count(in.name())) taint.value.insert(in.name());
-  }
-  for (const auto& node : graph.node()) {
-    const bool shape = shaped_by_data(node, taint);
-    bool value = shape;
-    if (node.op_type() == "Shape" || node.op_type() == "Size") {
-      value = node.input_size() > 0 && taint.shape.count(node.input(0)) > 0;
-    } else {
-      for (const auto& in : node.input()) value = value || taint.value.count(in) > 0;
-    }
-    // A node without inputs (Constant, a random generator) and a control-flow node reading the
-    // graph's data from its bodies: taken as their explicit inputs say.
-    for (const auto& out : node.output()) {
-      if (out.empty()) continue;
-      if (value) taint.value.insert(out);
-      if (shape) taint.shape.insert(out);
-    }
-  }
-  return taint;
 }
 
 struct TypeInfo {
@@ -543,110 +477,12 @@ class Assumer {
   Taint taint_;
 };
 
-// The copies of a loop body's node differ only in their iteration: "L/iter7/N" -> "L/iter*/N".
-std::string any_iteration(const std::string& name) {
-  std::string out;
-  std::size_t pos = 0;
-  while (true) {
-    const auto found = name.find("/iter", pos);
-    if (found == std::string::npos) break;
-    auto end = found + 5;
-    while (end < name.size() && std::isdigit(static_cast<unsigned char>(name[end]))) ++end;
-    const bool numbered = end > found + 5 && end < name.size() && name[end] == '/';
-    out += name.substr(pos, found - pos) + (numbered ? "/iter*" : name.substr(found, end - found));
-    pos = end;
-  }
-  return out + name.substr(pos);
-}
-
-// The line for an assumption made at `where` ("NonZero '/NonZero'", or several nodes at once).
-std::string describe_assumption(const OnnxAssumption& a, const std::string& where) {
-  const std::string bound = a.at_most ? fmt::format(" (at most {})", *a.at_most) : std::string();
-  const std::string copies =
-      a.copies > 1 ? fmt::format(", in each of its {} copies", a.copies) : std::string();
-  if (a.what == "branch")
-    return fmt::format(
-        "{}: its condition depends on the data; assumed the {} branch (the larger){}", where,
-        a.assumed ? "then" : "else", copies);
-  if (a.what == "trip count")
-    return fmt::format(
-        "{}: its trip count depends on the data; assumed {} iterations (--data-dependent-size){}",
-        where, a.assumed, copies);
-  if (a.what == "inputs reconciled")
-    return fmt::format(
-        "{}: its inputs, sized from the data, disagree outside the concatenation axis; the larger "
-        "size ({}) is taken{}",
-        where, a.assumed, copies);
-  if (a.what == "output size")
-    return fmt::format(
-        "{}: its output size is computed from the data; assumed {} for each dimension it sets "
-        "(--data-dependent-size){}",
-        where, a.assumed, copies);
-  return fmt::format(
-      "{}: the number of {} depends on the data{}; assumed {} (--data-dependent-size){}", where,
-      a.what, bound, a.assumed, copies);
-}
-
 }  // namespace
-
-std::set<std::string> data_shaped_tensors(const onnx::GraphProto& graph) {
-  return taint_of(graph).shape;
-}
 
 int assume_data_dependent(onnx::ModelProto& model,
                           std::map<std::string, onnx::ValueInfoProto>& assumed,
                           std::vector<OnnxAssumption>& assumptions, std::int64_t size) {
   return Assumer(model, assumed, assumptions, size).run();
-}
-
-std::vector<OnnxAssumption> summarize_assumptions(std::vector<OnnxAssumption> assumptions) {
-  std::vector<OnnxAssumption> merged;
-  std::map<std::string, std::size_t> index;
-  for (auto& a : assumptions) {
-    a.node = any_iteration(a.node);
-    const std::string key = fmt::format("{}\n{}\n{}\n{}", a.node, a.op_type, a.what, a.assumed);
-    const auto it = index.find(key);
-    if (it != index.end()) {
-      auto& m = merged[it->second];
-      m.copies += a.copies;
-      if (a.at_most && (!m.at_most || *a.at_most > *m.at_most)) m.at_most = a.at_most;
-      continue;
-    }
-    index.emplace(key, merged.size());
-    merged.push_back(std::move(a));
-  }
-  for (auto& a : merged) a.text = describe_assumption(a, fmt::format("{} '{}'", a.op_type, a.node));
-  return merged;
-}
-
-std::vector<std::string> assumption_warnings(const std::vector<OnnxAssumption>& assumptions) {
-  // A detector's postprocessing repeats one step per class (SSD: a NonZero for each of 90): one
-  // line for each kind of assumption, naming the first nodes, rather than 90 alike.
-  constexpr std::size_t kNamed = 3;
-  std::map<std::string, std::vector<const OnnxAssumption*>> groups;
-  std::vector<std::string> order;
-  for (const auto& a : assumptions) {
-    const std::string key =
-        fmt::format("{}\n{}\n{}\n{}\n{}", a.op_type, a.what, a.assumed,
-                    a.at_most ? std::to_string(*a.at_most) : std::string(), a.copies);
-    if (!groups.count(key)) order.push_back(key);
-    groups[key].push_back(&a);
-  }
-  std::vector<std::string> lines;
-  for (const auto& key : order) {
-    const auto& group = groups.at(key);
-    if (group.size() < kNamed) {
-      for (const auto* a : group) lines.push_back(a->text);
-      continue;
-    }
-    std::string names;
-    for (std::size_t k = 0; k < std::min(group.size(), kNamed); ++k)
-      names += fmt::format("{}'{}'", k ? ", " : "", group[k]->node);
-    if (group.size() > kNamed) names += ", ...";
-    lines.push_back(describe_assumption(
-        *group.front(), fmt::format("{} x{} ({})", group.front()->op_type, group.size(), names)));
-  }
-  return lines;
 }
 
 }  // namespace truepeak::estimate::onnx_detail
