@@ -1,0 +1,104 @@
+// Checks of an ONNX graph before shape inference: every tensor defined before it is read and
+// written once, and what inference takes on trust (dimensions, windows' attributes) in range.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "estimate/onnx_parse_detail.hpp"
+
+namespace truepeak::estimate::onnx_detail::parse {
+
+void check_structure(const onnx::GraphProto& graph, const std::string& where) {
+  std::set<std::string> defined;
+  for (const auto& input : graph.input()) defined.insert(input.name());
+  for (const auto& init : graph.initializer()) defined.insert(init.name());
+  for (const auto& init : graph.sparse_initializer()) defined.insert(init.values().name());
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const auto& node = graph.node(i);
+    if (node.op_type().empty()) throw InputError(fmt::format("{}: node {} has no op type", where, i));
+    for (const auto& in : node.input()) {
+      if (!in.empty() && !defined.count(in)) {
+        throw InputError(fmt::format(
+            "{}: node '{}' ({}) reads '{}', which no graph input, initializer or earlier node defines", where,
+            node.name().empty() ? std::to_string(i) : node.name(), node.op_type(), in));
+      }
+    }
+    for (const auto& out : node.output()) {
+      // Each tensor is written once (ONNX graphs are in single assignment form): a second writer
+      // would make two ops of one tensor.
+      if (!out.empty() && !defined.insert(out).second) {
+        throw InputError(fmt::format("{}: node '{}' ({}) writes '{}', which is already defined", where,
+                                     node.name().empty() ? std::to_string(i) : node.name(), node.op_type(), out));
+      }
+    }
+  }
+  for (const auto& out : graph.output()) {
+    if (!defined.count(out.name())) {
+      throw InputError(fmt::format("{}: graph output '{}' is not defined by any node", where, out.name()));
+    }
+  }
+}
+
+namespace {
+
+// The ops whose windows ONNX shape inference computes from kernel_shape, strides, dilations and
+// pads: it divides by the strides and sizes outputs from the pads unchecked, so these are checked
+// first.
+const std::set<std::string>& window_ops() {
+  static const std::set<std::string> ops = {"Conv",        "ConvTranspose", "ConvInteger", "QLinearConv",
+                                            "DeformConv",  "MaxPool",       "AveragePool", "LpPool",
+                                            "MaxUnpool",   "Col2Im"};
+  return ops;
+}
+
+void check_tensor_dims(const onnx::TensorProto& tensor, const std::string& where, const std::string& owner) {
+  for (const auto d : tensor.dims()) {
+    if (d < 0) {
+      throw InputError(fmt::format("{}: {} '{}' has a negative dimension ({})", where, owner, tensor.name(), d));
+    }
+  }
+}
+
+}  // namespace
+
+void check_attributes(const onnx::GraphProto& graph, const std::string& where) {
+  for (const auto& init : graph.initializer()) check_tensor_dims(init, where, "initializer");
+  for (const auto& init : graph.sparse_initializer()) {
+    check_tensor_dims(init.values(), where, "sparse initializer");
+    check_tensor_dims(init.indices(), where, "sparse initializer");
+    for (const auto d : init.dims()) {
+      if (d < 0) throw InputError(fmt::format("{}: a sparse initializer has a negative dimension ({})", where, d));
+    }
+  }
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const auto& node = graph.node(i);
+    const std::string name = node.name().empty() ? fmt::format("{}_{}", node.op_type(), i) : node.name();
+    const bool windowed = domain_of(node.domain()).empty() && window_ops().count(node.op_type()) > 0;
+    for (const auto& attr : node.attribute()) {
+      if (attr.has_t()) check_tensor_dims(attr.t(), where, fmt::format("the value of node '{}'", name));
+      for (const auto& t : attr.tensors()) check_tensor_dims(t, where, fmt::format("a value of node '{}'", name));
+      if (attr.has_g()) check_attributes(attr.g(), where);
+      for (const auto& g : attr.graphs()) check_attributes(g, where);
+      if (!windowed) continue;
+      const std::string& key = attr.name();
+      const std::int64_t least = key == "pads" || key == "output_padding" ? 0 : 1;
+      if (key != "kernel_shape" && key != "strides" && key != "dilations" && key != "pads" &&
+          key != "output_padding" && key != "group")
+        continue;
+      std::vector<std::int64_t> values(attr.ints().begin(), attr.ints().end());
+      if (attr.type() == onnx::AttributeProto::INT) values = {attr.i()};
+      for (const auto v : values) {
+        if (v < least) {
+          throw InputError(fmt::format("{}: node '{}' ({}): {} {}: each must be {}", where, name, node.op_type(),
+                                       key, fmt::join(values, ","), least == 0 ? "0 or more" : "1 or more"));
+        }
+      }
+    }
+  }
+}
+
+}  // namespace truepeak::estimate::onnx_detail::parse
