@@ -63,11 +63,6 @@ std::string format_cell(const CompareRow& row, std::size_t column) {
   return out;
 }
 
-// "12345", "922.1", "0.512": plain digits, no exponent, about four significant figures.
-std::string format_rate(double v) {
-  return v >= 1000 ? fmt::format("{:.0f}", v) : fmt::format("{:.4g}", v);
-}
-
 json optional_json(std::optional<double> v) { return v ? json(*v) : json(nullptr); }
 
 TextTable figures_table(const Comparison& c) {
@@ -93,20 +88,60 @@ TextTable devices_table(const Comparison& c) {
   return t;
 }
 
-TextTable cost_table(const Comparison& c) {
-  TextTable t({"device", "latency", "inferences/s", "USD per 1M", "datasheet-roofline latency", ""});
-  t.set_left_columns({0, 5});
-  for (const auto& r : c.cost->rows) {
-    if (!r.error.empty()) {
-      t.add_row(
-          {c.columns[r.column].label, "-", "-", "-", "-", "cannot estimate: " + r.error});
+std::string optional_usd(std::optional<double> usd) {
+  return usd ? format_plain(*usd) : std::string("- (no price)");
+}
+
+std::string row_note(const CostRow& r) {
+  return join_notes({r.cheapest ? "<- cheapest" : "", r.fits ? "" : "does not fit in memory",
+                     r.limit ? limit_note(r.batch, *r.limit) : ""});
+}
+
+TextTable cost_table(const Comparison& c, const CostTable& cost) {
+  const bool decoder = cost.workload.decoder;
+  const bool batches = !cost.batch.has_value();
+  std::vector<std::string> header{"device"};
+  if (batches) header.push_back("batch");
+  if (decoder) {
+    for (const char* h : {"first token", "per output token", "requests/s", "decode tok/s",
+                          "USD/1M in", "USD/1M out", "datasheet-roofline first / per token"})
+      header.push_back(h);
+  } else {
+    for (const char* h :
+         {"latency", "inferences/s", "USD per 1M", "datasheet-roofline latency"})
+      header.push_back(h);
+  }
+  header.push_back("");
+  const std::size_t width = header.size();
+  TextTable t(std::move(header));
+  t.set_left_columns({0, width - 1});
+  for (const auto& r : cost.rows) {
+    std::vector<std::string> cells{c.columns[r.column].label};
+    if (!r.error.empty() || !r.unmet.empty()) {
+      cells.resize(width - 1, "-");
+      cells.push_back(r.error.empty() ? r.unmet : "cannot estimate: " + r.error);
+      t.add_row(std::move(cells));
       continue;
     }
-    t.add_row(
-        {c.columns[r.column].label, format_time_s(r.latency_s), format_rate(r.inferences_per_s),
-         r.usd_per_million ? fmt::format("{:.4g}", *r.usd_per_million) : "- (no price)",
-         r.naive_latency_s ? format_time_s(*r.naive_latency_s) : "-",
-         r.cheapest ? "<- cheapest" : (r.fits ? "" : "does not fit in memory")});
+    if (batches) cells.push_back(std::to_string(r.batch));
+    cells.push_back(format_time_s(r.latency_s));
+    if (decoder) {
+      cells.push_back(r.decode_s ? format_time_s(*r.decode_s) : "-");
+      cells.push_back(format_plain(r.inferences_per_s));
+      cells.push_back(r.tokens_per_s ? format_plain(*r.tokens_per_s) : "-");
+      cells.push_back(optional_usd(r.usd_per_million_input));
+      cells.push_back(optional_usd(r.usd_per_million));
+      cells.push_back(r.naive_latency_s && r.naive_decode_s
+                          ? format_time_s(*r.naive_latency_s) + " / " +
+                                format_time_s(*r.naive_decode_s)
+                          : "-");
+    } else {
+      cells.push_back(format_plain(r.inferences_per_s));
+      cells.push_back(optional_usd(r.usd_per_million));
+      cells.push_back(r.naive_latency_s ? format_time_s(*r.naive_latency_s) : "-");
+    }
+    cells.push_back(row_note(r));
+    t.add_row(std::move(cells));
   }
   return t;
 }
@@ -116,34 +151,42 @@ std::string legend() {
          "device.\n";
 }
 
+// What one unit of work is, and how the table is ordered.
 std::string cost_heading(const CostTable& cost) {
-  return fmt::format("Model {} (batch {}, {}), sorted by cost per million inferences:\n",
-                     cost.model, cost.batch, cost.dtype);
+  const auto& w = cost.workload;
+  std::string out = fmt::format("Model {}: {}.\n", w.model, describe_workload(w, cost.batch));
+  if (cost.max_latency_s) {
+    out += fmt::format("Each device at the largest batch whose {} is at most {}.\n",
+                       w.decoder ? "time per output token" : "latency (one pass of the batch)",
+                       format_time_s(*cost.max_latency_s));
+  }
+  if (w.decoder) {
+    out += "first token: time to first token, the prefill of the batch's prompts; per output "
+           "token: one decode step of the batch;\n"
+           "requests/s: a prefill, then a decode step per further token; decode tok/s: batch / "
+           "decode step;\n"
+           "USD/1M in: per million prompt tokens, at the prefill; USD/1M out: per million output "
+           "tokens, a decode step each.\n"
+           "Sorted by cost per output token:\n";
+  } else {
+    out += "Sorted by cost per million inferences:\n";
+  }
+  return out;
 }
 
 }  // namespace
 
 Comparison compare_profiles(const std::vector<Profile>& profiles,
-                            const std::map<std::string, double>& prices) {
-  for (const auto& [label, usd] : prices) {
-    const bool known = std::any_of(profiles.begin(), profiles.end(),
-                                   [&](const auto& p) { return p.machine.label == label; });
-    if (!known) {
-      std::vector<std::string> labels;
-      for (const auto& p : profiles) labels.push_back(p.machine.label);
-      throw InputError(
-          fmt::format("--price {}={}: no profile has the machine label '{}' (labels: {})", label,
-                      usd, label, fmt::join(labels, ", ")));
-    }
-  }
+                            const std::map<std::string, double>& prices,
+                            const std::vector<std::string>& sources) {
+  check_price_labels(profiles, prices);
   Comparison c;
   const auto views = all_devices(profiles);
-  for (const auto& v : views) {
-    CompareColumn col{v.label,        v.profile->machine.label,
-                      v.device->id,   v.device->kind,
-                      v.device->name, v.profile->machine.price_per_hour_usd};
-    if (auto it = prices.find(col.machine); it != prices.end()) col.price_per_hour_usd = it->second;
-    c.columns.push_back(std::move(col));
+  const auto labels = device_labels(profiles, sources);
+  for (std::size_t i = 0; i < views.size(); ++i) {
+    const auto& v = views[i];
+    c.columns.push_back({labels[i], v.profile->machine.label, v.device->id, v.device->kind,
+                         v.device->name, price_of(*v.profile, prices)});
   }
 
   auto row_of = [&](std::string group, std::string name, std::string unit, auto cell_of) {
@@ -234,43 +277,92 @@ Comparison compare_profiles(const std::vector<Profile>& profiles,
   return c;
 }
 
-void add_cost(Comparison& comparison, const std::vector<Profile>& profiles,
-              const std::string& model, int batch, const std::string& dtype,
-              const Predictor& predict) {
-  CostTable cost{model, batch, dtype, {}};
-  const auto views = all_devices(profiles);
-  for (std::size_t i = 0; i < views.size(); ++i) {
-    const auto p = predict(*views[i].profile, *views[i].device);
-    CostRow row;
-    row.column = i;
-    row.latency_s = p.latency_s;
-    row.naive_latency_s = p.naive_latency_s;
-    row.fits = p.fits;
-    row.error = p.error;
-    if (!row.error.empty()) {
-      cost.rows.push_back(row);
-      continue;
-    }
-    row.inferences_per_s = p.latency_s > 0 ? batch / p.latency_s : 0;
-    if (const auto price = comparison.columns[i].price_per_hour_usd; price && p.latency_s > 0) {
-      row.usd_per_million = *price / 3600.0 * p.latency_s / batch * 1e6;
-    }
-    cost.rows.push_back(row);
+namespace {
+
+CostRow cost_row(const Workload& w, std::size_t column, std::int64_t batch, const Prediction& p,
+                 std::optional<double> price) {
+  CostRow row;
+  row.column = column;
+  row.batch = batch;
+  row.error = p.error;
+  if (!row.error.empty()) return row;
+  row.latency_s = p.latency_s;
+  row.decode_s = p.decode_s;
+  row.naive_latency_s = p.naive_latency_s;
+  row.naive_decode_s = p.naive_decode_s;
+  row.fits = p.fits;
+  const double n = static_cast<double>(batch);
+  row.inferences_per_s = requests_per_s(w, p, batch);
+  if (w.decoder && p.decode_s && *p.decode_s > 0) row.tokens_per_s = n / *p.decode_s;
+  if (!price) return row;
+  if (w.decoder && p.decode_s) {
+    if (*p.decode_s > 0) row.usd_per_million = usd_per_million(*price, *p.decode_s, n);
+    const double prompt_tokens = n * static_cast<double>(w.seq.value_or(0));
+    if (p.latency_s > 0 && prompt_tokens > 0)
+      row.usd_per_million_input = usd_per_million(*price, p.latency_s, prompt_tokens);
+  } else if (p.latency_s > 0) {
+    row.usd_per_million = usd_per_million(*price, p.latency_s, n);
   }
+  return row;
+}
+
+void sort_and_mark(std::vector<CostRow>& rows) {
   auto usable = [](const CostRow& r) {
-    return r.error.empty() && r.fits && r.usd_per_million.has_value();
+    return r.error.empty() && r.unmet.empty() && r.fits && r.usd_per_million.has_value();
   };
-  std::stable_sort(cost.rows.begin(), cost.rows.end(), [&](const CostRow& a, const CostRow& b) {
-    if (a.error.empty() != b.error.empty()) return a.error.empty();
+  auto figures = [](const CostRow& r) { return r.error.empty() && r.unmet.empty(); };
+  std::stable_sort(rows.begin(), rows.end(), [&](const CostRow& a, const CostRow& b) {
+    if (figures(a) != figures(b)) return figures(a);
     if (usable(a) != usable(b)) return usable(a);
-    if (a.usd_per_million.has_value() != b.usd_per_million.has_value())
-      return a.usd_per_million.has_value();
-    if (a.usd_per_million && *a.usd_per_million != *b.usd_per_million)
+    if (a.usd_per_million && b.usd_per_million && *a.usd_per_million != *b.usd_per_million)
       return *a.usd_per_million < *b.usd_per_million;
     return a.latency_s < b.latency_s;
   });
-  if (!cost.rows.empty() && usable(cost.rows.front())) cost.rows.front().cheapest = true;
+  mark_cheapest(rows, [&](const CostRow& r) {
+    return usable(r) ? r.usd_per_million : std::optional<double>();
+  });
+}
+
+}  // namespace
+
+void add_cost(Comparison& comparison, const std::vector<Profile>& profiles,
+              const Workload& workload, std::int64_t batch, const Predictor& predict) {
+  CostTable cost{workload, batch, std::nullopt, {}};
+  const auto views = all_devices(profiles);
+  for (std::size_t i = 0; i < views.size(); ++i) {
+    const auto p = predict(*views[i].profile, *views[i].device, batch);
+    cost.rows.push_back(
+        cost_row(workload, i, batch, p, comparison.columns[i].price_per_hour_usd));
+  }
+  sort_and_mark(cost.rows);
   comparison.cost = std::move(cost);
+}
+
+void add_cost_within(Comparison& comparison, const std::vector<Profile>& profiles,
+                     const Workload& workload, double max_latency_s, const Predictor& predict) {
+  CostTable cost{workload, std::nullopt, max_latency_s, {}};
+  const auto views = all_devices(profiles);
+  for (std::size_t i = 0; i < views.size(); ++i) {
+    const auto search = largest_batch_within(max_latency_s, [&](std::int64_t batch) {
+      return predict(*views[i].profile, *views[i].device, batch);
+    });
+    if (search.batch == 0) {
+      CostRow row;
+      row.column = i;
+      if (!search.prediction.error.empty())
+        row.error = search.prediction.error;
+      else
+        row.unmet = no_batch_reason(workload, max_latency_s, search);
+      cost.rows.push_back(std::move(row));
+      continue;
+    }
+    auto row = cost_row(workload, i, search.batch, search.prediction,
+                        comparison.columns[i].price_per_hour_usd);
+    row.limit = search.limit;
+    cost.rows.push_back(std::move(row));
+  }
+  sort_and_mark(cost.rows);
+  comparison.cost_within = std::move(cost);
 }
 
 std::string comparison_to_text(const Comparison& c) {
@@ -278,10 +370,11 @@ std::string comparison_to_text(const Comparison& c) {
   out += "\n";
   out += figures_table(c).str();
   out += legend();
-  if (c.cost) {
+  for (const auto* cost : {&c.cost, &c.cost_within}) {
+    if (!*cost) continue;
     out += "\n";
-    out += cost_heading(*c.cost);
-    out += cost_table(c).str();
+    out += cost_heading(**cost);
+    out += cost_table(c, **cost).str();
   }
   return out;
 }
@@ -293,14 +386,59 @@ std::string comparison_to_markdown(const Comparison& c) {
   out += figures_table(c).markdown();
   out += "\n";
   out += legend();
-  if (c.cost) {
-    out += "\n## Cost\n\n";
-    out += cost_heading(*c.cost);
+  for (const auto* cost : {&c.cost, &c.cost_within}) {
+    if (!*cost) continue;
+    out += (*cost)->max_latency_s ? "\n## Cost within the latency target\n\n" : "\n## Cost\n\n";
+    out += cost_heading(**cost);
     out += "\n";
-    out += cost_table(c).markdown();
+    out += cost_table(c, **cost).markdown();
   }
   return out;
 }
+
+namespace {
+
+json cost_to_json(const Comparison& c, const CostTable& cost) {
+  const bool decoder = cost.workload.decoder;
+  json rows = json::array();
+  for (const auto& r : cost.rows) {
+    json row = {{"device", c.columns[r.column].label}};
+    if (!r.error.empty()) row["error"] = r.error;
+    if (!r.unmet.empty()) row["unmet"] = r.unmet;
+    if (!r.error.empty() || !r.unmet.empty()) {
+      rows.push_back(std::move(row));
+      continue;
+    }
+    row["batch"] = r.batch;
+    if (decoder) {
+      row["time_to_first_token_s"] = r.latency_s;
+      row["time_per_output_token_s"] = optional_json(r.decode_s);
+      row["requests_per_s"] = r.inferences_per_s;
+      row["decode_tokens_per_s"] = optional_json(r.tokens_per_s);
+      row["usd_per_million_input_tokens"] = optional_json(r.usd_per_million_input);
+      row["usd_per_million_output_tokens"] = optional_json(r.usd_per_million);
+      row["datasheet_roofline_time_to_first_token_s"] = optional_json(r.naive_latency_s);
+      row["datasheet_roofline_time_per_output_token_s"] = optional_json(r.naive_decode_s);
+    } else {
+      row["latency_s"] = r.latency_s;
+      row["inferences_per_s"] = r.inferences_per_s;
+      row["usd_per_million_inferences"] = optional_json(r.usd_per_million);
+      row["datasheet_roofline_latency_s"] = optional_json(r.naive_latency_s);
+    }
+    row["fits"] = r.fits;
+    if (r.limit) row["batch_limited_by"] = to_string(*r.limit);
+    row["cheapest"] = r.cheapest;
+    rows.push_back(std::move(row));
+  }
+  return {{"model", cost.workload.model},
+          {"batch", cost.batch ? json(*cost.batch) : json(nullptr)},
+          {"dtype", cost.workload.dtype},
+          {"workload", workload_to_json(cost.workload)},
+          {"max_latency_s", optional_json(cost.max_latency_s)},
+          {"rows", rows}};
+}
+
+}  // namespace
 
 json comparison_to_json(const Comparison& c) {
   json columns = json::array();
@@ -324,49 +462,10 @@ json comparison_to_json(const Comparison& c) {
     rows.push_back(
         {{"group", row.group}, {"name", row.name}, {"unit", row.unit}, {"values", values}});
   }
-  json cost = nullptr;
-  if (c.cost) {
-    json cost_rows = json::array();
-    for (const auto& r : c.cost->rows) {
-      if (!r.error.empty()) {
-        cost_rows.push_back({{"device", c.columns[r.column].label}, {"error", r.error}});
-        continue;
-      }
-      cost_rows.push_back({{"device", c.columns[r.column].label},
-                           {"latency_s", r.latency_s},
-                           {"inferences_per_s", r.inferences_per_s},
-                           {"fits", r.fits},
-                           {"usd_per_million_inferences", optional_json(r.usd_per_million)},
-                           {"datasheet_roofline_latency_s", optional_json(r.naive_latency_s)},
-                           {"cheapest", r.cheapest}});
-    }
-    cost = {{"model", c.cost->model},
-            {"batch", c.cost->batch},
-            {"dtype", c.cost->dtype},
-            {"rows", cost_rows}};
-  }
-  return {{"columns", columns}, {"rows", rows}, {"cost", cost}};
-}
-
-std::pair<std::string, double> parse_price(const std::string& text) {
-  const auto eq = text.rfind('=');
-  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) {
-    throw InputError(
-        fmt::format("--price '{}': expected LABEL=USD_PER_HOUR, e.g. my-box=2.5", text));
-  }
-  const auto value_text = text.substr(eq + 1);
-  std::size_t pos = 0;
-  double usd = 0;
-  try {
-    usd = std::stod(value_text, &pos);
-  } catch (const std::exception&) {
-    pos = 0;
-  }
-  if (pos != value_text.size() || !std::isfinite(usd) || usd < 0) {
-    throw InputError(fmt::format(
-        "--price '{}': '{}' is not a price in USD per hour (a number >= 0)", text, value_text));
-  }
-  return {text.substr(0, eq), usd};
+  return {{"columns", columns},
+          {"rows", rows},
+          {"cost", c.cost ? cost_to_json(c, *c.cost) : json(nullptr)},
+          {"cost_within_latency", c.cost_within ? cost_to_json(c, *c.cost_within) : json(nullptr)}};
 }
 
 }  // namespace truepeak::report

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.hpp"
+#include "report/serving.hpp"
 #include "report_test_util.hpp"
 
 namespace truepeak::report {
@@ -94,6 +95,18 @@ TEST(Compare, PriceOverridesAndErrors) {
   EXPECT_THROW(parse_price("=3"), InputError);
   EXPECT_THROW(parse_price("box=cheap"), InputError);
   EXPECT_THROW(parse_price("box=-1"), InputError);
+  EXPECT_THROW(parse_price("box=nan"), InputError);
+  EXPECT_THROW(parse_price("box=inf"), InputError);
+}
+
+TEST(Compare, ProfilesThatShareALabelAreToldApartByTheirFiles) {
+  const std::vector<Profile> profiles = {cpu_fixture(), cpu_fixture(), gpu_fixture()};
+  const auto c = compare_profiles(profiles, {}, {"a/p.json", "b/p.json", "c/p.json"});
+  ASSERT_EQ(c.columns.size(), 4u);
+  EXPECT_EQ(c.columns[0].label, "fixture-cpu-box/cpu [a/p.json]");
+  EXPECT_EQ(c.columns[1].label, "fixture-cpu-box/cpu [b/p.json]");
+  EXPECT_EQ(c.columns[2].label, "fixture-gpu-box/cpu");
+  EXPECT_EQ(compare_profiles(profiles, {}).columns[1].label, "fixture-cpu-box/cpu");
 }
 
 TEST(Compare, CostIsSortedAndTheCheapestMarked) {
@@ -101,7 +114,8 @@ TEST(Compare, CostIsSortedAndTheCheapestMarked) {
   auto c = compare_profiles(profiles, {});
   // Latency by device id, so the expected cost is known: 0.40 $/h x 10 ms / 8 vs 4.50 $/h x 1 ms
   // / 8.
-  add_cost(c, profiles, "toy", 8, "f32", [](const Profile& p, const Device& d) {
+  Workload toy{"toy", "f32", "", false, std::nullopt, 0, 0};
+  add_cost(c, profiles, toy, 8, [](const Profile& p, const Device& d, std::int64_t) {
     Prediction out;
     if (p.machine.label == "fixture-gpu-box" && d.id == "cpu") {
       out.error = "no f32 figure";
@@ -114,6 +128,8 @@ TEST(Compare, CostIsSortedAndTheCheapestMarked) {
   ASSERT_TRUE(c.cost);
   const auto& rows = c.cost->rows;
   ASSERT_EQ(rows.size(), 3u);
+  EXPECT_NE(comparison_to_text(c).find("Model toy: one inference = one sample, batch 8, f32."),
+            std::string::npos);
   // The slower CPU box is cheaper per inference: 0.40 x 10 ms < 4.50 x 1 ms.
   EXPECT_EQ(c.columns[rows[0].column].label, "fixture-cpu-box/cpu");
   EXPECT_NEAR(*rows[0].usd_per_million, 0.40 / 3600 * 10e-3 / 8 * 1e6, 1e-12);
@@ -139,7 +155,8 @@ TEST(Compare, CostIsSortedAndTheCheapestMarked) {
 TEST(Compare, ModelThatFitsNowhereMarksNothingCheapest) {
   std::vector<Profile> profiles = {cpu_fixture()};
   auto c = compare_profiles(profiles, {});
-  add_cost(c, profiles, "huge", 1, "f32", [](const Profile&, const Device&) {
+  Workload huge{"huge", "f32", "", false, std::nullopt, 0, 0};
+  add_cost(c, profiles, huge, 1, [](const Profile&, const Device&, std::int64_t) {
     Prediction out;
     out.latency_s = 1;
     out.fits = false;
@@ -147,6 +164,106 @@ TEST(Compare, ModelThatFitsNowhereMarksNothingCheapest) {
   });
   EXPECT_FALSE(c.cost->rows[0].cheapest);
   EXPECT_NE(comparison_to_text(c).find("does not fit in memory"), std::string::npos);
+}
+
+TEST(Compare, OnePriceMarksNothingCheapest) {
+  std::vector<Profile> profiles = {cpu_fixture(), gpu_fixture()};
+  // Only the CPU box has a price: its cost compares with nothing.
+  profiles[1].machine.price_per_hour_usd.reset();
+  auto c = compare_profiles(profiles, {});
+  Workload toy{"toy", "f32", "", false, std::nullopt, 0, 0};
+  add_cost(c, profiles, toy, 1, [](const Profile&, const Device&, std::int64_t) {
+    Prediction out;
+    out.latency_s = 1e-3;
+    return out;
+  });
+  for (const auto& r : c.cost->rows) EXPECT_FALSE(r.cheapest);
+  EXPECT_EQ(comparison_to_text(c).find("cheapest"), std::string::npos);
+  EXPECT_FALSE(comparison_to_json(c)["cost"]["rows"][0]["cheapest"].get<bool>());
+}
+
+// A decoder whose prefill takes 100 ms x batch and whose decode step takes 10 ms + 1 ms x batch
+// on the GPU, twenty times both on a CPU.
+Prediction toy_decoder(const Profile&, const Device& d, std::int64_t batch) {
+  Prediction out;
+  const double slow = d.kind == "gpu" ? 1 : 20;
+  const double n = static_cast<double>(batch);
+  out.latency_s = slow * 0.1 * n;
+  out.decode_s = slow * (10e-3 + 1e-3 * n);
+  out.naive_latency_s = *out.decode_s / 2;
+  out.naive_decode_s = *out.decode_s / 2;
+  out.fits = batch <= 16;
+  return out;
+}
+
+const Workload kDecoder{"toy-llm", "bf16", "", true, 2048, 2112, 128};
+
+TEST(Compare, DecoderServingFigures) {
+  std::vector<Profile> profiles = {cpu_fixture(), gpu_fixture()};
+  auto c = compare_profiles(profiles, {});
+  add_cost(c, profiles, kDecoder, 4, toy_decoder);
+  ASSERT_TRUE(c.cost);
+  const CostRow* gpu = nullptr;
+  for (const auto& r : c.cost->rows)
+    if (c.columns[r.column].device_id == "cuda:0") gpu = &r;
+  ASSERT_NE(gpu, nullptr);
+  EXPECT_DOUBLE_EQ(gpu->latency_s, 0.4);
+  ASSERT_TRUE(gpu->decode_s);
+  EXPECT_DOUBLE_EQ(*gpu->decode_s, 14e-3);
+  // A batch of 4 requests: the prefill, then 127 decode steps.
+  EXPECT_DOUBLE_EQ(gpu->inferences_per_s, 4 / (0.4 + 127 * 14e-3));
+  EXPECT_DOUBLE_EQ(*gpu->tokens_per_s, 4 / 14e-3);
+  // 4.50 USD/h: input tokens at the prefill, output tokens at a decode step each.
+  EXPECT_NEAR(*gpu->usd_per_million_input, 4.50 / 3600 * 0.4 / (4 * 2048) * 1e6, 1e-12);
+  EXPECT_NEAR(*gpu->usd_per_million, 4.50 / 3600 * 14e-3 / 4 * 1e6, 1e-12);
+  // The GPU (4.50 USD/h, 14 ms a step) is cheaper per token than the CPU box (0.40 USD/h,
+  // 280 ms a step).
+  EXPECT_EQ(c.columns[c.cost->rows[0].column].device_id, "cuda:0");
+  EXPECT_TRUE(c.cost->rows[0].cheapest);
+
+  const auto text = comparison_to_text(c);
+  EXPECT_NE(text.find("one request = 2048-token prompt + 128 output tokens (decode step timed at "
+                      "context 2112), batch 4, bf16"),
+            std::string::npos)
+      << text;
+  for (const char* column : {"first token", "per output token", "USD/1M in", "USD/1M out"})
+    EXPECT_NE(text.find(column), std::string::npos) << column;
+  const auto json = comparison_to_json(c);
+  const auto& row = json["cost"]["rows"][0];
+  EXPECT_DOUBLE_EQ(row["time_per_output_token_s"].get<double>(), 14e-3);
+  EXPECT_DOUBLE_EQ(row["time_to_first_token_s"].get<double>(), 0.4);
+  EXPECT_TRUE(row.contains("usd_per_million_output_tokens"));
+  EXPECT_EQ(json["cost"]["workload"]["output_tokens"], 128);
+}
+
+TEST(Compare, LargestBatchWithinTheLatencyTarget) {
+  std::vector<Profile> profiles = {cpu_fixture(), gpu_fixture()};
+  auto c = compare_profiles(profiles, {});
+  // 20.5 ms a token: the GPU's step is 10 + batch ms, so batch 10; its memory holds 16.
+  add_cost_within(c, profiles, kDecoder, 20.5e-3, toy_decoder);
+  ASSERT_TRUE(c.cost_within);
+  const auto& rows = c.cost_within->rows;
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(c.columns[rows[0].column].device_id, "cuda:0");
+  EXPECT_EQ(rows[0].batch, 10);
+  EXPECT_DOUBLE_EQ(*rows[0].decode_s, 20e-3);
+  EXPECT_EQ(rows[0].limit, BatchLimit::latency);
+  // The CPUs' step is 220 ms at batch 1.
+  EXPECT_EQ(rows[1].unmet, "cannot meet 20.5 ms per output token: batch 1 takes 220 ms");
+  EXPECT_FALSE(rows[1].cheapest);
+
+  // 40.5 ms: the GPU would run batch 30, but its memory holds 16.
+  auto wide = compare_profiles(profiles, {});
+  add_cost_within(wide, profiles, kDecoder, 40.5e-3, toy_decoder);
+  EXPECT_EQ(wide.cost_within->rows[0].batch, 16);
+  EXPECT_EQ(wide.cost_within->rows[0].limit, BatchLimit::memory);
+  EXPECT_EQ(comparison_to_json(wide)["cost_within_latency"]["rows"][0]["batch_limited_by"],
+            "memory");
+  const auto text = comparison_to_text(wide);
+  EXPECT_NE(text.find("largest batch whose time per output token is at most 40.5 ms"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("batch 17 does not fit in memory"), std::string::npos);
 }
 
 }  // namespace
