@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/estimate_source.hpp"
 #include "core/error.hpp"
 #include "core/profile.hpp"
 #include "estimate/estimator.hpp"
@@ -17,44 +18,12 @@
 #include "estimate/runtime_apply.hpp"
 #include "estimate/zoo_data.hpp"
 #ifdef TRUEPEAK_HAVE_ONNX
-#include "estimate/onnx_import.hpp"
+#include "estimate/onnx_import.hpp"  // kDataDependentSize
 #endif
 
 namespace truepeak::cli {
 namespace {
 
-struct EstimateArgs {
-  std::string profile;
-  std::string model;
-  std::vector<std::int64_t> batches;
-  std::string dtype;  // empty: the runtime's own dtype with --runtime, else f32
-  std::string mode = "inference";
-  std::string optimizer = "adam";
-  std::int64_t seq = 0;
-  std::int64_t context = 0;
-  std::string device;
-  std::string format = "table";
-  std::string runtime;  // a runtime record of the profile (calibrate --runtime)
-  bool sweep = false;
-  double max_latency_ms = 0;
-  // Which of the numeric flags were given: a given value out of range is an error, not a default.
-  bool seq_given = false, context_given = false, max_latency_given = false;
-  std::int64_t data_dependent_size = 0;  // ONNX: sizes computed from data; 0: the importer's default
-  bool data_dependent_size_given = false;
-  std::string conv_layout;
-  std::optional<double> op_overhead_us;   // unset: the profile's per-op overhead
-  std::vector<std::string> blocked_ops;   // the runtime's blocked-layout ops; empty: no layout model
-  std::optional<std::string> layout_copies;  // copies per layout change: to plain, to blocked
-  std::vector<std::string> own_rates;     // KIND=ELEMENTS_PER_S: the runtime's own kernels
-  std::vector<std::string> kind_overheads;  // KIND=MICROSECONDS: the runtime's dispatch by kind
-  bool expand_broadcast = false;             // blocked broadcast operands are expanded
-  std::vector<std::string> group_reorders;   // channels per group of grouped convs in a layout of their own
-  bool linears_as_convs = false;             // linear layers run as 1x1 convolutions
-  std::vector<std::string> in_place_ops;     // elementwise kinds the runtime runs in place
-  bool typical_times = false;                // points at their typical time, not fastest sample
-  std::vector<std::string> input_shapes;  // ONNX: NAME=1x3x224x224
-  bool fuse_activations = false;          // ONNX: fold activations into GEMM/conv epilogues
-};
 
 Profile load_profile(const std::string& path, std::string& shown_path) {
   if (!path.empty()) {
@@ -93,106 +62,6 @@ estimate::Format parse_format(const std::string& text) {
   if (text == "json") return estimate::Format::json;
   throw InputError(fmt::format("--format {}: expected table, json or md", text));
 }
-
-// Zoo and JSON models hold the batch as a symbol; an ONNX graph is bound to one batch when read.
-class ModelSource {
- public:
-  explicit ModelSource(const EstimateArgs& args) : args_(args) {
-#ifdef TRUEPEAK_HAVE_ONNX
-    if (estimate::is_onnx_path(args.model)) {
-      onnx_ = true;
-      return;
-    }
-#else
-    if (args.model.size() > 5 && args.model.substr(args.model.size() - 5) == ".onnx")
-      throw InputError(fmt::format(
-          "{}: this truepeak was built without ONNX support (TRUEPEAK_ENABLE_ONNX)", args.model));
-#endif
-    model_ = estimate::load_model(args.model);
-    // What the reader accepted but could only guess at (an elementwise function it does not
-    // know, costed as a generic one).
-    for (const auto& w : model_->warnings) std::cerr << "truepeak: " << args.model << ": " << w << "\n";
-  }
-  const estimate::Model& get(std::int64_t batch) {
-#ifdef TRUEPEAK_HAVE_ONNX
-    if (onnx_ && (!model_ || batch != batch_)) {
-      estimate::OnnxOptions o;
-      o.batch = batch;
-      // Without --batch, a batch that --input-shape fixes is the graph's batch; a sweep asks for
-      // each of its batches.
-      o.batch_is_default = args_.batches.empty() && !args_.sweep;
-      if (args_.seq > 0) o.seq = args_.seq;
-      if (args_.context > 0) o.context = args_.context;
-      for (const auto& text : args_.input_shapes) o.input_shapes.push_back(estimate::parse_input_shape(text));
-      o.fuse_activations = args_.fuse_activations;
-      if (args_.data_dependent_size_given) o.data_dependent_size = args_.data_dependent_size;
-      auto imported = estimate::load_onnx(args_.model, o);
-      assumption_lines_ = estimate::assumption_lines(imported.assumptions);
-      assumptions_ = nlohmann::json::array();
-      for (const auto& a : imported.assumptions)
-        assumptions_.push_back({{"node", a.node},
-                                {"op_type", a.op_type},
-                                {"what", a.what},
-                                {"assumed", a.assumed},
-                                {"at_most", a.at_most ? nlohmann::json(*a.at_most) : nlohmann::json(nullptr)},
-                                {"copies", a.copies},
-                                {"text", a.text}});
-      if (!warned_) {
-        // A table or markdown carries the assumptions under its header; JSON in `assumptions`,
-        // and its reader takes stderr as the warnings.
-        const bool in_output = args_.format != "json";
-        for (const auto& w : imported.warnings) {
-          if (in_output && std::find(assumption_lines_.begin(), assumption_lines_.end(), w) !=
-                               assumption_lines_.end())
-            continue;
-          std::cerr << "truepeak: " << args_.model << ": " << w << "\n";
-        }
-        // What the import folded, for a reader of the table (a JSON reader takes stderr as warnings).
-        if (!imported.fusions.empty() && args_.format != "json")
-          std::cerr << "truepeak: " << args_.model << ": " << imported.onnx_nodes
-                    << " ONNX nodes; fused as an inference runtime does: " << estimate::count_list(imported.fusions)
-                    << "\n";
-        warned_ = true;
-      }
-      model_ = std::move(imported.model);
-      batch_ = batch;
-      bound_batch_ = imported.batch.value_or(batch);
-    }
-#else
-    (void)batch;
-#endif
-    return *model_;
-  }
-  bool is_onnx() const { return onnx_; }
-  // The sizes computed from data that the last graph read took as given, for the printers.
-  void describe_assumptions(estimate::PrintContext& ctx) const {
-    if (!onnx_) return;
-    ctx.assumption_lines = assumption_lines_;
-    ctx.assumptions = assumptions_;
-  }
-  // An estimate of a graph bound to `batch` samples, labelled with its batch; an ONNX graph's is
-  // the batch it was read with (--input-shape may fix it), its throughput that many samples a run.
-  estimate::Estimate relabel(estimate::Estimate est, std::int64_t batch) const {
-    if (onnx_) {
-      batch = bound_batch_;
-      est.throughput_per_s *= static_cast<double>(batch);
-    }
-    est.batch = batch;
-    return est;
-  }
-  // ONNX graphs are concrete: the batch is already in their shapes.
-  std::int64_t graph_batch(std::int64_t batch) const { return onnx_ ? 1 : batch; }
-
- private:
-  const EstimateArgs& args_;
-  std::optional<estimate::Model> model_;
-  bool onnx_ = false;
-  bool warned_ = false;  // the import's warnings are printed once, not per batch
-  std::vector<std::string> assumption_lines_;
-  nlohmann::json assumptions_;
-  std::int64_t batch_ = 0;
-  std::int64_t bound_batch_ = 0;
-};
 
 bool is_row_kind(const std::string& kind) {
   return !kind.empty() && kind.back() != ':' &&
