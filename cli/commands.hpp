@@ -25,6 +25,7 @@ void add_show_command(CLI::App& app, const Context& context);
 void add_estimate_command(CLI::App& app, const Context& context);
 void add_models_command(CLI::App& app, const Context& context);
 void add_compare_command(CLI::App& app, const Context& context);
+void add_plan_command(CLI::App& app, const Context& context);
 void add_export_command(CLI::App& app, const Context& context);
 void add_report_command(CLI::App& app, const Context& context);
 

@@ -40,6 +40,7 @@ int main(int argc, char** argv) {
   truepeak::cli::add_estimate_command(app, context);
   truepeak::cli::add_models_command(app, context);
   truepeak::cli::add_compare_command(app, context);
+  truepeak::cli::add_plan_command(app, context);
   truepeak::cli::add_export_command(app, context);
   truepeak::cli::add_report_command(app, context);
 
