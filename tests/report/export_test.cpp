@@ -211,39 +211,121 @@ std::vector<std::string> split_csv_line(const std::string& line) {
   return out;
 }
 
-TEST(ExportCsv, OneRowPerMeasuredPoint) {
-  const auto p = gpu_fixture();
-  const auto text = export_profile(p, ExportFormat::csv, "", "p.json").text;
+// The header and each row as column -> cell.
+struct Csv {
+  std::vector<std::string> header;
+  std::vector<std::map<std::string, std::string>> rows;
+};
+
+Csv read_csv(const std::string& text) {
+  Csv csv;
   std::istringstream in(text);
   std::string line;
   std::getline(in, line);
-  const auto header = split_csv_line(line);
-  EXPECT_EQ(header.front(), "machine");
-  std::map<std::string, std::size_t> col;
-  for (std::size_t i = 0; i < header.size(); ++i) col[header[i]] = i;
-  std::size_t expected = 0;
-  for (const auto& d : p.devices) {
-    expected += d.gemm.size() + d.conv.size() + d.memory_sweep.size();
-    for (const auto& [name, fit] : d.transfers) expected += fit.points.size();
-  }
-  std::size_t rows = 0;
-  bool checked_gemm = false;
+  csv.header = split_csv_line(line);
   while (std::getline(in, line)) {
     const auto cells = split_csv_line(line);
-    ASSERT_EQ(cells.size(), header.size()) << line;
-    if (!checked_gemm && cells[col["what"]] == "gemm" && cells[col["device"]] == "cuda:0") {
-      const auto& g = p.find_device("cuda:0")->gemm.front();
-      EXPECT_EQ(cells[col["name"]], g.shape.str());
-      EXPECT_DOUBLE_EQ(std::stod(cells[col["flops_per_s"]]), g.flops_per_s);
-      EXPECT_DOUBLE_EQ(std::stod(cells[col["time_s"]]), g.timing.time_s);
-      EXPECT_EQ(cells[col["impl"]], g.impl);
-      EXPECT_EQ(cells[col["Bps"]], "");
-      checked_gemm = true;
-    }
-    ++rows;
+    EXPECT_EQ(cells.size(), csv.header.size()) << line;
+    std::map<std::string, std::string> row;
+    for (std::size_t i = 0; i < std::min(cells.size(), csv.header.size()); ++i)
+      row[csv.header[i]] = cells[i];
+    csv.rows.push_back(row);
+  }
+  return csv;
+}
+
+TEST(ExportCsv, OneRowPerMeasuredPoint) {
+  const auto p = gpu_fixture();
+  const auto csv = read_csv(export_profile(p, ExportFormat::csv, "", "p.json").text);
+  EXPECT_EQ(csv.header.front(), "machine");
+  std::size_t expected = 0;
+  for (const auto& d : p.devices) {
+    expected += d.gemm.size() + d.conv.size() + d.vector_ops.size() + d.memory_sweep.size();
+    for (const auto& [name, fit] : d.transfers) expected += fit.points.size();
+  }
+  EXPECT_EQ(csv.rows.size(), expected);
+  const auto& g = p.find_device("cuda:0")->gemm.front();
+  bool checked_gemm = false;
+  for (const auto& row : csv.rows) {
+    if (row.at("what") != "gemm" || row.at("device") != "cuda:0" || row.at("index") != "0")
+      continue;
+    EXPECT_EQ(row.at("name"), g.shape.str());
+    EXPECT_EQ(row.at("m"), std::to_string(g.shape.m));
+    EXPECT_DOUBLE_EQ(std::stod(row.at("flops_per_s")), g.flops_per_s);
+    EXPECT_DOUBLE_EQ(std::stod(row.at("time_s")), g.timing.time_s);
+    EXPECT_EQ(row.at("impl"), g.impl);
+    EXPECT_EQ(row.at("cold_weights"), "false");
+    EXPECT_EQ(row.at("Bps"), "");
+    checked_gemm = true;
   }
   EXPECT_TRUE(checked_gemm);
-  EXPECT_EQ(rows, expected);
+}
+
+// On the committed CPU profiles: one row per key, every attribute in a column of its own.
+TEST(ExportCsv, EveryAttributeInAColumnAndOneRowPerKey) {
+  for (const char* name : {"zen3-epyc/dev-cpu.json", "zen4-epyc/dev-cpu.json",
+                           "nvidia-h200/nvidia-h200-default.json"}) {
+    const auto p = test::committed_profile(name);
+    const auto csv = read_csv(export_profile(p, ExportFormat::csv, "", name).text);
+    std::set<std::string> keys;
+    std::size_t gemm = 0, conv = 0, cold = 0;
+    for (const auto& row : csv.rows) {
+      EXPECT_TRUE(
+          keys.insert(row.at("device") + "/" + row.at("what") + "/" + row.at("index")).second)
+          << name << ": " << row.at("name");
+      EXPECT_EQ(row.at("name").find("cold"), std::string::npos) << row.at("name");
+      if (row.at("what") == "gemm") {
+        const auto& point = p.devices[0].gemm.at(std::stoul(row.at("index")));
+        EXPECT_EQ(row.at("name"), point.shape.str());
+        EXPECT_FALSE(row.at("layout").empty()) << name;
+        EXPECT_EQ(row.at("layout").find("cold"), std::string::npos) << row.at("layout");
+        EXPECT_EQ(row.at("cold_weights"), point.cold_weights ? "true" : "false");
+        cold += point.cold_weights;
+        ++gemm;
+      } else if (row.at("what") == "conv") {
+        const auto& point = p.devices[0].conv.at(std::stoul(row.at("index")));
+        const auto& s = point.shape;
+        EXPECT_EQ(row.at("name"), s.str());
+        EXPECT_EQ(row.at("layout"), point.layout);
+        EXPECT_EQ(row.at("cold_weights"), point.cold_weights ? "true" : "false");
+        const std::vector<std::pair<const char*, std::int64_t>> dims = {
+            {"batch", s.n},      {"ic", s.c},
+            {"ih", s.h},         {"iw", s.w},
+            {"oc", s.k},         {"kh", s.r},
+            {"kw", s.s},         {"stride", s.stride},
+            {"pad", s.pad},      {"dilation", s.dilation},
+            {"groups", s.groups}};
+        for (const auto& [column, value] : dims) EXPECT_EQ(row.at(column), std::to_string(value));
+        EXPECT_EQ(row.at("m"), "");
+        cold += point.cold_weights;
+        ++conv;
+      }
+    }
+    EXPECT_EQ(gemm, p.devices[0].gemm.size());
+    EXPECT_EQ(conv, p.devices[0].conv.size());
+    if (p.devices[0].kind == "cpu") {
+      EXPECT_GT(cold, 0u) << name;
+    }
+  }
+}
+
+// The 3x3 layer of 64 channels at 56x56 is measured four times on a CPU: in the layout oneDNN
+// picks and blocked (the grid), and plain NHWC and NCHW. Where oneDNN picks NHWC, two rows match
+// in every attribute the profile records: `index` tells them apart.
+TEST(ExportCsv, TheFourRowsOfOneConvolutionShape) {
+  const auto p = test::committed_profile("zen4-epyc/dev-cpu.json");
+  const auto csv = read_csv(export_profile(p, ExportFormat::csv, "", "p.json").text);
+  const std::string shape = ConvShape{DType::f32, 1, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1}.str();
+  std::multiset<std::string> layouts;
+  std::set<std::string> indices;
+  for (const auto& row : csv.rows) {
+    if (row.at("what") != "conv" || row.at("name") != shape || row.at("cold_weights") != "false")
+      continue;
+    layouts.insert(row.at("layout"));
+    indices.insert(row.at("index"));
+  }
+  EXPECT_EQ(layouts, (std::multiset<std::string>{"blocked", "nchw", "nhwc", "nhwc"}));
+  EXPECT_EQ(indices.size(), 4u);
 }
 
 // ---- Prometheus ---------------------------------------------------------------------------

@@ -28,4 +28,9 @@ inline nlohmann::json read_json(const std::string& path) {
   return nlohmann::json::parse(read_text(path));
 }
 
+// A committed profile under results/, e.g. "nvidia-h200/nvidia-h200-default.json".
+inline Profile committed_profile(const std::string& name) {
+  return read_profile(std::string(TRUEPEAK_SOURCE_DIR) + "/results/" + name);
+}
+
 }  // namespace truepeak::report::test
