@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/error.hpp"
 #include "report/summary.hpp"
 
@@ -14,6 +16,16 @@ ExportFormat parse_export_format(const std::string& name) {
   if (name == "prometheus") return ExportFormat::prometheus;
   throw InputError(fmt::format(
       "--to '{}': unknown export format (use llm-analysis, calculon, csv or prometheus)", name));
+}
+
+std::optional<HostLink> measured_host_link(const Device& device) {
+  const auto h2d = device.transfers.find("h2d_pinned");
+  const auto d2h = device.transfers.find("d2h_pinned");
+  if (h2d == device.transfers.end() || d2h == device.transfers.end()) return std::nullopt;
+  const auto& up = h2d->second;
+  const auto& down = d2h->second;
+  if (!up.Bps || !down.Bps || !up.latency_s || !down.latency_s) return std::nullopt;
+  return HostLink{std::min(*up.Bps, *down.Bps), *up.latency_s + *down.latency_s};
 }
 
 ExportResult export_profile(const Profile& profile, ExportFormat format,

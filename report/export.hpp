@@ -3,6 +3,7 @@
 // text to write and notes for the user (what to pass beside the file, what was left out).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,8 +21,18 @@ struct ExportResult {
   std::vector<std::string> notes;  // one line each
 };
 
-// llm-analysis GPU config (llm_analysis/gpu_configs/*.json): peaks from the datasheet, with the
-// measured efficiencies to pass as --flops_efficiency / --hbm_memory_efficiency in the notes.
+// The host link as measured (pinned copies both ways). Data between two GPUs without a faster
+// link is staged through host memory: the slower direction's bandwidth and both latencies.
+// nullopt when either direction lacks a figure.
+struct HostLink {
+  double Bps = 0;
+  double latency_s = 0;
+};
+std::optional<HostLink> measured_host_link(const Device& device);
+
+// llm-analysis GPU config (llm_analysis/gpu_configs/*.json): peaks from the datasheet in the
+// units llm-analysis reads, the host link as the intra-node link where it was measured; the notes
+// hold the measured efficiencies per GEMM dtype and what the format cannot carry.
 ExportResult export_llm_analysis(const Profile& profile, const Device& device);
 // Calculon system (systems/*.json): matrix/vector tflops with gflops_efficiency tables from the
 // GEMM points, mem1 with MB_efficiency from the memory sweep, mem2 from host transfers (GPUs).

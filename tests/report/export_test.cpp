@@ -23,14 +23,9 @@ using nlohmann::json;
 using test::cpu_fixture;
 using test::data_path;
 using test::gpu_fixture;
+using test::joined;
 using test::read_json;
 using test::read_text;
-
-std::string joined(const std::vector<std::string>& lines) {
-  std::string out;
-  for (const auto& l : lines) out += l + "\n";
-  return out;
-}
 
 TEST(Export, UnknownFormatAndDevice) {
   EXPECT_THROW(parse_export_format("excel"), InputError);
@@ -52,49 +47,64 @@ TEST(ExportLlmAnalysis, FieldsMatchTheTargetFormat) {
   const auto p = gpu_fixture();
   const auto r = export_profile(p, ExportFormat::llm_analysis, "", "p.json");  // default: the GPU
   const auto out = json::parse(r.text);
-  // Same keys, in the same order, numbers where the example has numbers (or null: not measured).
-  ASSERT_EQ(out.size(), example.size());
+  // The example's keys, in its order, each of its type: a key without a measured value is left
+  // out (an explicit null would replace llm-analysis's default), never written as null.
   auto e = example.begin();
-  auto o = out.begin();
-  for (std::size_t i = 0; i < std::min(out.size(), example.size()); ++i, ++e, ++o) {
-    EXPECT_EQ(o.key(), e.key());
-    if (e->is_number()) {
-      EXPECT_TRUE(o->is_number() || o->is_null()) << o.key();
-    }
-    if (e->is_string()) {
-      EXPECT_TRUE(o->is_string()) << o.key();
-    }
+  for (auto o = out.begin(); o != out.end(); ++o) {
+    while (e != example.end() && e.key() != o.key()) ++e;
+    ASSERT_NE(e, example.end()) << o.key() << " is not one of the example's keys, in its order";
+    EXPECT_EQ(o->is_string(), e->is_string()) << o.key();
+    EXPECT_EQ(o->is_number(), e->is_number()) << o.key();
   }
   const auto& gpu = *p.find_device("cuda:0");
   EXPECT_EQ(out["name"], "fixture-gpu-box-cuda-0");
-  EXPECT_DOUBLE_EQ(out["mem_per_GPU_in_GB"].get<double>(), 80.0);
+  // llm-analysis multiplies mem_per_GPU_in_GB by 1024^3.
+  EXPECT_DOUBLE_EQ(out["mem_per_GPU_in_GB"].get<double>() * (1LL << 30), 80e9);
   EXPECT_DOUBLE_EQ(out["peak_fp16_TFLOPS"].get<double>(),
                    gpu.datasheet.flops_per_s.at("f16") / 1e12);
   EXPECT_DOUBLE_EQ(out["peak_i8_TFLOPS"].get<double>(),
                    gpu.datasheet.flops_per_s.at("int8") / 1e12);
   EXPECT_DOUBLE_EQ(out["hbm_bandwidth_in_GB_per_sec"].get<double>(),
                    *gpu.datasheet.memory_Bps / 1e9);
-  // Not measured: null, never a made-up figure.
-  EXPECT_TRUE(out["intra_node_bandwidth_in_GB_per_sec"].is_null());
-  EXPECT_TRUE(out["intra_node_min_message_latency"].is_null());
-  EXPECT_TRUE(out["inter_node_bandwidth_in_GB_per_sec"].is_null());
-  EXPECT_TRUE(out["peak_i4_TFLOPS"].is_null());
-  // The measured efficiencies printed beside it.
+  // The interconnect as measured: the host link.
+  const auto link = *measured_host_link(gpu);
+  EXPECT_DOUBLE_EQ(out["intra_node_bandwidth_in_GB_per_sec"].get<double>(), link.Bps / 1e9);
+  EXPECT_DOUBLE_EQ(out["intra_node_min_message_latency"].get<double>(), link.latency_s);
+  // Not measured: left out, so llm-analysis's defaults hold.
+  EXPECT_FALSE(out.contains("inter_node_bandwidth_in_GB_per_sec"));
+  EXPECT_FALSE(out.contains("peak_i4_TFLOPS"));
+  // The measured efficiencies printed beside it, one per GEMM dtype, over the peak it scales.
   const auto notes = joined(r.notes);
-  const double flops_eff = gpu.peaks.flops_per_s.at("f16") / gpu.datasheet.flops_per_s.at("f16");
+  for (const auto& [dtype, peak] : {std::pair{"f16", "f16"}, {"bf16", "f16"}, {"int8", "int8"}}) {
+    const double eff = gpu.peaks.flops_per_s.at(dtype) / gpu.datasheet.flops_per_s.at(peak);
+    EXPECT_NE(notes.find(fmt::format("{:<5} --flops_efficiency {:.3f}", dtype, eff)),
+              std::string::npos)
+        << dtype << "\n"
+        << notes;
+  }
   const double mem_eff = *gpu.peaks.memory_Bps / *gpu.datasheet.memory_Bps;
-  EXPECT_NE(notes.find(fmt::format("--flops_efficiency {:.3f}", flops_eff)), std::string::npos)
-      << notes;
   EXPECT_NE(notes.find(fmt::format("--hbm_memory_efficiency {:.3f}", mem_eff)), std::string::npos)
       << notes;
+  // What the format cannot carry, with this device's figure.
+  EXPECT_NE(
+      notes.find(fmt::format("no per-op cost ({:.3g} us an op here)", *gpu.overhead_op_s * 1e6)),
+      std::string::npos)
+      << notes;
+  EXPECT_NE(notes.find("truepeak estimate"), std::string::npos) << notes;
 }
 
-TEST(ExportLlmAnalysis, CpuWithoutF16UsesBf16AndLeavesInt8Null) {
+TEST(ExportLlmAnalysis, CpuWithoutF16UsesBf16AndLeavesOutWhatItDidNotMeasure) {
   const auto r = export_profile(cpu_fixture(), ExportFormat::llm_analysis, "cpu", "p.json");
   const auto out = json::parse(r.text);
   EXPECT_DOUBLE_EQ(out["peak_fp16_TFLOPS"].get<double>(), 4.8);
-  EXPECT_TRUE(out["peak_i8_TFLOPS"].is_null());
-  EXPECT_NE(joined(r.notes).find("bf16 GEMM"), std::string::npos);
+  for (const char* key :
+       {"peak_i8_TFLOPS", "intra_node_bandwidth_in_GB_per_sec", "intra_node_min_message_latency"})
+    EXPECT_FALSE(out.contains(key)) << key;
+  for (const auto& [key, value] : out.items()) EXPECT_FALSE(value.is_null()) << key;
+  const auto notes = joined(r.notes);
+  EXPECT_NE(notes.find("bf16  --flops_efficiency"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("no 8-bit GEMM measured"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("llm-analysis requires it"), std::string::npos) << notes;
 }
 
 // ---- Calculon -----------------------------------------------------------------------------

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "core/profile.hpp"
 
@@ -31,6 +32,13 @@ inline nlohmann::json read_json(const std::string& path) {
 // A committed profile under results/, e.g. "nvidia-h200/nvidia-h200-default.json".
 inline Profile committed_profile(const std::string& name) {
   return read_profile(std::string(TRUEPEAK_SOURCE_DIR) + "/results/" + name);
+}
+
+// Lines (an exporter's notes) as one text, each ended by a newline.
+inline std::string joined(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const auto& l : lines) out += l + "\n";
+  return out;
 }
 
 }  // namespace truepeak::report::test
