@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "core/read_file.hpp"
 #include "report/summary.hpp"
 
 namespace truepeak::report {
@@ -29,12 +30,21 @@ std::optional<HostLink> measured_host_link(const Device& device) {
 }
 
 ExportResult export_profile(const Profile& profile, ExportFormat format,
-                            const std::string& device_id, const std::string& where) {
+                            const std::string& device_id, const std::string& where,
+                            const ExportOptions& options) {
+  if (!options.network_file.empty() && format != ExportFormat::calculon)
+    throw InputError("--network: only the calculon export takes a network block");
   switch (format) {
     case ExportFormat::llm_analysis:
       return export_llm_analysis(profile, pick_device(profile, device_id, where));
-    case ExportFormat::calculon:
-      return export_calculon(profile, pick_device(profile, device_id, where));
+    case ExportFormat::calculon: {
+      const auto& device = pick_device(profile, device_id, where);
+      if (options.network_file.empty()) return export_calculon(profile, device);
+      const auto networks = parse_calculon_networks(
+          read_json_file(options.network_file, kMaxProfileBytes, "network block"),
+          options.network_file);
+      return export_calculon(profile, device, &networks);
+    }
     case ExportFormat::csv:
     case ExportFormat::prometheus: {
       std::vector<const Device*> devices;

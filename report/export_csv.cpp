@@ -167,7 +167,7 @@ ExportResult export_csv(const Profile& profile, const std::vector<const Device*>
       }
     }
   }
-  return {out, {fmt::format("{} points from {} device(s)", count, devices.size())}};
+  return {out, {fmt::format("{} points from {} device(s)", count, devices.size())}, {}};
 }
 
 }  // namespace truepeak::report

@@ -174,7 +174,7 @@ ExportResult export_prometheus(const Profile& profile, const std::vector<const D
       ++count;
     }
   }
-  return {out, {fmt::format("{} samples in {} metric families", count, families.size())}};
+  return {out, {fmt::format("{} samples in {} metric families", count, families.size())}, {}};
 }
 
 }  // namespace truepeak::report

@@ -86,6 +86,33 @@ TEST_F(CliCommands, ExportWritesTheFileAndPrintsTheNotes) {
   EXPECT_EQ(csv.output.rfind("machine,device,", 0), 0u);
 }
 
+TEST_F(CliCommands, ExportCalculonNetworks) {
+  // A network block Calculon would refuse, or --network with another format: one line, exit 2.
+  const auto bad = (dir_ / "bad-net.json").string();
+  write_file_atomic(bad, "{\"networks\": [{\"bandwidth\": 300}]}");
+  for (const auto& args :
+       {"export --to calculon --network " + bad + " " + gpu_,
+        "export --to calculon --network " + (dir_ / "none.json").string() + " " + gpu_,
+        "export --to csv --network " + bad + " " + gpu_}) {
+    const auto r = run(args);
+    EXPECT_EQ(r.status, 2) << args << "\n" << r.output;
+    EXPECT_EQ(lines(r.output), 1u) << args << "\n" << r.output;
+  }
+  // The user's block goes in as given.
+  const auto net = (dir_ / "net.json").string();
+  write_file_atomic(net, test::read_text(data_path("calculon_system_example.json")));
+  const auto out = (dir_ / "system.json").string();
+  const auto r = run("export --to calculon --network " + net + " " + gpu_ + " -o " + out);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(test::read_json(out)["networks"], test::read_json(net)["networks"]);
+  // Without figures for a network, a placeholder and a warning.
+  const auto cpu = run("export --to calculon " + cpu_ + " -o " + out);
+  ASSERT_EQ(cpu.status, 0) << cpu.output;
+  EXPECT_NE(cpu.output.find("truepeak: warning: networks: a placeholder, NOT MEASURED"),
+            std::string::npos)
+      << cpu.output;
+}
+
 TEST_F(CliCommands, CompareAndReport) {
   const auto r = run("compare " + cpu_ + " " + gpu_ + " --format json");
   ASSERT_EQ(r.status, 0) << r.output;

@@ -1,7 +1,7 @@
 // Each exporter against a checked-in example of its target's documented format:
 // data/llm_analysis_gpu_config_example.json (llm-analysis llm_analysis/gpu_configs/*.json),
-// data/calculon_system_example.json (Calculon systems/*.json), data/prometheus_example.prom
-// (Prometheus text exposition format 0.0.4).
+// data/prometheus_example.prom (Prometheus text exposition format 0.0.4); CSV against the profile.
+// Calculon: export_calculon_test.cpp.
 #include "report/export.hpp"
 
 #include <fmt/format.h>
@@ -105,93 +105,6 @@ TEST(ExportLlmAnalysis, CpuWithoutF16UsesBf16AndLeavesOutWhatItDidNotMeasure) {
   EXPECT_NE(notes.find("bf16  --flops_efficiency"), std::string::npos) << notes;
   EXPECT_NE(notes.find("no 8-bit GEMM measured"), std::string::npos) << notes;
   EXPECT_NE(notes.find("llm-analysis requires it"), std::string::npos) << notes;
-}
-
-// ---- Calculon -----------------------------------------------------------------------------
-
-// Calculon's lookup: the first entry whose threshold is <= the op size.
-double calculon_efficiency(const json& table, double size) {
-  for (const auto& entry : table) {
-    if (size >= entry[0].get<double>()) return entry[1].get<double>();
-  }
-  ADD_FAILURE() << "size " << size << " not covered";
-  return 0;
-}
-
-// What Calculon asserts when it loads a table: thresholds strictly decreasing, efficiencies in
-// (0, 1], and (so that no op size fails the lookup) a last threshold of 0.
-void expect_valid_table(const json& table, const std::string& what) {
-  ASSERT_TRUE(table.is_array()) << what;
-  ASSERT_FALSE(table.empty()) << what;
-  double last = INFINITY;
-  for (const auto& entry : table) {
-    ASSERT_TRUE(entry.is_array() && entry.size() == 2) << what;
-    EXPECT_LT(entry[0].get<double>(), last) << what;
-    last = entry[0].get<double>();
-    EXPECT_GT(entry[1].get<double>(), 0) << what;
-    EXPECT_LE(entry[1].get<double>(), 1) << what;
-  }
-  EXPECT_EQ(table.back()[0].get<double>(), 0) << what;
-}
-
-TEST(ExportCalculon, StructureMatchesTheTargetFormat) {
-  const auto example = read_json(data_path("calculon_system_example.json"));
-  const auto p = gpu_fixture();
-  const auto out = json::parse(export_profile(p, ExportFormat::calculon, "cuda:0", "p.json").text);
-  for (const auto& [key, value] : example.items()) {
-    ASSERT_TRUE(out.contains(key)) << key;
-    EXPECT_EQ(out[key].type(), value.type()) << key;
-  }
-  const std::set<std::string> calculon_types = {"float8", "float16", "float32", "bfloat16"};
-  for (const char* engine : {"matrix", "vector"}) {
-    ASSERT_FALSE(out[engine].empty()) << engine;
-    for (const auto& [dtype, entry] : out[engine].items()) {
-      EXPECT_TRUE(calculon_types.count(dtype)) << dtype;
-      for (const auto& [field, v] : example[engine]["float16"].items())
-        EXPECT_TRUE(entry.contains(field)) << field;
-      EXPECT_TRUE(entry["tflops"].is_number());
-      expect_valid_table(entry["gflops_efficiency"], std::string(engine) + " " + dtype);
-    }
-  }
-  for (const char* mem : {"mem1", "mem2"}) {
-    for (const auto& [field, v] : example[mem].items())
-      EXPECT_TRUE(out[mem].contains(field)) << mem << " " << field;
-    expect_valid_table(out[mem]["MB_efficiency"], mem);
-  }
-  EXPECT_TRUE(out["processing_mode"] == "roofline" || out["processing_mode"] == "no_overlap");
-  EXPECT_TRUE(out["networks"].empty());  // not measured
-}
-
-TEST(ExportCalculon, TablesReproduceTheMeasuredRates) {
-  const auto p = gpu_fixture();
-  const auto& gpu = *p.find_device("cuda:0");
-  const auto out = json::parse(export_profile(p, ExportFormat::calculon, "cuda:0", "p.json").text);
-  // int8 has no Calculon datatype; the others are there with the datasheet peak.
-  EXPECT_FALSE(out["matrix"].contains("int8"));
-  EXPECT_DOUBLE_EQ(out["matrix"]["bfloat16"]["tflops"].get<double>(), 989.0);
-  for (const auto& pt : gpu.gemm) {
-    if (pt.shape.dtype != DType::bf16) continue;
-    const auto& entry = out["matrix"]["bfloat16"];
-    const double rate = entry["tflops"].get<double>() * 1e12 *
-                        calculon_efficiency(entry["gflops_efficiency"], pt.shape.flops() / 1e9);
-    EXPECT_NEAR(rate / pt.flops_per_s, 1.0, 1e-9) << pt.shape.str();
-  }
-  EXPECT_DOUBLE_EQ(out["mem1"]["GBps"].get<double>(), 3350.0);
-  EXPECT_NEAR(out["mem1"]["GiB"].get<double>(), 80e9 / (1 << 30), 1e-9);
-  // The largest working set streams from HBM: its efficiency is the measured/datasheet ratio.
-  EXPECT_NEAR(calculon_efficiency(out["mem1"]["MB_efficiency"], 1e9), 0.8, 1e-9);
-  EXPECT_DOUBLE_EQ(out["mem2"]["GBps"].get<double>(), 55.0);
-}
-
-TEST(ExportCalculon, CpuLeavesOutWhatItDidNotMeasure) {
-  const auto r = export_profile(cpu_fixture(), ExportFormat::calculon, "", "p.json");
-  const auto out = json::parse(r.text);
-  EXPECT_FALSE(out.contains("mem2"));
-  EXPECT_NE(joined(r.notes).find("mem2"), std::string::npos);
-  EXPECT_TRUE(out["matrix"].contains("float32"));
-  EXPECT_TRUE(out["matrix"].contains("bfloat16"));
-  EXPECT_TRUE(out["vector"].contains("float32"));
-  EXPECT_FALSE(out["vector"].contains("f64"));
 }
 
 // ---- CSV ----------------------------------------------------------------------------------
