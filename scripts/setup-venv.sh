@@ -6,7 +6,8 @@
 #   onnxruntime: onnxruntime, onnx, numpy
 #   torch:       torch, torchvision from PyPI (torch 2.x: torch-compile needs it); PIP_INDEX_URL
 #                picks another index, e.g. https://download.pytorch.org/whl/cpu for CPU-only wheels
-# Usage: scripts/setup-venv.sh onnxruntime|torch [...]
+#   llm-analysis: llm-analysis from PyPI (scripts/check-exports.sh runs it on the export)
+# Usage: scripts/setup-venv.sh onnxruntime|torch|llm-analysis [...]
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -14,7 +15,7 @@ venv="$root/.venv"
 base_python=${TRUEPEAK_BASE_PYTHON:-/usr/bin/python3}
 
 if (($# == 0)); then
-  echo "usage: scripts/setup-venv.sh onnxruntime|torch [...]" >&2
+  echo "usage: scripts/setup-venv.sh onnxruntime|torch|llm-analysis [...]" >&2
   exit 2
 fi
 
@@ -24,8 +25,9 @@ for runtime in "$@"; do
   case "$runtime" in
     onnxruntime) packages+=(onnxruntime:onnxruntime onnx:onnx numpy:numpy) ;;
     torch) packages+=(torch:torch torchvision:torchvision) ;;
+    llm-analysis) packages+=(llm-analysis:llm_analysis) ;;
     *)
-      echo "setup-venv: unknown runtime '$runtime' (known: onnxruntime, torch)" >&2
+      echo "setup-venv: unknown runtime '$runtime' (known: onnxruntime, torch, llm-analysis)" >&2
       exit 2
       ;;
   esac
