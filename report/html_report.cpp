@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string_view>
+#include <utility>
 
 #include "core/dtype.hpp"
 #include "core/units.hpp"
@@ -15,6 +17,17 @@ namespace {
 
 std::string prefix(const std::vector<DeviceView>& views, const DeviceView& v) {
   return views.size() > 1 ? v.label + " " : std::string();
+}
+
+// Palette indices (svg_chart's palette) per dtype, far apart in hue so that the dtypes a GPU
+// measures (f32, tf32, f16, bf16, fp8, int8) never share a colour family.
+int dtype_color(const std::string& dtype) {
+  static constexpr std::pair<std::string_view, int> kColors[] = {
+      {"f32", 0}, {"f16", 1}, {"tf32", 2}, {"fp8", 4}, {"f64", 6}, {"int8", 7}, {"bf16", 11}};
+  for (const auto& [name, color] : kColors) {
+    if (name == dtype) return color;
+  }
+  return 8;
 }
 
 double gemm_intensity(const GemmShape& s) { return s.flops() / s.bytes(); }
@@ -178,29 +191,36 @@ Chart roofline_chart(const DeviceView& view) {
     pts.push_back({hi, std::min(peak, hi * Bps)});
     return pts;
   };
-  for (std::size_t i = 0; i < dtypes.size(); ++i) {
-    const auto& dt = dtypes[i];
-    const int color = static_cast<int>(i);
-    if (auto peak = best_gemm_flops_per_s(d, dt); peak && bw) {
-      chart.series.push_back(
-          {dt + " measured ceiling", ceiling(*peak, *bw), true, false, Marker::none, color});
+  // One legend row per dtype; a datasheet that gives no memory bandwidth (a CPU's, derived
+  // from clock and instruction width) still gives its compute ceiling, drawn flat.
+  for (const auto& dt : dtypes) {
+    const int color = dtype_color(dt);
+    auto add = [&](const std::string& kind, const std::string& column, Series s) {
+      s.name = dt + " " + kind;
+      s.color = color;
+      s.legend_row = dt;
+      s.legend_column = column;
+      if (!s.points.empty()) chart.series.push_back(std::move(s));
+    };
+    if (auto peak = best_gemm_flops_per_s(d, dt); peak && bw)
+      add("measured ceiling", "measured", {{}, ceiling(*peak, *bw), true, false, Marker::none});
+    if (auto peak = datasheet_flops_per_s(d, dt)) {
+      auto points = ds_bw ? ceiling(*peak, *ds_bw)
+                          : std::vector<std::pair<double, double>>{{lo, *peak}, {hi, *peak}};
+      add("datasheet ceiling", "datasheet", {{}, std::move(points), true, true, Marker::none});
     }
-    if (auto peak = datasheet_flops_per_s(d, dt); peak && ds_bw) {
-      chart.series.push_back(
-          {dt + " datasheet ceiling", ceiling(*peak, *ds_bw), true, true, Marker::none, color});
-    }
-    Series gemm{dt + " GEMM", {}, false, false, Marker::circle, color};
+    Series gemm{{}, {}, false, false, Marker::circle};
     for (const auto& p : d.gemm) {
       if (to_string(p.shape.dtype) == dt)
         gemm.points.push_back({gemm_intensity(p.shape), p.flops_per_s});
     }
-    if (!gemm.points.empty()) chart.series.push_back(std::move(gemm));
-    Series conv{dt + " conv", {}, false, false, Marker::triangle, color};
+    add("GEMM", "GEMM", std::move(gemm));
+    Series conv{{}, {}, false, false, Marker::triangle};
     for (const auto& p : d.conv) {
       if (to_string(p.shape.dtype) == dt)
         conv.points.push_back({conv_intensity(p.shape), p.flops_per_s});
     }
-    if (!conv.points.empty()) chart.series.push_back(std::move(conv));
+    add("conv", "conv", std::move(conv));
   }
   return chart;
 }
@@ -211,7 +231,7 @@ Chart gemm_efficiency_chart(const std::vector<DeviceView>& views) {
   chart.x = {"problem size (FLOPs = 2 m n k batch)", Scale::log10, si_label, {}, {}};
   chart.y = {"fraction of datasheet peak", Scale::linear, percent_label, 0.0, {}};
   bool any_measured_reference = false;
-  int color = 0;
+  int position = 0;
   for (const auto& v : views) {
     for (const auto& dt : gemm_dtypes(*v.device)) {
       auto reference = datasheet_flops_per_s(*v.device, dt);
@@ -222,11 +242,14 @@ Chart gemm_efficiency_chart(const std::vector<DeviceView>& views) {
         any_measured_reference = true;
       }
       // Square problems as a line by size; the other shapes (skinny, small K, batched) as
-      // markers of the same colour; cold-weight repeats left out (warm caches here).
-      Series square{prefix(views, v) + dt + suffix + " square", {}, true, false, Marker::circle,
-                    color};
-      Series other{prefix(views, v) + dt + " other shapes", {}, false, false, Marker::square,
-                   color++};
+      // markers of the same colour; cold-weight repeats left out (warm caches here). One device:
+      // the dtype's colour, as on its roofline; several: one colour per device and dtype.
+      const int color = views.size() == 1 ? dtype_color(dt) : position;
+      ++position;
+      const auto row = prefix(views, v) + dt + suffix;
+      Series square{row + " square", {}, true, false, Marker::circle, color, row, "square"};
+      Series other{prefix(views, v) + dt + " other shapes", {}, false, false, Marker::square, color,
+                   row, "other"};
       for (const auto& p : v.device->gemm) {
         if (to_string(p.shape.dtype) != dt || !reference || p.cold_weights) continue;
         const bool is_square = p.shape.m == p.shape.n && p.shape.n == p.shape.k && p.shape.batch == 1;
@@ -293,13 +316,14 @@ std::optional<Chart> transfer_chart(const std::vector<DeviceView>& views) {
   for (const auto& v : views) {
     for (const auto& [name, fit] : v.device->transfers) {
       if (fit.points.empty()) continue;
-      Series s{prefix(views, v) + name, {}, true, false, Marker::circle, color};
+      const auto row = prefix(views, v) + name;
+      Series s{row, {}, true, false, Marker::circle, color, row, "measured"};
       for (const auto& p : fit.points) {
         if (p.time_s > 0) s.points.push_back({static_cast<double>(p.bytes), p.bytes / p.time_s});
       }
       chart.series.push_back(std::move(s));
       if (fit.Bps && fit.latency_s) {
-        Series f{prefix(views, v) + name + " fit", {}, true, true, Marker::none, color};
+        Series f{row + " fit", {}, true, true, Marker::none, color, row, "fit"};
         for (const auto& p : fit.points) {
           const double b = static_cast<double>(p.bytes);
           f.points.push_back({b, b / (*fit.latency_s + b / *fit.Bps)});
@@ -340,11 +364,15 @@ std::string render_report_html(const std::vector<Profile>& profiles,
   html +=
       "<h2>Roofline</h2>\n<p class=\"note\">Solid: ceilings from measured peaks and main-memory "
       "bandwidth; dashed: "
-      "datasheet. Points: measured GEMM (circles) and convolution (triangles) problems at their "
+      "datasheet (flat where the datasheet gives no memory bandwidth). One colour per dtype. "
+      "Points: measured GEMM (circles) and convolution (triangles) problems at their "
       "arithmetic "
       "intensity (FLOPs over minimal bytes moved).</p>\n<div class=\"charts\">\n";
   for (const auto& v : views) html += chart_div(roofline_chart(v));
-  html += "</div>\n<h2>GEMM efficiency</h2>\n<div class=\"charts\">\n" +
+  html +=
+      "</div>\n<h2>GEMM efficiency</h2>\n<p class=\"note\">Lines: square problems (m = n = k, "
+      "no batch); markers alone: the other shapes (skinny, small K, batched) of the same dtype. "
+      "Repeats with cold weights are left out.</p>\n<div class=\"charts\">\n" +
           chart_div(gemm_efficiency_chart(views)) + "</div>\n";
   html += "<h2>Memory bandwidth</h2>\n<div class=\"charts\">\n" +
           chart_div(bandwidth_chart(views)) + "</div>\n";

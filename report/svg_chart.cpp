@@ -80,6 +80,128 @@ std::string marker_svg(Marker m, double x, double y, const char* color) {
   return {};
 }
 
+const char* series_color(const Series& s, std::size_t position) {
+  return kPalette[(s.color >= 0 ? s.color : static_cast<int>(position)) % kPaletteSize];
+}
+
+// A sample of the series' line (when it has one) and marker, centred on (x, y).
+std::string legend_sample(const Series& s, const char* color, double x, double y, double width) {
+  std::string out;
+  if (s.line) {
+    out += fmt::format(
+        "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" "
+        "stroke-width=\"2\"{}/>",
+        x - width / 2, y, x + width / 2, y, color, s.dashed ? " stroke-dasharray=\"6,4\"" : "");
+  }
+  return out + marker_svg(s.marker, x, y, color);
+}
+
+// At most `max_chars` characters of `name`; a longer name loses its middle, so that both a
+// device prefix and the series' own suffix stay. Cuts fall between UTF-8 characters.
+std::string shortened(const std::string& name, std::size_t max_chars) {
+  if (name.size() <= max_chars || max_chars < 6) return name;
+  auto boundary = [&](std::size_t at) {
+    while (at > 0 && at < name.size() && (static_cast<unsigned char>(name[at]) & 0xC0) == 0x80)
+      --at;
+    return at;
+  };
+  const std::size_t head = boundary(max_chars * 3 / 8);
+  const std::size_t tail = boundary(name.size() - (max_chars - 1 - head));
+  return name.substr(0, head) + "…" + name.substr(tail);
+}
+
+// Average glyph width of the 12-px sans-serif legend text, to fit names into their space.
+constexpr double kCharWidth = 6.6;
+constexpr double kRowHeight = 17;
+
+struct LegendBox {
+  double x, y, width, bottom;
+};
+
+// One entry a line: sample, then the name.
+std::string legend_list(const std::vector<Series>& series, const LegendBox& box) {
+  std::string svg;
+  double ly = box.y;
+  for (std::size_t i = 0; i < series.size() && ly <= box.bottom; ++i) {
+    const auto& s = series[i];
+    if (s.name.empty() || s.points.empty()) continue;
+    svg += legend_sample(s, series_color(s, i), box.x + 12, ly, 24);
+    const auto name = shortened(s.name, static_cast<std::size_t>((box.width - 30) / kCharWidth));
+    svg += fmt::format("<text class=\"legend-entry\" x=\"{}\" y=\"{:.1f}\">{}</text>\n", box.x + 30,
+                       ly + 4, xml_escape(name));
+    ly += kRowHeight;
+  }
+  return svg;
+}
+
+// A row per group (its name in the group's colour), a column per kind, the kinds named once
+// above: a dozen dtypes with four kinds each stay a dozen short lines.
+std::string legend_grid(const std::vector<Series>& series, const LegendBox& box) {
+  std::vector<std::string> rows, columns;
+  std::vector<std::size_t> row_first;  // the series that gives each row its colour
+  for (std::size_t i = 0; i < series.size(); ++i) {
+    const auto& s = series[i];
+    if (s.name.empty() || s.points.empty()) continue;
+    if (std::find(rows.begin(), rows.end(), s.legend_row) == rows.end()) {
+      rows.push_back(s.legend_row);
+      row_first.push_back(i);
+    }
+    if (std::find(columns.begin(), columns.end(), s.legend_column) == columns.end())
+      columns.push_back(s.legend_column);
+  }
+  if (columns.empty()) return {};
+  std::size_t longest = 0;
+  for (const auto& r : rows) longest = std::max(longest, r.size());
+  // Each column as wide as its name (11-px text) or a sample; the row names get what the
+  // columns leave, at least half; space left over is shared out among the columns; when the
+  // names need more than there is, every column shrinks alike and names are cut.
+  std::vector<double> col_w, centre;
+  double wanted = 0;
+  for (const auto& c : columns) {
+    col_w.push_back(std::max(c.size() * kCharWidth * 11 / 12 + 10, 34.0));
+    wanted += col_w.back();
+  }
+  const double label_w =
+      std::clamp(longest * kCharWidth + 8, 40.0, std::max(box.width / 2, box.width - wanted));
+  const double room = box.width - label_w;
+  for (auto& w : col_w) w = wanted > room ? w * room / wanted : w + (room - wanted) / col_w.size();
+  std::string svg;
+  double x = box.x + label_w;
+  for (std::size_t c = 0; c < columns.size(); x += col_w[c], ++c) {
+    centre.push_back(x + col_w[c] / 2);
+    svg += fmt::format(
+        "<text class=\"legend-column\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" "
+        "font-size=\"11\" fill=\"#444\">{}</text>\n",
+        centre[c], box.y + 4,
+        xml_escape(shortened(columns[c], static_cast<std::size_t>(col_w[c] / 6.1))));
+  }
+  double ly = box.y + kRowHeight + 2;
+  for (std::size_t r = 0; r < rows.size() && ly <= box.bottom; ++r, ly += kRowHeight) {
+    svg += fmt::format(
+        "<text class=\"legend-row\" x=\"{}\" y=\"{:.1f}\" fill=\"{}\" "
+        "font-weight=\"bold\">{}</text>\n",
+        box.x, ly + 4, series_color(series[row_first[r]], row_first[r]),
+        xml_escape(shortened(rows[r], static_cast<std::size_t>((label_w - 4) / kCharWidth))));
+    for (std::size_t i = 0; i < series.size(); ++i) {
+      const auto& s = series[i];
+      if (s.legend_row != rows[r] || s.name.empty() || s.points.empty()) continue;
+      const auto c = static_cast<std::size_t>(
+          std::find(columns.begin(), columns.end(), s.legend_column) - columns.begin());
+      svg += legend_sample(s, series_color(s, i), centre[c], ly, std::min(24.0, col_w[c] - 8));
+      svg += "\n";
+    }
+  }
+  return svg;
+}
+
+std::string legend_svg(const std::vector<Series>& series, const LegendBox& box) {
+  const bool grid = std::all_of(series.begin(), series.end(), [](const Series& s) {
+    return s.name.empty() || s.points.empty() ||
+           (!s.legend_row.empty() && !s.legend_column.empty());
+  });
+  return grid ? legend_grid(series, box) : legend_list(series, box);
+}
+
 }  // namespace
 
 std::string xml_escape(const std::string& text) {
@@ -278,7 +400,7 @@ std::string render_svg(const Chart& chart) {
   svg += fmt::format("<g clip-path=\"url(#{})\">\n", clip_id);
   for (std::size_t i = 0; i < series.size(); ++i) {
     const auto& s = series[i];
-    const char* color = kPalette[(s.color >= 0 ? s.color : static_cast<int>(i)) % kPaletteSize];
+    const char* color = series_color(s, i);
     if (s.line && s.points.size() >= 2) {
       std::string d;
       for (const auto& [x, y] : s.points)
@@ -291,28 +413,8 @@ std::string render_svg(const Chart& chart) {
   }
   svg += "</g>\n";
 
-  // Legend, right of the plot; long names are cut so the legend stays inside the chart.
-  double ly = top + 6;
-  for (std::size_t i = 0; i < series.size(); ++i) {
-    const auto& s = series[i];
-    if (s.name.empty() || s.points.empty()) continue;
-    const char* color = kPalette[(s.color >= 0 ? s.color : static_cast<int>(i)) % kPaletteSize];
-    const double lx = left + pw + 14;
-    if (s.line) {
-      svg += fmt::format(
-          "<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"{}\" "
-          "stroke-width=\"2\"{}/>",
-          lx, ly, lx + 24, ly, color, s.dashed ? " stroke-dasharray=\"6,4\"" : "");
-    }
-    svg += marker_svg(s.marker, lx + 12, ly, color);
-    // Long names lose their middle: the device prefix and the series' own suffix both stay.
-    std::string name = s.name;
-    if (name.size() > 38) name = name.substr(0, 14) + "…" + name.substr(name.size() - 23);
-    svg +=
-        fmt::format("<text x=\"{}\" y=\"{:.1f}\">{}</text>\n", lx + 30, ly + 4, xml_escape(name));
-    ly += 17;
-    if (ly > chart.height - 10) break;
-  }
+  svg += legend_svg(
+      series, {left + pw + 14, top + 6, chart.width - (left + pw + 14) - 6, chart.height - 10.0});
   svg += "</svg>\n";
   return svg;
 }

@@ -29,6 +29,11 @@ struct Series {
   bool dashed = false;
   Marker marker = Marker::circle;
   int color = -1;  // palette index; -1: the series' position
+  // Where the series sits in a grid legend (a row per group, e.g. a dtype, a column per kind,
+  // e.g. "measured"). When every named series has both, the legend is that grid; otherwise a
+  // list of names. Defaulted, so that brace-initialised series may leave them out.
+  std::string legend_row = {};
+  std::string legend_column = {};
 };
 
 struct Chart {

@@ -4,7 +4,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "report/html_report.hpp"
@@ -100,6 +102,89 @@ TEST(ReportCharts, RooflinePlacesPointsByIntensity) {
   const auto& first = gpu.gemm.front();
   EXPECT_DOUBLE_EQ(points->points[0].first, first.shape.flops() / first.shape.bytes());
   EXPECT_DOUBLE_EQ(points->points[0].second, first.flops_per_s);
+}
+
+TEST(SvgChart, GridLegendNamesEachRowAndColumnOnce) {
+  Chart c;
+  c.x = {"x", Scale::log10, {}, {}, {}};
+  c.y = {"y", Scale::log10, {}, {}, {}};
+  const std::string long_row(60, 'r');  // cut to fit the legend's width
+  c.series.push_back({"a line", {{1, 1}, {10, 10}}, true, false, Marker::none, 0, "a", "line"});
+  c.series.push_back({"a dots", {{2, 3}}, false, false, Marker::circle, 0, "a", "dots"});
+  c.series.push_back({"b dots", {{3, 2}}, false, false, Marker::square, 1, long_row, "dots"});
+  c.series.push_back({"b empty", {}, true, true, Marker::none, 1, long_row, "never drawn"});
+  const auto svg = render_svg(c);
+  EXPECT_EQ(count(svg, "class=\"legend-row\""), 2u);
+  EXPECT_EQ(count(svg, "class=\"legend-column\""), 2u);
+  EXPECT_EQ(count(svg, "class=\"legend-entry\""), 0u);
+  EXPECT_EQ(svg.find(long_row), std::string::npos);
+  EXPECT_NE(svg.find("rrrr…rrrr"), std::string::npos);
+  EXPECT_EQ(svg.find("never drawn"), std::string::npos);
+  // Every legend text starts inside the chart.
+  const std::regex text_x(R"re(<text class="legend-[a-z]+" x="([0-9.]+)")re");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), text_x); it != std::sregex_iterator();
+       ++it)
+    EXPECT_LT(std::stod((*it)[1]), c.width - 20);
+  // A series without a place in the grid turns the legend back into a list.
+  c.series.push_back({"plain", {{5, 5}}, false, false, Marker::circle});
+  EXPECT_EQ(count(render_svg(c), "class=\"legend-entry\""), 4u);
+}
+
+TEST(ReportCharts, RooflineLegendIsOneRowPerDtype) {
+  const std::vector<Profile> profiles = {
+      test::committed_profile("nvidia-h200/nvidia-h200-default.json")};
+  const auto v = all_devices(profiles);
+  const auto chart = roofline_chart(v.at(0));
+  const auto dtypes = gemm_dtypes(*v[0].device);
+  ASSERT_GE(dtypes.size(), 6u);
+  ASSERT_GT(chart.series.size(), 3 * dtypes.size());
+  std::map<std::string, int> color_of;
+  const std::vector<std::string> kinds = {"measured", "datasheet", "GEMM", "conv"};
+  for (const auto& s : chart.series) {
+    EXPECT_NE(std::find(dtypes.begin(), dtypes.end(), s.legend_row), dtypes.end()) << s.name;
+    EXPECT_EQ(s.name.rfind(s.legend_row + " ", 0), 0u) << s.name;
+    EXPECT_NE(std::find(kinds.begin(), kinds.end(), s.legend_column), kinds.end()) << s.name;
+    const auto [at, first] = color_of.emplace(s.legend_row, s.color);
+    EXPECT_EQ(at->second, s.color) << s.name << ": one colour for every series of a dtype";
+  }
+  std::set<int> colors;
+  for (const auto& [dt, color] : color_of) colors.insert(color);
+  EXPECT_EQ(colors.size(), dtypes.size()) << "a colour of its own for each dtype";
+  const auto svg = render_svg(chart);
+  EXPECT_EQ(count(svg, "class=\"legend-row\""), dtypes.size());
+  EXPECT_EQ(count(svg, "class=\"legend-column\""), kinds.size());
+  EXPECT_EQ(count(svg, "class=\"legend-entry\""), 0u);
+}
+
+TEST(ReportCharts, CpuRooflineDrawsTheDerivedDatasheetPeaks) {
+  for (const auto* name : {"zen3-epyc/dev-cpu.json", "xeon-amx/dev-cpu.json"}) {
+    const std::vector<Profile> profiles = {test::committed_profile(name)};
+    const auto v = all_devices(profiles);
+    const auto& cpu = *v.at(0).device;
+    // Derived from clock and instruction width: compute peaks, no memory bandwidth.
+    ASSERT_FALSE(cpu.datasheet.memory_Bps) << name;
+    ASSERT_FALSE(cpu.datasheet.flops_per_s.empty()) << name;
+    const auto chart = roofline_chart(v[0]);
+    double lo = 1e300, hi = 0;
+    for (const auto& s : chart.series) {
+      for (const auto& [x, y] : s.points) {
+        lo = std::min(lo, x);
+        hi = std::max(hi, x);
+      }
+    }
+    for (const auto& [dt, peak] : cpu.datasheet.flops_per_s) {
+      const auto it = std::find_if(chart.series.begin(), chart.series.end(), [&](const Series& s) {
+        return s.name == dt + " datasheet ceiling";
+      });
+      ASSERT_NE(it, chart.series.end()) << name << " " << dt;
+      EXPECT_TRUE(it->dashed && it->line);
+      EXPECT_EQ(it->legend_column, "datasheet");
+      ASSERT_EQ(it->points.size(), 2u);
+      EXPECT_DOUBLE_EQ(it->points.front().first, lo);  // across the whole chart
+      EXPECT_DOUBLE_EQ(it->points.back().first, hi);
+      for (const auto& [x, y] : it->points) EXPECT_DOUBLE_EQ(y, peak);
+    }
+  }
 }
 
 TEST(ReportCharts, EfficiencySortsSquaresAndLeavesOutColdWeights) {
