@@ -10,6 +10,7 @@
 #include "core/dtype.hpp"
 #include "core/units.hpp"
 #include "report/compare.hpp"
+#include "report/html_tables.hpp"
 #include "truepeak/version.hpp"
 
 namespace truepeak::report {
@@ -40,7 +41,11 @@ th,td{border:1px solid #ccc;padding:4px 8px;text-align:right;vertical-align:top}
 th:first-child,td:first-child{text-align:left}th{background:#f2f2f2}
 .text td,.text th{text-align:left}
 .ratio{color:#666;font-size:12px}.note{color:#555;font-size:13px}
-.charts{display:flex;flex-wrap:wrap;gap:12px}.chart{border:1px solid #ddd}
+table{max-width:100%}.kv td{text-align:left;overflow-wrap:anywhere}.kv th{text-align:left}
+.kv>tbody>tr>td:first-child{white-space:nowrap}
+.records{margin:0;font-size:12px}.records th,.records td{padding:2px 6px}
+.charts{display:flex;flex-wrap:wrap;gap:12px}.chart{border:1px solid #ddd;max-width:100%}
+svg{display:block;max-width:100%;height:auto}
 code{background:#f5f5f5;padding:1px 4px})";
 
 std::string esc(const std::string& s) { return xml_escape(s); }
@@ -107,10 +112,8 @@ std::string runtimes_section(const std::vector<DeviceView>& views) {
 
 std::string machine_section(const Profile& p, const std::string& source) {
   const auto& m = p.machine;
-  std::string out = fmt::format("<h2>Machine {}</h2>\n<table class=\"text\">\n", esc(m.label));
-  auto row = [&](const std::string& k, const std::string& v) {
-    out += "<tr><td>" + esc(k) + "</td><td>" + esc(v) + "</td></tr>\n";
-  };
+  std::vector<KeyValueRow> rows;
+  auto row = [&](const std::string& k, const std::string& v) { rows.push_back({k, esc(v)}); };
   row("profile", source);
   row("created (UTC)", p.created_utc);
   row("complete", p.complete ? "yes" : "no (interrupted: some figures missing)");
@@ -120,18 +123,10 @@ std::string machine_section(const Profile& p, const std::string& source) {
   row("cpu", fmt::format("{} ({} cores)", m.cpu_model, m.cpu_cores));
   row("memory", m.memory_bytes ? format_bytes(static_cast<double>(*m.memory_bytes)) : "-");
   row("price", m.price_per_hour_usd ? fmt::format("${:.2f}/h", *m.price_per_hour_usd) : "-");
-  out +=
-      "</table>\n<table "
-      "class=\"text\"><tr><th>device</th><th>kind</th><th>name</th><th>memory</th><th>libraries</"
-      "th><th>datasheet source</th><th>conditions</th></tr>\n";
+  std::string out = "<h2>Machine " + esc(m.label) + "</h2>\n" + key_value_table(rows);
   for (const auto& d : p.devices) {
-    out += fmt::format(
-        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-        esc(d.id), esc(d.kind), esc(d.name),
-        d.memory_bytes ? format_bytes(static_cast<double>(*d.memory_bytes)) : "-",
-        esc(d.libraries.dump()), esc(d.datasheet.source), esc(d.conditions.dump()));
+    out += "<h3>Device " + esc(d.id) + "</h3>\n" + device_details_table(d);
   }
-  out += "</table>\n";
   bool any_skipped = false;
   for (const auto& d : p.devices) any_skipped = any_skipped || !d.skipped.empty();
   if (any_skipped) {

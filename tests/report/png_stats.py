@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Prints "width height distinct_colours non_white_fraction" of an 8-bit RGB/RGBA PNG.
+"""Prints "width height distinct_colours non_white_fraction" of an 8-bit RGB/RGBA PNG; with a
+column X as second argument, also the non-white fraction of the pixels at X and right of it.
 
 Standard library only (zlib), so the report test needs nothing but Python to check that a
 screenshot is not blank.
@@ -53,15 +54,22 @@ def decode(path):
 
 def main():
     width, height, bpp, rows = decode(sys.argv[1])
+    right_of = int(sys.argv[2]) if len(sys.argv) > 2 else None
     colours = set()
     non_white = 0
+    non_white_right = 0
     for line in rows:
         for x in range(0, len(line), bpp):
             px = line[x:x + 3]
             colours.add(px)
             if px != b"\xff\xff\xff":
                 non_white += 1
-    print(width, height, len(colours), non_white / float(width * height))
+                if right_of is not None and x // bpp >= right_of:
+                    non_white_right += 1
+    figures = [width, height, len(colours), non_white / float(width * height)]
+    if right_of is not None:
+        figures.append(non_white_right / float(max(1, width - right_of) * height))
+    print(*figures)
 
 
 if __name__ == "__main__":

@@ -1,3 +1,4 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -5,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -264,6 +266,43 @@ TEST(Report, HtmlIsSelfContained) {
   EXPECT_NE(html.find("gemm fp8 — fixture: not measured"), std::string::npos);
 }
 
+TEST(Report, TablesHoldNoRawJson) {
+  // The committed profiles carry nested conditions (lists of records, objects in objects).
+  for (const auto* name : {"nvidia-h200/nvidia-h200-default.json", "zen3-epyc/dev-cpu.json",
+                           "xeon-amx/dev-cpu.json"}) {
+    const auto html = render_report_html({test::committed_profile(name)}, {name});
+    for (const auto* json : {"{\"", "{&quot;", "&quot;:", "[{"})
+      EXPECT_EQ(html.find(json), std::string::npos) << name << ": " << json;
+  }
+  const auto html = render_report_html({test::committed_profile("xeon-amx/dev-cpu.json")}, {});
+  EXPECT_NE(html.find("<tr><td>closing watch</td><td>18.5 s</td></tr>"), std::string::npos);
+  EXPECT_NE(html.find("<table class=\"records\">"), std::string::npos);
+  EXPECT_NE(html.find("<tr><td>onednn</td><td>2.6.3</td></tr>"), std::string::npos);
+  EXPECT_NE(html.find("<tr><td>sentinel › probes</td><td>769</td></tr>"), std::string::npos);
+}
+
+TEST(Report, NothingIsWiderThanThePage) {
+  const std::vector<Profile> profiles = {
+      test::committed_profile("xeon-amx/dev-cpu.json"),
+      test::committed_profile("nvidia-h200/nvidia-h200-default.json")};
+  const auto html = render_report_html(profiles, {"cpu.json", "gpu.json"});
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(html, m, std::regex(R"(body\{[^}]*max-width:(\d+)px)")));
+  const int page = std::stoi(m[1]);
+  EXPECT_LE(page, 1280);
+  // Fixed sizes: SVG attributes and CSS lengths.
+  const std::regex fixed(R"((?:width=\"|width:)(\d+(?:\.\d+)?))");
+  std::size_t sizes = 0;
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), fixed);
+       it != std::sregex_iterator(); ++it, ++sizes)
+    EXPECT_LE(std::stod((*it)[1]), page) << (*it)[0];
+  EXPECT_GT(sizes, 6u);
+  // What a window narrower than that shrinks: charts and tables.
+  EXPECT_NE(html.find("svg{display:block;max-width:100%;height:auto}"), std::string::npos);
+  EXPECT_NE(html.find("table{max-width:100%}"), std::string::npos);
+  EXPECT_NE(html.find("overflow-wrap:anywhere"), std::string::npos);
+}
+
 std::string run(const std::string& command) {
   std::string out;
   if (FILE* pipe = popen(command.c_str(), "r")) {
@@ -274,37 +313,69 @@ std::string run(const std::string& command) {
   return out;
 }
 
-// Renders the report in headless Chromium and checks the screenshot shows tables and plots.
-TEST(Report, ChromiumScreenshotIsNotBlank) {
-  if (run("command -v chromium").empty())
-    GTEST_SKIP() << "chromium is not installed (Debian package: chromium)";
+struct Screenshot {
+  int width = 0, height = 0, colours = 0;
+  double non_white = 0;        // fraction of the page's pixels
+  double non_white_right = 0;  // fraction of those at x >= right_of
+};
+
+// The page as headless Chromium draws it in a window of width x height, measured by
+// png_stats.py; nullopt, with the test failed, when Chromium or the measure did not run.
+std::optional<Screenshot> screenshot(const std::string& html, int width, int height, int right_of) {
   namespace fs = std::filesystem;
   const auto dir =
       fs::temp_directory_path() / fs::path("truepeak_report_test_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   const auto html_path = dir / "report.html";
   const auto png_path = dir / "shot.png";
-  const std::vector<Profile> profiles = {cpu_fixture(), gpu_fixture()};
-  write_file_atomic(html_path.string(), render_report_html(profiles, {"cpu.json", "gpu.json"}));
+  write_file_atomic(html_path.string(), html);
   // --no-sandbox: test runners often run as root, where Chromium's sandbox refuses to start.
-  const auto cmd =
-      "chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1280,2400 "
-      "--screenshot=" +
-      png_path.string() + " file://" + html_path.string() + " >/dev/null 2>&1";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  ASSERT_TRUE(fs::exists(png_path));
-  EXPECT_GT(fs::file_size(png_path), 20000u);
-  const auto stats = run("/usr/bin/python3 " + std::string(TRUEPEAK_SOURCE_DIR) +
-                         "/tests/report/png_stats.py " + png_path.string());
-  std::istringstream in(stats);
-  int width = 0, height = 0, colours = 0;
-  double non_white = 0;
-  ASSERT_TRUE(in >> width >> height >> colours >> non_white) << stats;
-  EXPECT_EQ(width, 1280);
-  EXPECT_EQ(height, 2400);
-  EXPECT_GT(colours, 50) << "a page of text and coloured plots has many distinct colours";
-  EXPECT_GT(non_white, 0.02);
+  const auto cmd = fmt::format(
+      "chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size={},{} "
+      "--screenshot={} file://{} >/dev/null 2>&1",
+      width, height, png_path.string(), html_path.string());
+  std::optional<Screenshot> shot;
+  if (std::system(cmd.c_str()) != 0 || !fs::exists(png_path)) {
+    ADD_FAILURE() << cmd;
+  } else {
+    const auto stats = run(fmt::format("/usr/bin/python3 {}/tests/report/png_stats.py {} {}",
+                                       TRUEPEAK_SOURCE_DIR, png_path.string(), right_of));
+    std::istringstream in(stats);
+    Screenshot s;
+    if (in >> s.width >> s.height >> s.colours >> s.non_white >> s.non_white_right) {
+      shot = s;
+    } else {
+      ADD_FAILURE() << "png_stats.py: " << stats;
+    }
+  }
   fs::remove_all(dir);
+  return shot;
+}
+
+// Renders the report in headless Chromium and checks the screenshot shows tables and plots.
+TEST(Report, ChromiumScreenshotIsNotBlank) {
+  if (run("command -v chromium").empty())
+    GTEST_SKIP() << "chromium is not installed (Debian package: chromium)";
+  const std::vector<Profile> profiles = {cpu_fixture(), gpu_fixture()};
+  const auto shot =
+      screenshot(render_report_html(profiles, {"cpu.json", "gpu.json"}), 1280, 2400, 1279);
+  ASSERT_TRUE(shot);
+  EXPECT_EQ(shot->width, 1280);
+  EXPECT_EQ(shot->height, 2400);
+  EXPECT_GT(shot->colours, 50) << "a page of text and coloured plots has many distinct colours";
+  EXPECT_GT(shot->non_white, 0.02);
+}
+
+// The CPU profile's conditions are the longest table; drawn in a window wider than the page,
+// nothing reaches past the page's right edge (its 1280 px and the body's 24 px margin).
+TEST(Report, ChromiumDrawsNothingRightOfThePage) {
+  if (run("command -v chromium").empty())
+    GTEST_SKIP() << "chromium is not installed (Debian package: chromium)";
+  const auto html = render_report_html({test::committed_profile("xeon-amx/dev-cpu.json")}, {});
+  const auto shot = screenshot(html, 1400, 6000, 24 + 1280 + 4);
+  ASSERT_TRUE(shot);
+  EXPECT_GT(shot->non_white, 0.02);
+  EXPECT_EQ(shot->non_white_right, 0.0);
 }
 
 }  // namespace
