@@ -1,8 +1,9 @@
 #include "core/dtype.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <string>
+
+#include "core/text.hpp"
 
 namespace truepeak {
 
@@ -20,8 +21,7 @@ std::string_view to_string(DType dtype) {
 }
 
 std::optional<DType> parse_dtype(std::string_view text) {
-  std::string t(text);
-  std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return std::tolower(c); });
+  const std::string t = ascii_lower(std::string(text));
   if (t == "f64" || t == "fp64" || t == "float64" || t == "double") return DType::f64;
   if (t == "f32" || t == "fp32" || t == "float32" || t == "float") return DType::f32;
   if (t == "tf32") return DType::tf32;

@@ -11,16 +11,14 @@
 
 #include "core/error.hpp"
 #include "core/read_file.hpp"
+#include "core/text.hpp"
 #include "estimate/onnx_assume.hpp"
 #include "estimate/onnx_graph.hpp"
 
 namespace truepeak::estimate {
 
 bool is_onnx_path(const std::string& path) {
-  const auto ext = std::filesystem::path(path).extension().string();
-  std::string lower(ext);
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-  return lower == ".onnx";
+  return ascii_lower(std::filesystem::path(path).extension().string()) == ".onnx";
 }
 
 std::string count_list(const std::map<std::string, int>& counts) {

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "core/text.hpp"
 #include "estimate/builder.hpp"
 #include "estimate/onnx_map_detail.hpp"
 
@@ -28,10 +29,6 @@ const std::set<std::string>& copy_ops() {
   return ops;
 }
 
-std::string lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
-  return text;
-}
 
 }  // namespace
 
@@ -104,9 +101,9 @@ void Mapper::emit(int index) {
   if (type == "Concat") return emit_concat(node);
   if (copy_ops().count(type)) return emit_copy(node, OpKind::transpose);
   if (unary_ops().count(type) || binary_ops().count(type) || reduce_ops().count(type)) {
-    return emit_simple(node, OpKind::elementwise, lower(type));
+    return emit_simple(node, OpKind::elementwise, ascii_lower(type));
   }
-  if (type == "ConstantOfShape" || type == "Range") return emit_simple(node, OpKind::elementwise, lower(type));
+  if (type == "ConstantOfShape" || type == "Range") return emit_simple(node, OpKind::elementwise, ascii_lower(type));
   emit_unknown(node);
 }
 
@@ -184,7 +181,7 @@ void Mapper::emit_view(const Node& node) {
 }
 
 void Mapper::emit_copy(const Node& node, OpKind kind) {
-  Op op = make_op(node, kind, kind == OpKind::transpose && node.op_type != "Transpose" ? lower(node.op_type) : "");
+  Op op = make_op(node, kind, kind == OpKind::transpose && node.op_type != "Transpose" ? ascii_lower(node.op_type) : "");
   const bool known = set_output(op, node, node.outputs.at(0));
   if (node.op_type == "Transpose") {
     auto perm = node.ints_attr("perm");

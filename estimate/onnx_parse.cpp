@@ -31,12 +31,6 @@ namespace parse {
 
 std::string domain_of(const std::string& domain) { return domain == "ai.onnx" ? std::string() : domain; }
 
-bool is_float_type(std::int32_t elem_type) {
-  using T = onnx::TensorProto;
-  return elem_type == T::FLOAT || elem_type == T::FLOAT16 || elem_type == T::BFLOAT16 ||
-         elem_type == T::DOUBLE;
-}
-
 std::optional<std::pair<std::int32_t, Dims>> known_type(const onnx::TypeProto& type) {
   if (!type.has_tensor_type() || !type.tensor_type().has_shape()) return std::nullopt;
   Dims dims;
@@ -61,7 +55,7 @@ std::string first_line(const std::string& text) {
 
 void record_value(const onnx::ValueInfoProto& value, ParsedGraph& parsed) {
   if (!value.type().has_tensor_type()) return;
-  if (is_float_type(value.type().tensor_type().elem_type())) parsed.float_tensors.insert(value.name());
+  if (is_real_type(value.type().tensor_type().elem_type())) parsed.float_tensors.insert(value.name());
   if (auto type = known_type(value.type())) parsed.shapes[value.name()] = std::move(type->second);
 }
 
@@ -134,7 +128,7 @@ ParsedGraph parse_onnx(const std::string& bytes, const std::string& where, const
   check_attributes(*graph, where);
   for (const auto& init : graph->initializer()) {
     parsed.initializers.insert(init.name());
-    if (is_float_type(init.data_type())) parsed.float_tensors.insert(init.name());
+    if (is_real_type(init.data_type())) parsed.float_tensors.insert(init.name());
     parsed.shapes[init.name()] = std::vector<std::int64_t>(init.dims().begin(), init.dims().end());
   }
   parsed.batch = bind_inputs(*graph, parsed.initializers, options, where);
@@ -221,7 +215,7 @@ ParsedGraph parse_onnx(const std::string& bytes, const std::string& where, const
         if (attr.name() == "value" && attr.has_t() && proto.output_size() == 1) {
           parsed.shapes.emplace(proto.output(0),
                                 std::vector<std::int64_t>(attr.t().dims().begin(), attr.t().dims().end()));
-          if (is_float_type(attr.t().data_type())) parsed.float_tensors.insert(proto.output(0));
+          if (is_real_type(attr.t().data_type())) parsed.float_tensors.insert(proto.output(0));
         }
       }
     }

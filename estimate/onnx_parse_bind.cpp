@@ -11,27 +11,18 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/text.hpp"
 #include "estimate/onnx_parse_detail.hpp"
+#include "estimate/onnx_shape_eval.hpp"
 
 namespace truepeak::estimate::onnx_detail::parse {
 namespace {
-
-std::string lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
-  return text;
-}
-
-bool is_integer_type(std::int32_t elem_type) {
-  using T = onnx::TensorProto;
-  return elem_type == T::INT64 || elem_type == T::INT32 || elem_type == T::INT16 || elem_type == T::INT8 ||
-         elem_type == T::UINT8 || elem_type == T::UINT16 || elem_type == T::UINT32 || elem_type == T::UINT64;
-}
 
 // Which option a dynamic dimension takes, from its name and place.
 enum class DimRole { batch, seq, context, unknown };
 
 DimRole dim_role(const std::string& param, int index, bool integer_input) {
-  const auto name = lower(param);
+  const auto name = ascii_lower(param);
   for (const char* key : {"batch", "bsz"}) {
     if (name.find(key) != std::string::npos) return DimRole::batch;
   }

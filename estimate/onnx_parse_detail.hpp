@@ -25,7 +25,6 @@ using Dims = std::vector<std::int64_t>;
 // "" for the default ONNX domain, however the file spells it.
 std::string domain_of(const std::string& domain);
 
-bool is_float_type(std::int32_t elem_type);
 
 // A value's element type and dimensions, when they are all known.
 std::optional<std::pair<std::int32_t, Dims>> known_type(const onnx::TypeProto& type);

@@ -10,6 +10,7 @@
 
 #include "estimate/onnx_graph.hpp"
 #include "estimate/onnx_parse_detail.hpp"
+#include "estimate/onnx_shape_eval.hpp"
 
 namespace truepeak::estimate::onnx_detail::parse {
 namespace {
@@ -74,7 +75,7 @@ int assume_shapes(const onnx::ModelProto& model, std::map<std::string, onnx::Val
     if (!elementwise) {
       for (const auto& in : node.input()) {
         const auto it = known.find(in);
-        if (it != known.end() && !parameters.count(in) && is_float_type(it->second.first)) {
+        if (it != known.end() && !parameters.count(in) && is_real_type(it->second.first)) {
           first = it;
           break;
         }

@@ -30,7 +30,8 @@ struct Known {
   double real(std::size_t i) const { return is_real() ? reals[i] : static_cast<double>(ints[i]); }
 };
 
-bool is_real_type(std::int32_t type);
+bool is_real_type(std::int32_t type);     // the floating-point element types
+bool is_integer_type(std::int32_t type);  // the signed and unsigned integer element types
 bool is_integer_or_bool_type(std::int32_t type);
 
 // nullopt for an external, too large, or non-numeric tensor.

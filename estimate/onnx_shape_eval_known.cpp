@@ -124,11 +124,12 @@ bool is_real_type(std::int32_t type) {
   return type == T::FLOAT || type == T::DOUBLE || type == T::FLOAT16 || type == T::BFLOAT16;
 }
 
-bool is_integer_or_bool_type(std::int32_t type) {
+bool is_integer_type(std::int32_t type) {
   return type == T::INT64 || type == T::INT32 || type == T::INT16 || type == T::INT8 ||
-         type == T::UINT8 || type == T::UINT16 || type == T::UINT32 || type == T::UINT64 ||
-         type == T::BOOL;
+         type == T::UINT8 || type == T::UINT16 || type == T::UINT32 || type == T::UINT64;
 }
+
+bool is_integer_or_bool_type(std::int32_t type) { return is_integer_type(type) || type == T::BOOL; }
 
 bool Known::is_real() const { return is_real_type(type); }
 
