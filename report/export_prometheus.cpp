@@ -57,7 +57,7 @@ std::string format_value(double v) {
   return fmt::format("{}", v);
 }
 
-// "2026-11-30T10:00:00Z" -> seconds since the epoch; nullopt when it does not parse.
+// An ISO 8601 UTC time (YYYY-MM-DDTHH:MM:SSZ) -> seconds since the epoch; nullopt when it does not parse.
 std::optional<double> parse_utc(const std::string& text) {
   std::tm tm{};
   char z = 0;
