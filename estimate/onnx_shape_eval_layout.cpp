@@ -1,11 +1,29 @@
 // Shape-code operators that move elements unchanged: Reshape, Transpose, Concat, Gather, Slice,
 // Split, Expand and Tile, each on any axis.
 #include <algorithm>
+#include <functional>
 
 #include "core/checked.hpp"
 #include "estimate/onnx_shape_eval_detail.hpp"
 
 namespace truepeak::estimate::onnx_detail::shape_eval {
+namespace {
+
+// The elements of `data` laid out as `dims`: the element at an index is the one of `data` whose
+// flat position is the sum over the axes of offset(axis, the index's coordinate on it).
+Known pick_by_axes(const Known& data, const Dims& dims,
+                   const std::function<std::int64_t(std::size_t, std::int64_t)>& offset) {
+  std::vector<std::int64_t> picks;
+  for_each_index(dims, [&](const Dims& index) {
+    std::int64_t flat = 0;
+    for (std::size_t a = 0; a < index.size(); ++a) flat += offset(a, index[a]);
+    picks.push_back(flat);
+  });
+  return pick(data, dims, picks);
+}
+
+}  // namespace
+
 std::optional<Known> eval_reshape(const Known& data, const Known& shape, bool allow_zero) {
   if (shape.is_real() || shape.dims.size() != 1) return std::nullopt;
   Dims dims;
@@ -51,14 +69,9 @@ std::optional<Known> eval_transpose(const onnx::NodeProto& node, const Known& in
     dims.push_back(in.dims[static_cast<std::size_t>(p)]);
   }
   const auto strides = strides_of(in.dims);
-  std::vector<std::int64_t> indices;
-  for_each_index(dims, [&](const Dims& index) {
-    std::int64_t flat = 0;
-    for (std::size_t a = 0; a < perm.size(); ++a)
-      flat += index[a] * strides[static_cast<std::size_t>(perm[a])];
-    indices.push_back(flat);
+  return pick_by_axes(in, dims, [&](std::size_t a, std::int64_t i) {
+    return i * strides[static_cast<std::size_t>(perm[a])];
   });
-  return pick(in, dims, indices);
 }
 
 std::optional<Known> eval_concat(const onnx::NodeProto& node, const std::vector<const Known*>& in) {
@@ -170,14 +183,9 @@ std::optional<Known> slice_of(const Known& data, const Dims& starts, const Dims&
   const auto count = element_count(dims);
   if (!count || *count > kMaxFoldElements) return std::nullopt;
   const auto strides = strides_of(data.dims);
-  std::vector<std::int64_t> picks;
-  for_each_index(dims, [&](const Dims& index) {
-    std::int64_t flat = 0;
-    for (std::size_t a = 0; a < index.size(); ++a)
-      flat += (first[a] + index[a] * step[a]) * strides[a];
-    picks.push_back(flat);
+  return pick_by_axes(data, dims, [&](std::size_t a, std::int64_t i) {
+    return (first[a] + i * step[a]) * strides[a];
   });
-  return pick(data, dims, picks);
 }
 
 }  // namespace
@@ -230,13 +238,9 @@ std::optional<Known> eval_tile(const Known& data, const Known& repeats) {
   const auto count = element_count(dims);
   if (!count || *count > kMaxFoldElements) return std::nullopt;
   const auto strides = strides_of(data.dims);
-  std::vector<std::int64_t> picks;
-  for_each_index(dims, [&](const Dims& index) {
-    std::int64_t flat = 0;
-    for (std::size_t a = 0; a < index.size(); ++a) flat += (index[a] % data.dims[a]) * strides[a];
-    picks.push_back(flat);
+  return pick_by_axes(data, dims, [&](std::size_t a, std::int64_t i) {
+    return (i % data.dims[a]) * strides[a];
   });
-  return pick(data, dims, picks);
 }
 
 std::optional<std::vector<Known>> eval_split(const onnx::NodeProto& node,
