@@ -27,9 +27,7 @@ struct CompareArgs {
 };
 
 void run_compare(const CompareArgs& args) {
-  if (args.format != "table" && args.format != "md" && args.format != "json") {
-    throw InputError(fmt::format("--format '{}': use table, md or json", args.format));
-  }
+  check_table_format(args.format);
   const bool model = !args.workload.model.empty();
   if (!model && !args.workload_flag.empty())
     throw InputError(fmt::format("{}: applies with --model", args.workload_flag));
@@ -39,11 +37,7 @@ void run_compare(const CompareArgs& args) {
     positive_figure(args.max_latency_ms, "--max-latency-ms", "a time above 0 ms");
   if (model && args.batch < 1)
     throw InputError(fmt::format("--batch {}: must be at least 1", args.batch));
-  std::map<std::string, double> prices;
-  for (const auto& text : args.prices) {
-    const auto [label, usd] = report::parse_price(text);
-    prices[label] = usd;
-  }
+  const auto prices = report::parse_prices(args.prices);
   std::vector<Profile> profiles;
   for (const auto& path : args.profiles) profiles.push_back(load_profile_file(path));
   auto comparison = report::compare_profiles(profiles, prices, args.profiles);

@@ -58,15 +58,10 @@ report::PlanLoad plan_load(const PlanArgs& args) {
 }
 
 void run_plan(const PlanArgs& args) {
-  if (args.format != "table" && args.format != "md" && args.format != "json")
-    throw InputError(fmt::format("--format '{}': use table, md or json", args.format));
+  check_table_format(args.format);
   positive_figure(args.max_latency_ms, "--max-latency-ms", "a time above 0 ms");
   const auto load = plan_load(args);
-  std::map<std::string, double> prices;
-  for (const auto& text : args.prices) {
-    const auto [label, usd] = report::parse_price(text);
-    prices[label] = usd;
-  }
+  const auto prices = report::parse_prices(args.prices);
   std::vector<Profile> profiles;
   for (const auto& path : args.profiles) profiles.push_back(load_profile_file(path));
   ServingEstimator estimator(args.workload, profiles, args.profiles, 1);

@@ -79,6 +79,11 @@ double positive_figure(double value, const std::string& flag, const std::string&
   return value;
 }
 
+void check_table_format(const std::string& format) {
+  if (format != "table" && format != "md" && format != "json")
+    throw InputError(fmt::format("--format '{}': use table, md or json", format));
+}
+
 ServingEstimator::ServingEstimator(const WorkloadArgs& args, const std::vector<Profile>& profiles,
                                    const std::vector<std::string>& paths,
                                    std::int64_t first_batch)

@@ -41,6 +41,9 @@ std::string workload_flag_given(const CLI::App& cmd);
 // `value` when it is finite and above 0; else InputError "FLAG VALUE: expected EXPECTED".
 double positive_figure(double value, const std::string& flag, const std::string& expected);
 
+// Throws InputError unless --format is one the serving tables print: table, md or json.
+void check_table_format(const std::string& format);
+
 // The model, read once (an ONNX graph once per batch it is asked at: its shapes hold the batch),
 // and the estimator over it on any device of `profiles`.
 class ServingEstimator {

@@ -203,6 +203,15 @@ std::pair<std::string, double> parse_price(const std::string& text) {
   return {text.substr(0, eq), usd};
 }
 
+std::map<std::string, double> parse_prices(const std::vector<std::string>& texts) {
+  std::map<std::string, double> prices;
+  for (const auto& text : texts) {
+    const auto [label, usd] = parse_price(text);
+    prices[label] = usd;
+  }
+  return prices;
+}
+
 std::string join_notes(const std::vector<std::string>& notes) {
   std::string out;
   for (const auto& note : notes)

@@ -105,6 +105,8 @@ void check_price_labels(const std::vector<Profile>& profiles,
 std::optional<double> price_of(const Profile& profile, const std::map<std::string, double>& prices);
 // Parses "LABEL=USD" (USD >= 0). Throws InputError.
 std::pair<std::string, double> parse_price(const std::string& text);
+// Each --price given, by label; a later one for a label wins. Throws InputError.
+std::map<std::string, double> parse_prices(const std::vector<std::string>& texts);
 
 // Sets `cheapest` on the row of lowest cost(row) (a std::optional<double>) when at least two rows
 // have a cost: with one price there is nothing to compare it with.
