@@ -71,10 +71,33 @@ CONV_BATCH = 4
 CONV_GROUP_WIDTHS = (4, 32)
 
 
-def conv_shape(c, side, kernel, stride, groups, batch=1):
-    """A conv point's shape: c in and out channels, a square image and kernel, 'same' padding."""
-    return {"n": batch, "c": c, "h": side, "w": side, "k": c, "r": kernel, "s": kernel, "stride": stride,
-            "pad": kernel // 2, "dilation": 1, "groups": groups}
+# Image inputs: the first layer of an image model reads the few channels of a picture (3: RGB)
+# through a large strided window and writes many. Its GEMM depth (3 x the window) is below every
+# dense point's, oneDNN runs it in kernels of its own, and their rate falls off a cliff once the
+# output outgrows a cache, so the grid measures it rather than interpolate it: kernels 3 and 7 at
+# stride 2, 16 and 64 outputs, on images of 128 and 256 pixels a side (a factor of two around the
+# sides such inputs have).
+IMAGE_INPUT_CHANNELS = 3
+IMAGE_INPUT_KERNELS = (3, 7)
+IMAGE_INPUT_OUTPUTS = (16, 64)
+IMAGE_INPUT_SIDES = (128, 256)
+
+
+def conv_shape(c, side, kernel, stride, groups, batch=1, k=None):
+    """A conv point's shape: c in channels, k out (default c), a square image and kernel, 'same'
+    padding."""
+    return {"n": batch, "c": c, "h": side, "w": side, "k": c if k is None else k, "r": kernel, "s": kernel,
+            "stride": stride, "pad": kernel // 2, "dilation": 1, "groups": groups}
+
+
+def image_input_grid(quick):
+    """Dense convolutions of IMAGE_INPUT_CHANNELS in to IMAGE_INPUT_OUTPUTS out; --quick keeps
+    the smallest kernel at its largest output on the smaller image."""
+    if quick:
+        return [conv_shape(IMAGE_INPUT_CHANNELS, IMAGE_INPUT_SIDES[0], IMAGE_INPUT_KERNELS[0], 2, 1,
+                           k=IMAGE_INPUT_OUTPUTS[-1])]
+    return [conv_shape(IMAGE_INPUT_CHANNELS, side, kernel, 2, 1, k=out) for kernel in IMAGE_INPUT_KERNELS
+            for side in IMAGE_INPUT_SIDES for out in IMAGE_INPUT_OUTPUTS]
 
 
 def conv_flops(shape):

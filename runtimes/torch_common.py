@@ -338,7 +338,8 @@ def conv_points(torch, dtype, device, fixed_s, budget, progress, quick, sync=Non
     """The runtime's own convolution points in the profile's point format: nn.Conv2d (with bias)
     on contiguous NCHW activations, as PyTorch runs a model that never asks for another memory
     format (with `channels_last`, activations in NHWC order and the weights as a model has them),
-    over grids.conv_grid. Each kernel/stride/grouping class's output is checked once
+    over grids.conv_grid and grids.image_input_grid. Each kernel/stride/grouping class's output
+    (and each image input's) is checked once
     against the convolution in float64. time_s and median_s are kernel times: measured less
     `fixed_s` (the per-op cost the estimator charges), at least half of measured. Returns
     (points, probe points)."""
@@ -347,7 +348,7 @@ def conv_points(torch, dtype, device, fixed_s, budget, progress, quick, sync=Non
     rtol, atol = tolerance(torch, dtype)
     time_group = time_group or harness.time_calls
     points, probes, checked = [], [], set()
-    for i, shape in enumerate(grids.conv_grid(quick)):
+    for i, shape in enumerate(grids.conv_grid(quick) + grids.image_input_grid(quick)):
         torch.manual_seed(harness.SEED + i)
         conv = nn.Conv2d(shape["c"], shape["k"], shape["r"], stride=shape["stride"], padding=shape["pad"],
                          dilation=shape["dilation"], groups=shape["groups"], bias=True).to(device, dtype).eval()
@@ -357,7 +358,8 @@ def conv_points(torch, dtype, device, fixed_s, budget, progress, quick, sync=Non
         name = (f"mb{shape['n']}ic{shape['c']}ih{shape['h']}oc{shape['k']}kh{shape['r']}sh{shape['stride']}"
                 f"ph{shape['pad']}g{shape['groups']}")
         with torch.inference_mode():
-            key = (shape["r"], shape["stride"], shape["c"] // shape["groups"] if shape["groups"] > 1 else 0)
+            key = (shape["r"], shape["stride"], shape["c"] // shape["groups"] if shape["groups"] > 1 else 0,
+                   shape["c"] == shape["k"])
             if key not in checked:
                 want = nn.functional.conv2d(x.double(), conv.weight.double(), conv.bias.double(), conv.stride,
                                             conv.padding, conv.dilation, conv.groups)

@@ -6,7 +6,7 @@ mixed-precision inference does (prepare()).
 Probes: the fixed cost of one op (chains of linears too small for oneDNN: the dispatch every
 eager op pays); the costs of the kinds that pay more or less than that (products that reach
 oneDNN, views, the mixed-precision layer norm); the rates of PyTorch's own kernels over the
-size grids; the runtime's own GEMM points (linears and batched matmuls over a grid skinny to
+size grids (row-shaped, and image-shaped in NCHW: pools, the batch norm); the runtime's own GEMM points (linears and batched matmuls over a grid skinny to
 square, each less its kind's fixed cost, which kind_op_s charges); its convolution points
 (contiguous NCHW, the layout a model keeps unless asked for another, each less the conv2d kind's
 fixed cost); the main-memory bandwidth of its own kernels. On a GPU (unverified on hardware so far): issue times per op and kind from
@@ -36,6 +36,7 @@ NORM_WIDTH = 64
 # A GEMM point's kernel time is at least this fraction of its measured time.
 KERNEL_FLOOR = 0.5
 QUICK_ROW_KINDS = ("elementwise:gelu", "elementwise:add", "softmax", "norm:layernorm", "linear:bias")
+QUICK_IMAGE_KINDS = ("pool:max", "norm:batchnorm")
 
 
 def prepare(module, example_inputs, dtype=None):
@@ -225,6 +226,17 @@ def row_kernel_table(torch, dtype, quick):
     return kernels
 
 
+def image_kernel_table(row_table, quick):
+    """The own kernels of image-shaped (N, C, H, W) activations in the contiguous layout eager
+    keeps: pools, the batch norm and the activations the row table lacks. A pool's kernel runs
+    per window element, far from a memory pass (PyTorch's max pool over NCHW computes the indices
+    it would need for training), so it is timed rather than taken as the memory roof."""
+    kinds = [k for k in torch_common.image_kernels() if k not in row_table]
+    if quick:
+        kinds = [k for k in kinds if k in QUICK_IMAGE_KINDS]
+    return torch_common.image_kernels(kinds)
+
+
 class CudaTimer:
     """harness.time_calls with device time: CUDA events around each call (the kernels' time on
     the device, not the host's issue time)."""
@@ -275,6 +287,10 @@ def calibrate(options):
     kernels = row_kernel_table(torch, dtype, options.quick)
     own, own_probes = torch_common.own_kernel_rates(torch, kernels, grids.row_shapes(options.quick), dtype, budget,
                                                     progress, device, time_group=timer)
+    image, image_probes = torch_common.own_kernel_rates(torch, image_kernel_table(kernels, options.quick),
+                                                        grids.image_shapes(options.quick), dtype, budget, progress,
+                                                        device, time_group=timer)
+    own, own_probes = own + image, own_probes + image_probes
     kind_costs = {k["kind"]: k["op_s"] for k in kind_op_s}
     if gpu:
         kind_costs = {}  # device time holds no host cost to take off

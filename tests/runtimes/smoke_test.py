@@ -2,8 +2,9 @@
 Debian's PyTorch (/usr/bin/python3, or TRUEPEAK_TORCH_PYTHON), onnxruntime, and torch-eager and
 torch-compile with the torch 2.x of the project's venv (.venv/bin/python, or TRUEPEAK_ORT_PYTHON
 and TRUEPEAK_TORCH2_PYTHON, see scripts/setup-venv.sh). Each record must pass the record checks;
-torch-compile's must carry its fusion rules. Each runtime whose framework is missing is skipped,
-saying why; exit 77 (skipped) when none ran."""
+torch-compile's must carry its fusion rules, torch-eager's its image kernels and image-input
+convolutions. Each runtime whose framework is missing is skipped, saying why; exit 77 (skipped)
+when none ran."""
 import json
 import os
 import subprocess
@@ -56,6 +57,12 @@ def run(runtime, python):
         return None, f"{runtime}: the record names {doc['runtime']} run by {doc['python']}"
     if runtime == "torch-compile" and "fusion" not in doc:
         return None, f"{runtime}: the record has no fusion rules"
+    if runtime == "torch-eager":
+        missing = {"pool:max", "norm:batchnorm"} - {k["kind"] for k in doc["own_kernels"]}
+        if missing:
+            return None, f"{runtime}: the record has no image kernel {', '.join(sorted(missing))}"
+        if not any(c["c"] < c["k"] and c["groups"] == 1 for c in doc["conv"]):
+            return None, f"{runtime}: the record has no image-input convolution point"
     print(f"{runtime}: ok in {seconds:.1f} s (calibration_s {doc['calibration_s']:.1f}), op_s "
           f"{doc['op_s'] * 1e6:.2f} us, {len(doc['own_kernels'])} own kernels, {len(doc['probes'])} probe points")
     return doc, None

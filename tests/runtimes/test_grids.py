@@ -54,6 +54,16 @@ class GridTest(unittest.TestCase):
             self.assertEqual(s["c"] % s["groups"], 0)
             self.assertLessEqual(grids.conv_flops(s), grids.CONV_MAX_FLOPS)
 
+    def test_image_inputs_read_few_channels_through_strided_windows(self):
+        grid = grids.image_input_grid(False)
+        self.assertEqual({(s["c"], s["groups"], s["stride"]) for s in grid}, {(3, 1, 2)})
+        self.assertEqual({s["r"] for s in grid}, set(grids.IMAGE_INPUT_KERNELS))
+        self.assertEqual({s["k"] for s in grid}, set(grids.IMAGE_INPUT_OUTPUTS))
+        self.assertEqual(len(grid), len({(s["r"], s["h"], s["k"]) for s in grid}))
+        self.assertTrue(all(grids.conv_flops(s) <= grids.CONV_MAX_FLOPS for s in grid))
+        quick = grids.image_input_grid(True)
+        self.assertTrue(quick and all(s in grid for s in quick))
+
     def test_conv_flops(self):
         shape = grids.conv_shape(16, 8, 3, 2, 1)
         self.assertEqual(grids.conv_flops(shape), 2 * 16 * 16 * 9 * 4 * 4)
@@ -63,7 +73,8 @@ class GridTest(unittest.TestCase):
         widths = {w for _, w in grids.gemm_grid(False)} | {c for _, c in grids.row_shapes(False)}
         widths |= {s for _, s in grids.batched_matmul_grid(False)}
         self.assertFalse(widths & MODEL_WIDTHS)
-        sides = {s["h"] for s in grids.conv_grid(False)} | {s[2] for s in grids.image_shapes(False)}
+        sides = {s["h"] for s in grids.conv_grid(False) + grids.image_input_grid(False)}
+        sides |= {s[2] for s in grids.image_shapes(False)}
         self.assertFalse(sides & MODEL_SIDES)
         self.assertNotIn(12 * 64, {c for _, c in grids.row_shapes(False)})
 
