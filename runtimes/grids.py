@@ -67,16 +67,18 @@ def batched_matmul_grid(quick):
 CONV_DIAGONAL = ((16, 112), (32, 64), (64, 37), (128, 21), (256, 12), (512, 7), (1024, 7))
 CONV_MAX_FLOPS = 5.0e8
 CONV_BATCH = 4
+# The batched points' cap: a larger batch exists to reach the work of layers at batch 4 to 16,
+# several times a batch-1 point's.
+CONV_BATCH_MAX_FLOPS = 2.0e9
 # Channels per group of the grouped (not depthwise) points.
 CONV_GROUP_WIDTHS = (4, 32)
 
 
 # Image inputs: the first layer of an image model reads the few channels of a picture (3: RGB)
 # through a large strided window and writes many. Its GEMM depth (3 x the window) is below every
-# dense point's, oneDNN runs it in kernels of its own, and their rate falls off a cliff once the
-# output outgrows a cache, so the grid measures it rather than interpolate it: kernels 3 and 7 at
-# stride 2, 16 and 64 outputs, on images of 128 and 256 pixels a side (a factor of two around the
-# sides such inputs have).
+# dense point's and oneDNN runs it in kernels of their own, so the grid measures it rather than
+# interpolate it: kernels 3 and 7 at stride 2, 16 and 64 outputs, on images of 128 and 256 pixels
+# a side (a factor of two around the sides such inputs have).
 IMAGE_INPUT_CHANNELS = 3
 IMAGE_INPUT_KERNELS = (3, 7)
 IMAGE_INPUT_OUTPUTS = (16, 64)
@@ -143,11 +145,13 @@ def conv_grid(quick):
     for kernel in (3, 5, 7):
         for stride in (1, 2):
             shapes += _diagonal_ends(kernel, stride, lambda c: c)
-    # A larger batch runs a kernel with more work per call: every other point of the dense 1x1
-    # and 3x3 diagonals that still fits the budget again at CONV_BATCH, so the batch is interpolated, not extrapolated.
+    # A larger batch runs a kernel with more work per call: the dense 1x1 and 3x3 diagonals again
+    # at CONV_BATCH, up to CONV_BATCH_MAX_FLOPS, so that the batch is interpolated, not
+    # extrapolated, and the many-channel layers of a batch, whose rows (batch x pixels) are
+    # several times a batch-1 point's, have points of their own.
     for kernel in (1, 3):
         batched = [conv_shape(c, side, kernel, 1, 1, CONV_BATCH) for c, side in CONV_DIAGONAL]
-        shapes += [shape for shape in batched if conv_flops(shape) <= CONV_MAX_FLOPS][::2]
+        shapes += [shape for shape in batched if conv_flops(shape) <= CONV_BATCH_MAX_FLOPS]
     return shapes
 
 

@@ -13,6 +13,7 @@ kernels over the row grid; the library's GEMM and convolution points as the comp
 them (PyTorch's own calls, each less the fixed cost above); the main-memory bandwidth of its
 kernels."""
 import copy
+import re
 
 from runtimes import grids, harness, record, torch_common
 
@@ -100,22 +101,52 @@ def _timed(torch, compiled, xs, sync):
     return run
 
 
-def decide_fusion(t):
+# A kernel launch in the code the compiler generated for a graph: its own kernels (C++ on the CPU,
+# Triton on a GPU) and the library calls it makes (extern_kernels.*, torch.ops.*).
+_LAUNCH = re.compile(r"\b(cpp_fused_\w+\(|triton_\w+\.run\(|extern_kernels\.\w+\(|torch\.ops\.\w+\.\w+)")
+
+
+def kernel_launches(codes):
+    """The kernels a compiled graph launches a call, from the source the compiler generated (a
+    list of module sources): the launch lines of each module's `call`. None where no `call` is
+    found (another compiler, or a generated code of another shape)."""
+    launches, found = 0, False
+    for code in codes or ():
+        indent = None  # the indentation of the `def call` whose body is being read
+        for line in code.splitlines():
+            depth = len(line) - len(line.lstrip())
+            if indent is not None and line.strip() and depth <= indent:
+                indent = None
+            if indent is not None:
+                launches += bool(_LAUNCH.search(line))
+            elif re.match(r"\s*def call\(", line):
+                indent, found = depth, True
+    return launches if found else None
+
+
+def decide_fusion(t, launches=None):
     """The fusion rules from the probes' times (seconds by case name, fusion_rules' cases): an
     op has joined its neighbour's kernel where it adds less than FUSED_FRACTION of a pass of its
-    own (the compiled relu over the same tensor) per op it adds."""
+    own (the compiled relu over the same tensor) per op it adds. Where the generated code's
+    launches are known (kernel_launches by case name), an op that added a launch of its own has
+    not joined, whatever the times say: a time difference within noise decides only where the
+    code shows a fusion."""
     pass_s = t["relu"]
+    launches = launches or {}
 
     def joined(together, alone, passes=1):
-        return together - alone < FUSED_FRACTION * passes * pass_s
+        more = launches.get(together), launches.get(alone)
+        if None not in more and more[0] > more[1]:
+            return False
+        return t[together] - t[alone] < FUSED_FRACTION * passes * pass_s
 
     return {
-        "pointwise": joined(t["chain"], t["relu"], CHAIN_OPS - 1),
+        "pointwise": joined("chain", "relu", CHAIN_OPS - 1),
         # A residual add reads one operand more than the norm alone: half a pass where it fused,
         # one and a half where it ran apart.
-        "into_reductions": (joined(t["layernorm+relu"], t["layernorm"]) and joined(t["scale+softmax"], t["softmax"])
-                            and joined(t["add+layernorm"], t["layernorm"], 2)),
-        "into_products": joined(t["linear+relu"], t["linear"]),
+        "into_reductions": (joined("layernorm+relu", "layernorm") and joined("scale+softmax", "softmax")
+                            and joined("add+layernorm", "layernorm", 2)),
+        "into_products": joined("linear+relu", "linear"),
     }
 
 
@@ -200,23 +231,40 @@ def fusion_rules(torch, dtype, device, budget, progress, quick, sync=None):
     }
     reference_modules = (copy.deepcopy(norm).double(), copy.deepcopy(linear).double())
     progress(f"compiling {len(cases)} fusion probes on {rows}x{cols}")
-    runs = {}
+    runs, launches = {}, {}
     for name, (make, xs) in cases.items():
         compiled = compile_module(torch, _as_module(torch, make(norm, linear)), device)
         with torch.inference_mode():
             reach = width if name.startswith("linear") else 1
-            harness.check_close(f"compiled {name}", compiled(*xs), make(*reference_modules)(*[x.double() for x in xs]),
+            got, launches[name] = _first_call(torch, compiled, xs)
+            harness.check_close(f"compiled {name}", got, make(*reference_modules)(*[x.double() for x in xs]),
                                 rtol, max(atol, rtol * reach ** 0.5))
         runs[name] = _timed(torch, compiled, xs, sync)
     with torch.no_grad():
         timings = harness.time_calls(runs, budget, 0.5)
     t = {name: timing.time_s for name, timing in timings.items()}
-    rules = decide_fusion(t)
+    rules = decide_fusion(t, launches)
     pass_s = t["relu"]
-    probes = [record.probe_point(f"fusion {name}", f"{rows}x{cols}", timings[name], one_pass_s=pass_s)
+    probes = [record.probe_point(f"fusion {name}", f"{rows}x{cols}", timings[name], one_pass_s=pass_s,
+                                 **({"launches": launches[name]} if launches[name] is not None else {}))
               for name in cases]
     progress("fusion: " + ", ".join(f"{k} {'yes' if v else 'no'}" for k, v in rules.items()))
     return rules, probes
+
+
+def _first_call(torch, compiled, xs):
+    """(output, kernel launches) of a compiled callable's first call, which compiles it: the
+    launches from the code the compiler generated, None where that code cannot be had."""
+    try:
+        from torch._inductor import config
+        from torch._inductor.utils import run_and_get_code
+    except ImportError:
+        return compiled(*xs), None
+    # A graph found in the compiler's cache is not generated again, and its code not seen: the
+    # first call bypasses that cache (the kernels' own compiled code is still reused).
+    with config.patch(fx_graph_cache=False):
+        out, codes = run_and_get_code(compiled, *xs)
+    return out, kernel_launches(codes)
 
 
 def calibrate(options):

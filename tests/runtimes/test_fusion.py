@@ -1,4 +1,4 @@
-"""torch-compile's fusion rules from its probes' times (no PyTorch needed)."""
+"""torch-compile's fusion rules from its probes' times and generated code (no PyTorch needed)."""
 import os
 import sys
 import unittest
@@ -42,6 +42,73 @@ class DecideFusionTest(unittest.TestCase):
     def test_the_residual_add_may_read_its_extra_operand(self):
         # Half a pass more (one more tensor read) still counts as fused.
         self.assertTrue(torch_compile.decide_fusion(times(**{"add+layernorm": 2.0 * PASS}))["into_reductions"])
+
+    def test_an_op_with_a_launch_of_its_own_has_not_joined_whatever_the_times(self):
+        # Times within noise of a fusion, but the generated code runs the relu as a kernel apart.
+        launches = {name: 1 for name in times()}
+        launches["linear+relu"] = 2
+        rules = torch_compile.decide_fusion(times(), launches)
+        self.assertEqual(rules, {"pointwise": True, "into_reductions": True, "into_products": False})
+
+    def test_a_fusion_in_the_code_still_needs_the_time_saved(self):
+        # One kernel for the chain, but one that costs a pass per op (a scalar loop).
+        launches = {name: 1 for name in times()}
+        slow = times(chain=torch_compile.CHAIN_OPS * PASS)
+        self.assertFalse(torch_compile.decide_fusion(slow, launches)["pointwise"])
+        self.assertTrue(torch_compile.decide_fusion(times(), launches)["pointwise"])
+
+    def test_unknown_launches_leave_the_times_to_decide(self):
+        launches = {"linear": None, "linear+relu": 2}
+        self.assertTrue(torch_compile.decide_fusion(times(), launches)["into_products"])
+
+
+# The module a compiler generates for a graph: a library call and a kernel of its own in `call`
+# (a function at the top level, or a method), and code outside `call` that launches nothing.
+TOP_LEVEL_CALL = """
+def call(args):
+    buf0 = empty_strided_cpu((64, 512), (512, 1), torch.float32)
+    extern_kernels.addmm(arg1_1, arg2_1, reinterpret_tensor(arg0_1, (512, 512), (1, 512), 0), out=buf0)
+
+    cpp_fused_relu_0(buf1)
+    return (buf1, )
+
+
+def benchmark_compiled_module(times=10, repeat=10):
+    cpp_fused_relu_0(buf1)
+"""
+METHOD_CALL = """
+class Runner:
+    def call(self, args):
+        arg0_1, = args
+        buf0 = empty_strided_cpu((512, 1024), (1024, 1), torch.float32)
+        cpp_fused_add_mul_relu_tanh_0(arg0_1, buf0)
+        return (buf0, )
+
+runner = Runner(partitions=[])
+call = runner.call
+"""
+TRITON_CALL = """
+def call(args):
+    with torch.cuda._DeviceGuard(0):
+        triton_poi_fused_relu_0.run(arg0_1, buf0, 524288, stream=stream0)
+        triton_red_fused_native_layer_norm_1.run(buf0, buf1, 512, 1024, stream=stream0)
+    return (buf1, )
+"""
+
+
+class KernelLaunchesTest(unittest.TestCase):
+    def test_launches_in_call_only(self):
+        self.assertEqual(torch_compile.kernel_launches([TOP_LEVEL_CALL]), 2)
+        self.assertEqual(torch_compile.kernel_launches([METHOD_CALL]), 1)
+        self.assertEqual(torch_compile.kernel_launches([TRITON_CALL]), 2)
+
+    def test_every_module_of_a_graph_counts(self):
+        self.assertEqual(torch_compile.kernel_launches([TOP_LEVEL_CALL, METHOD_CALL]), 3)
+
+    def test_code_without_a_call_is_unknown(self):
+        self.assertIsNone(torch_compile.kernel_launches([]))
+        self.assertIsNone(torch_compile.kernel_launches(["x = 1\n"]))
+        self.assertIsNone(torch_compile.kernel_launches(None))
 
 
 if __name__ == "__main__":

@@ -52,7 +52,12 @@ class GridTest(unittest.TestCase):
         for s in grid:
             self.assertTrue(16 <= s["c"] <= 1024 and 7 <= s["h"] <= 112, s)
             self.assertEqual(s["c"] % s["groups"], 0)
-            self.assertLessEqual(grids.conv_flops(s), grids.CONV_MAX_FLOPS)
+            cap = grids.CONV_MAX_FLOPS if s["n"] == 1 else grids.CONV_BATCH_MAX_FLOPS
+            self.assertLessEqual(grids.conv_flops(s), cap)
+        # The batched points reach the many-channel end of the diagonal.
+        batched = [s for s in grid if s["n"] > 1]
+        self.assertEqual({s["c"] for s in batched if s["r"] == 1}, {c for c, _ in grids.CONV_DIAGONAL})
+        self.assertGreaterEqual(max(s["c"] for s in batched if s["r"] == 3), 512)
 
     def test_image_inputs_read_few_channels_through_strided_windows(self):
         grid = grids.image_input_grid(False)
