@@ -127,6 +127,31 @@ def time_calls(calls, budget, weight=1.0, clock=time.perf_counter, before=None):
     return {key: Timing(s) for key, s in samples.items()}
 
 
+# Sweeps over a grid's points: each point is timed once a sweep, at its share of its budget.
+SWEEPS = 2
+
+
+def time_in_sweeps(calls, budget, time_group=None, sweeps=SWEEPS, weight=1.0, together=False):
+    """Times each callable of `calls` (key -> callable) SWEEPS times over the whole group, each
+    time at 1/SWEEPS of its budget (`weight` times the point's), and pools each key's samples: a
+    point's fastest time comes from the best of several moments a few seconds apart, so a spell
+    in which a shared machine ran slow takes no point's rate with it. Each key runs back to back
+    with itself (its operands as warm as a point timed alone has them); with `together`, a sweep
+    times the whole group interleaved instead (time_calls), for the keys of one fit. `time_group`
+    replaces time_calls (a GPU's device timer). Returns key -> Timing."""
+    time_group = time_group or time_calls
+    share = weight / max(1, sweeps)
+    samples = {key: [] for key in calls}
+    for _ in range(max(1, sweeps)):
+        if together:
+            for key, timing in time_group(calls, budget, share).items():
+                samples[key] += timing.samples
+            continue
+        for key, call in calls.items():
+            samples[key] += time_group({0: call}, budget, share)[0].samples
+    return {key: Timing(s) for key, s in samples.items()}
+
+
 def time_call(call, budget, weight=1.0, clock=time.perf_counter, before=None):
     """One callable's Timing (time_calls with one key)."""
     return time_calls({0: call}, budget, weight, clock, before)[0]

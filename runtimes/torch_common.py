@@ -244,7 +244,8 @@ def own_kernel_rates(torch, kernels, shapes, dtype, budget, progress, device="cp
                      memory_format=None):
     """Elements per second of the runtime's own kernels (kernels: kind -> (make, operands), as
     row_kernels and image_kernels give), over `shapes` (the grid), as the slope between sizes
-    (harness.slope_rate): an op's elements are its outputs, a pool's its window elements. Each
+    (harness.slope_rate), the sizes of a kind timed interleaved in sweeps
+    (harness.time_in_sweeps): an op's elements are its outputs, a pool's its window elements. Each
     kind's output is checked once, at the smallest size, against the op in float64. `sync` ends
     every timed call (a GPU's synchronize); `time_group` replaces harness.time_calls (a GPU's
     device timer); `memory_format` lays out the 4-D operands (torch.channels_last). Returns
@@ -271,7 +272,7 @@ def own_kernel_rates(torch, kernels, shapes, dtype, budget, progress, device="cp
             moved[i] = sum(x.numel() * x.element_size() for x in xs) + out.numel() * out.element_size()
             calls[i] = _synced(call, xs, sync)
         with torch.no_grad():
-            timings = (time_group or harness.time_calls)(calls, budget, 0.5)
+            timings = harness.time_in_sweeps(calls, budget, time_group, weight=0.5, together=True)
         fitted = harness.within_cache([(work[i], timings[i].time_s, moved[i]) for i in calls], cache_bytes)
         rate, method = harness.slope_rate(fitted)
         entries.append({"kind": kind, "dtype": dtype_name, "elements_per_s": rate})
@@ -339,24 +340,24 @@ def conv_points(torch, dtype, device, fixed_s, budget, progress, quick, sync=Non
     on contiguous NCHW activations, as PyTorch runs a model that never asks for another memory
     format (with `channels_last`, activations in NHWC order and the weights as a model has them),
     over grids.conv_grid and grids.image_input_grid. Each kernel/stride/grouping class's output
-    (and each image input's) is checked once
-    against the convolution in float64. time_s and median_s are kernel times: measured less
-    `fixed_s` (the per-op cost the estimator charges), at least half of measured. Returns
-    (points, probe points)."""
+    (and each image input's) is checked once against the convolution in float64; the points are
+    timed in sweeps over the grid (harness.time_in_sweeps). time_s and median_s are kernel times:
+    measured less `fixed_s` (the per-op cost the estimator charges), at least half of measured.
+    Returns (points, probe points)."""
     from torch import nn
     label = dtype_label(torch, dtype)
     rtol, atol = tolerance(torch, dtype)
-    time_group = time_group or harness.time_calls
-    points, probes, checked = [], [], set()
-    for i, shape in enumerate(grids.conv_grid(quick) + grids.image_input_grid(quick)):
+    shapes = grids.conv_grid(quick) + grids.image_input_grid(quick)
+    calls, names, checked = {}, {}, set()
+    for i, shape in enumerate(shapes):
         torch.manual_seed(harness.SEED + i)
         conv = nn.Conv2d(shape["c"], shape["k"], shape["r"], stride=shape["stride"], padding=shape["pad"],
                          dilation=shape["dilation"], groups=shape["groups"], bias=True).to(device, dtype).eval()
         x = harness.random_input("torch", (shape["n"], shape["c"], shape["h"], shape["w"]), dtype, device, seed=i)
         if channels_last:
             x = x.contiguous(memory_format=torch.channels_last)
-        name = (f"mb{shape['n']}ic{shape['c']}ih{shape['h']}oc{shape['k']}kh{shape['r']}sh{shape['stride']}"
-                f"ph{shape['pad']}g{shape['groups']}")
+        names[i] = (f"mb{shape['n']}ic{shape['c']}ih{shape['h']}oc{shape['k']}kh{shape['r']}sh{shape['stride']}"
+                    f"ph{shape['pad']}g{shape['groups']}")
         with torch.inference_mode():
             key = (shape["r"], shape["stride"], shape["c"] // shape["groups"] if shape["groups"] > 1 else 0,
                    shape["c"] == shape["k"])
@@ -364,9 +365,14 @@ def conv_points(torch, dtype, device, fixed_s, budget, progress, quick, sync=Non
                 want = nn.functional.conv2d(x.double(), conv.weight.double(), conv.bias.double(), conv.stride,
                                             conv.padding, conv.dilation, conv.groups)
                 reach = shape["c"] // shape["groups"] * shape["r"] * shape["s"]
-                harness.check_close(f"conv {name}", conv(x), want, rtol, max(atol, rtol * reach ** 0.5))
+                harness.check_close(f"conv {names[i]}", conv(x), want, rtol, max(atol, rtol * reach ** 0.5))
                 checked.add(key)
-            timing = time_group({0: _synced(conv, [x], sync)}, budget)[0]
+        calls[i] = _synced(conv, [x], sync)
+    with torch.inference_mode():
+        timings = harness.time_in_sweeps(calls, budget, time_group)
+    points, probes = [], []
+    for i, shape in enumerate(shapes):
+        timing = timings[i]
         kernel_s = harness.kernel_time_s(timing.time_s, fixed_s)
         flops = grids.conv_flops(shape)
         point = dict(dtype=label, **shape, layout="nhwc" if channels_last else "nchw")
@@ -375,7 +381,7 @@ def conv_points(torch, dtype, device, fixed_s, budget, progress, quick, sync=Non
                       "impl": "torch conv2d", "cold_weights": False, "measured_s": timing.time_s,
                       "fixed_s_taken_off": timing.time_s - kernel_s})
         points.append(point)
-        probes.append(record.probe_point(f"conv conv2d {label}", name, timing))
+        probes.append(record.probe_point(f"conv conv2d {label}", names[i], timing))
     best = max(points, key=lambda p: p["flops_per_s"])
     progress(f"{len(points)} conv points, best {best['flops_per_s'] / 1e9:.1f} GFLOP/s")
     return points, probes

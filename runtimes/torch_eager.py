@@ -35,6 +35,13 @@ VIEW_SIDE = 16
 NORM_WIDTH = 64
 # A GEMM point's kernel time is at least this fraction of its measured time.
 KERNEL_FLOOR = 0.5
+# Cold weights: the skinny products (at most COLD_ROWS rows) whose weights are at least
+# COLD_MIN_WEIGHT_BYTES again, each call on the next of enough copies of its layer that together
+# they are COLD_CACHES times the last-level cache: a model whose weights outgrow the caches
+# streams each layer's weights from memory, at whatever rate the product reads them.
+COLD_ROWS, COLD_MIN_WEIGHT_BYTES, COLD_CACHES = 8, 2 ** 20, 2
+# Without a cache size from the OS, the copies' total.
+COLD_FALLBACK_BYTES = 256 * 2 ** 20
 QUICK_ROW_KINDS = ("elementwise:gelu", "elementwise:add", "softmax", "norm:layernorm", "linear:bias")
 QUICK_IMAGE_KINDS = ("pool:max", "norm:batchnorm")
 
@@ -176,42 +183,78 @@ def fixed_costs(torch, dtype, device, budget, progress, quick, sync=None):
 def gemm_points(torch, dtype, device, kind_costs, budget, progress, quick, time_group=None):
     """The runtime's own GEMM points in the profile's point format: linears (weights [n][k],
     without bias: its copy is the own kernel linear:bias) over grids.gemm_grid and batched
-    matmuls over grids.batched_matmul_grid. time_s and median_s are kernel times: measured less
-    the kind's fixed cost (kind_op_s charges it per op), at least KERNEL_FLOOR of measured."""
+    matmuls over grids.batched_matmul_grid, timed in sweeps over the grid (harness.time_in_sweeps).
+    time_s and median_s are kernel times: measured less the kind's fixed cost (kind_op_s charges
+    it per op), at least KERNEL_FLOOR of measured."""
     label = torch_common.dtype_label(torch, dtype)
     rtol, atol = torch_common.tolerance(torch, dtype)
-    time_group = time_group or harness.time_calls
-    points, probes = [], []
+    items = []  # (op, batch, m, n, k, call, layout, cold weights)
 
-    def point(op, batch, m, n, k, call, layout, reference):
-        with torch.inference_mode():
-            got = call()
-            if reference is not None:
-                harness.check_close(f"{op} {batch}x{m}x{n}x{k}", got, reference(), rtol, max(atol, rtol * k ** 0.5))
-            timing = time_group({0: call}, budget)[0]
+    def point(op, batch, m, n, k, call, layout, reference, cold=False):
+        if reference is not None:
+            with torch.inference_mode():
+                harness.check_close(f"{op} {batch}x{m}x{n}x{k}", call(), reference(), rtol, max(atol, rtol * k ** 0.5))
+        items.append((op, batch, m, n, k, call, layout, cold))
+
+    cache_bytes = harness.last_level_cache_bytes() if device == "cpu" else None
+    for i, (m, w) in enumerate(grids.gemm_grid(quick)):
+        layer, x = _linear(torch, m, w, dtype, device, bias=False, seed=i)
+        ref = (lambda layer=layer, x=x: x.double() @ layer.weight.double().t()) if i == 0 else None
+        point("linear", 1, m, w, w, lambda layer=layer, x=x: layer(x), "row-major, weights [n][k]", ref)
+        weight_bytes = layer.weight.numel() * layer.weight.element_size()
+        if device == "cpu" and m <= COLD_ROWS and weight_bytes >= COLD_MIN_WEIGHT_BYTES:
+            call, check = _cold_linear(torch, layer, x, weight_bytes, cache_bytes)
+            point("linear", 1, m, w, w, call, "row-major, weights [n][k]", check, cold=True)
+    for i, (batch, side) in enumerate(grids.batched_matmul_grid(quick)):
+        a = harness.random_input("torch", (batch, side, side), dtype, device, seed=2 * i)
+        b = harness.random_input("torch", (batch, side, side), dtype, device, seed=2 * i + 1)
+        ref = (lambda a=a, b=b: a.double() @ b.double()) if i == 0 else None
+        point("matmul", batch, side, side, side, lambda a=a, b=b: torch.matmul(a, b), "row-major, B [k][n]", ref)
+    with torch.inference_mode():
+        timings = harness.time_in_sweeps({i: item[5] for i, item in enumerate(items)}, budget, time_group)
+    points, probes = [], []
+    for i, (op, batch, m, n, k, _, layout, cold) in enumerate(items):
+        timing = timings[i]
         fixed = kind_costs.get(op, 0.0)
         kernel_s = harness.kernel_time_s(timing.time_s, fixed, KERNEL_FLOOR)
         kernel_median_s = harness.kernel_time_s(timing.median_s, fixed, KERNEL_FLOOR)
         flops = 2.0 * batch * m * n * k
         points.append({"dtype": label, "m": m, "n": n, "k": k, "batch": batch, "time_s": kernel_s,
                        "median_s": kernel_median_s, "flops_per_s": flops / kernel_s, "cv": timing.cv,
-                       "samples": timing.count, "impl": f"torch {op}", "layout": layout, "cold_weights": False,
+                       "samples": timing.count, "impl": f"torch {op}", "layout": layout, "cold_weights": cold,
                        "op": op, "measured_s": timing.time_s, "fixed_s_taken_off": timing.time_s - kernel_s})
-        probes.append(record.probe_point(f"gemm {op} {label}", f"{batch}x{m}x{n}x{k}", timing))
-
-    for i, (m, w) in enumerate(grids.gemm_grid(quick)):
-        layer, x = _linear(torch, m, w, dtype, device, bias=False, seed=i)
-        ref = (lambda layer=layer, x=x: x.double() @ layer.weight.double().t()) if i == 0 else None
-        point("linear", 1, m, w, w, lambda layer=layer, x=x: layer(x), "row-major, weights [n][k]", ref)
-    for i, (batch, side) in enumerate(grids.batched_matmul_grid(quick)):
-        a = harness.random_input("torch", (batch, side, side), dtype, device, seed=2 * i)
-        b = harness.random_input("torch", (batch, side, side), dtype, device, seed=2 * i + 1)
-        ref = (lambda a=a, b=b: a.double() @ b.double()) if i == 0 else None
-        point("matmul", batch, side, side, side, lambda a=a, b=b: torch.matmul(a, b), "row-major, B [k][n]", ref)
+        probes.append(record.probe_point(f"gemm {op}{' cold weights' if cold else ''} {label}",
+                                         f"{batch}x{m}x{n}x{k}", timing))
     best = max(points, key=lambda p: p["flops_per_s"])
     progress(f"{len(points)} gemm points, best {best['flops_per_s'] / 1e9:.1f} GFLOP/s "
              f"({best['op']} {best['m']}x{best['n']}x{best['k']})")
     return points, probes
+
+
+def _cold_linear(torch, layer, x, weight_bytes, cache_bytes):
+    """(call, check) of `layer` with cold weights: each call on the next of enough copies of the
+    layer (distinct random weights) that together they are COLD_CACHES times the last-level
+    cache. `check` is the float64 reference of the copy the last call used."""
+    from torch import nn
+    total = COLD_CACHES * cache_bytes if cache_bytes else COLD_FALLBACK_BYTES
+    copies = []
+    for i in range(max(2, -(-total // weight_bytes))):
+        copy_ = nn.Linear(layer.in_features, layer.out_features, bias=False).to(layer.weight.device,
+                                                                                layer.weight.dtype).eval()
+        with torch.no_grad():
+            copy_.weight.copy_(harness.random_input("torch", tuple(copy_.weight.shape), layer.weight.dtype,
+                                                    layer.weight.device, seed=1000 + i))
+        copies.append(copy_)
+    turn = [0]
+
+    def call():
+        copy_ = copies[turn[0] % len(copies)]
+        turn[0] += 1
+        return copy_(x)
+
+    def check():
+        return x.double() @ copies[(turn[0] - 1) % len(copies)].weight.double().t()
+    return call, check
 
 
 def row_kernel_table(torch, dtype, quick):

@@ -2,8 +2,8 @@
 Debian's PyTorch (/usr/bin/python3, or TRUEPEAK_TORCH_PYTHON), onnxruntime, and torch-eager and
 torch-compile with the torch 2.x of the project's venv (.venv/bin/python, or TRUEPEAK_ORT_PYTHON
 and TRUEPEAK_TORCH2_PYTHON, see scripts/setup-venv.sh). Each record must pass the record checks;
-torch-compile's must carry its fusion rules, torch-eager's its image kernels and image-input
-convolutions. Each runtime whose framework is missing is skipped, saying why; exit 77 (skipped)
+torch-compile's must carry its fusion rules, torch-eager's its image kernels, image-input
+convolutions and cold-weights GEMM points. Each runtime whose framework is missing is skipped, saying why; exit 77 (skipped)
 when none ran."""
 import json
 import os
@@ -63,6 +63,8 @@ def run(runtime, python):
             return None, f"{runtime}: the record has no image kernel {', '.join(sorted(missing))}"
         if not any(c["c"] < c["k"] and c["groups"] == 1 for c in doc["conv"]):
             return None, f"{runtime}: the record has no image-input convolution point"
+        if not any(g["cold_weights"] for g in doc["gemm"]):
+            return None, f"{runtime}: the record has no cold-weights GEMM point"
     print(f"{runtime}: ok in {seconds:.1f} s (calibration_s {doc['calibration_s']:.1f}), op_s "
           f"{doc['op_s'] * 1e6:.2f} us, {len(doc['own_kernels'])} own kernels, {len(doc['probes'])} probe points")
     return doc, None

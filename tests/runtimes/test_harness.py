@@ -99,6 +99,40 @@ class TimeCallsTest(unittest.TestCase):
             harness.Timing([])
 
 
+class TimeInSweepsTest(unittest.TestCase):
+    def timed(self, calls, clock):
+        group = lambda c, b, w: harness.time_calls(c, b, w, clock=clock)  # noqa: E731
+        return harness.time_in_sweeps(calls, budget(clock=clock), group)
+
+    def test_each_point_runs_back_to_back_once_a_sweep(self):
+        clock, log = FakeClock(), []
+        calls = {"a": clock.call([1.0], log, "a"), "b": clock.call([1.0], log, "b")}
+        timings = self.timed(calls, clock)
+        bursts = [name for i, name in enumerate(log) if i == 0 or log[i - 1] != name]
+        self.assertEqual(bursts, ["a", "b"] * harness.SWEEPS)
+        self.assertEqual(timings["a"].count + timings["b"].count, len(log) - 2 * harness.SWEEPS * budget().warmup)
+
+    def test_together_a_sweep_interleaves_the_group(self):
+        clock, log = FakeClock(), []
+        calls = {"a": clock.call([1.0], log, "a"), "b": clock.call([1.0], log, "b")}
+        group = lambda c, b, w: harness.time_calls(c, b, w, clock=clock)  # noqa: E731
+        timings = harness.time_in_sweeps(calls, budget(clock=clock), group, together=True)
+        warm = budget().warmup
+        self.assertEqual(log[2 * warm:2 * warm + 4], ["a", "b", "a", "b"])
+        self.assertEqual(timings["a"].count, timings["b"].count)
+        self.assertEqual(timings["a"].count, (len(log) - 2 * warm * harness.SWEEPS) // 2)
+
+    def test_a_slow_spell_in_one_sweep_leaves_the_rate_to_another(self):
+        clock = FakeClock()
+        # "a" runs slow through the whole of the first sweep (its warm-up and the fewest samples
+        # a point over its budget takes), then at its own speed.
+        first_sweep = budget().warmup + budget().min_samples
+        calls = {"a": clock.call([5.0] * first_sweep + [1.0]), "b": clock.call([1.0])}
+        timings = self.timed(calls, clock)
+        self.assertEqual(timings["a"].time_s, 1.0)
+        self.assertIn(5.0, timings["a"].samples)
+
+
 class BudgetTest(unittest.TestCase):
     def test_points_take_their_minimum_once_the_total_is_spent(self):
         clock = FakeClock()
