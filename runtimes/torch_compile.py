@@ -12,6 +12,7 @@ a chain adds to its first op against the time that op costs alone; the rates of 
 kernels over the row grid; the library's GEMM and convolution points as the compiled graph calls
 them (PyTorch's own calls, each less the fixed cost above); the main-memory bandwidth of its
 kernels."""
+import contextlib
 import copy
 import re
 
@@ -262,7 +263,8 @@ def _first_call(torch, compiled, xs):
         return compiled(*xs), None
     # A graph found in the compiler's cache is not generated again, and its code not seen: the
     # first call bypasses that cache (the kernels' own compiled code is still reused).
-    with config.patch(fx_graph_cache=False):
+    bypass = config.patch(fx_graph_cache=False) if hasattr(config, "fx_graph_cache") else contextlib.nullcontext()
+    with bypass:
         out, codes = run_and_get_code(compiled, *xs)
     return out, kernel_launches(codes)
 
