@@ -85,10 +85,11 @@ def _numbers(value, path):
 
 
 def _may_be_zero(path):
-    """op_s and kind_op_s may be 0 (noise can leave an op's cost unmeasurable); so may a
-    coefficient of variation, a convolution's padding and what a probe point records beside its
-    times."""
+    """op_s and kind_op_s may be 0 (noise can leave an op's cost unmeasurable), and so what a
+    GEMM or convolution point had taken off for it; so may a coefficient of variation, a
+    convolution's padding and what a probe point records beside its times."""
     return (path in ("op_s", "fusion.graph_s") or path.startswith("kind_op_s[") or path.endswith(".cv") or
+            re.fullmatch(r"(gemm|conv)\[\d+\]\.fixed_s_taken_off", path) is not None or
             re.fullmatch(r"conv\[\d+\]\.pad", path) is not None or
             (path.startswith("probes[") and not path.endswith((".time_s", ".median_s"))))
 

@@ -88,6 +88,12 @@ class ProblemsTest(unittest.TestCase):
         self.assertEqual(doc["conv"][0]["cv"], 0.0)
         self.assertEqual(record.problems(doc), [])
 
+    def test_a_point_may_have_had_nothing_taken_off(self):
+        # A fixed cost that noise left at 0: the points' times are as measured.
+        doc = a_record(op_s=0.0, gemm=[gemm_point(fixed_s_taken_off=0.0)], conv=[conv_point(fixed_s_taken_off=0.0)])
+        self.assertEqual(record.problems(doc), [])
+        self.assertProblem(a_record(gemm=[gemm_point(fixed_s_taken_off=-1e-6)]), "gemm[0].fixed_s_taken_off")
+
     def test_probe_times_may_not_be_zero(self):
         doc = a_record()
         doc["probes"][0]["time_s"] = 0.0
