@@ -340,7 +340,7 @@ def conv_points(torch, dtype, device, fixed_s, budget, progress, quick, sync=Non
     on contiguous NCHW activations, as PyTorch runs a model that never asks for another memory
     format (with `channels_last`, activations in NHWC order and the weights as a model has them),
     over grids.conv_grid and grids.image_input_grid. Each kernel/stride/grouping class's output
-    (and each image input's) is checked once against the convolution in float64; the points are
+    (and each image-input kernel's) is checked once against the convolution in float64; the points are
     timed in sweeps over the grid (harness.time_in_sweeps). time_s and median_s are kernel times:
     measured less `fixed_s` (the per-op cost the estimator charges), at least half of measured.
     Returns (points, probe points)."""

@@ -37,6 +37,9 @@ CHAIN_OPS = 4
 # An op has joined its neighbour's kernel when it adds less than this fraction of what it costs
 # as a kernel of its own.
 FUSED_FRACTION = 0.5
+# Untimed calls of each fusion probe after all are compiled (a CUDA graph is recorded on the
+# second or third).
+FUSION_WARMUP = 3
 
 
 def require():
@@ -109,8 +112,9 @@ _LAUNCH = re.compile(r"\b(cpp_fused_\w+\(|triton_\w+\.run\(|extern_kernels\.\w+\
 
 def kernel_launches(codes):
     """The kernels a compiled graph launches a call, from the source the compiler generated (a
-    list of module sources): the launch lines of each module's `call`. None where no `call` is
-    found (another compiler, or a generated code of another shape)."""
+    list of module sources): the launch lines of each module's `call` and of the partitions it
+    calls (`partition_N`, where the compiler splits a graph for CUDA graphs). None where no
+    `call` is found (another compiler, or a generated code of another shape)."""
     launches, found = 0, False
     for code in codes or ():
         indent = None  # the indentation of the `def call` whose body is being read
@@ -120,7 +124,7 @@ def kernel_launches(codes):
                 indent = None
             if indent is not None:
                 launches += bool(_LAUNCH.search(line))
-            elif re.match(r"\s*def call\(", line):
+            elif re.match(r"\s*def (call|partition_\d+)\(", line):
                 indent, found = depth, True
     return launches if found else None
 
@@ -241,6 +245,13 @@ def fusion_rules(torch, dtype, device, budget, progress, quick, sync=None):
             harness.check_close(f"compiled {name}", got, make(*reference_modules)(*[x.double() for x in xs]),
                                 rtol, max(atol, rtol * reach ** 0.5))
         runs[name] = _timed(torch, compiled, xs, sync)
+    # Reading a graph's code resets the compiler's state, so each probe compiled before the last
+    # compiles again (from the cache) at its next call, and a GPU records its CUDA graph again:
+    # every probe runs a few times before any is timed.
+    with torch.inference_mode():
+        for run in runs.values():
+            for _ in range(FUSION_WARMUP):
+                run()
     with torch.no_grad():
         timings = harness.time_calls(runs, budget, 0.5)
     t = {name: timing.time_s for name, timing in timings.items()}
@@ -262,7 +273,7 @@ def _first_call(torch, compiled, xs):
     except ImportError:
         return compiled(*xs), None
     # A graph found in the compiler's cache is not generated again, and its code not seen: the
-    # first call bypasses that cache (the kernels' own compiled code is still reused).
+    # first call bypasses that cache (the generated kernels' binaries are still reused).
     bypass = config.patch(fx_graph_cache=False) if hasattr(config, "fx_graph_cache") else contextlib.nullcontext()
     with bypass:
         out, codes = run_and_get_code(compiled, *xs)

@@ -35,12 +35,15 @@ VIEW_SIDE = 16
 NORM_WIDTH = 64
 # A GEMM point's kernel time is at least this fraction of its measured time.
 KERNEL_FLOOR = 0.5
-# Cold weights: the skinny products (at most COLD_ROWS rows) whose weights are at least
-# COLD_MIN_WEIGHT_BYTES again, each call on the next of enough copies of its layer that together
-# they are COLD_CACHES times the last-level cache: a model whose weights outgrow the caches
-# streams each layer's weights from memory, at whatever rate the product reads them.
-COLD_ROWS, COLD_MIN_WEIGHT_BYTES, COLD_CACHES = 8, 2 ** 20, 2
-# Without a cache size from the OS, the copies' total.
+# Cold weights: the skinny products (at most COLD_ROWS rows) whose weights have at least
+# COLD_MIN_WEIGHTS elements again, each call on the next of enough copies of its layer to span
+# COLD_SPAN_CACHES times the last-level cache, at most COLD_SPAN_MAX bytes but never under twice
+# the cache (the span the native backend's cold points use: twice the cache still leaves some of
+# a layer's weights there for its next call): a model whose weights outgrow the caches streams
+# each layer's weights from memory, at whatever rate the product reads them.
+COLD_ROWS, COLD_MIN_WEIGHTS = 8, 2 ** 18
+COLD_SPAN_CACHES, COLD_SPAN_MAX = 8, 2 ** 30
+# Without a cache size from the OS, the copies' span.
 COLD_FALLBACK_BYTES = 256 * 2 ** 20
 QUICK_ROW_KINDS = ("elementwise:gelu", "elementwise:add", "softmax", "norm:layernorm", "linear:bias")
 QUICK_IMAGE_KINDS = ("pool:max", "norm:batchnorm")
@@ -197,13 +200,15 @@ def gemm_points(torch, dtype, device, kind_costs, budget, progress, quick, time_
         items.append((op, batch, m, n, k, call, layout, cold))
 
     cache_bytes = harness.last_level_cache_bytes() if device == "cpu" else None
+    cold_copies = {}  # width -> the copies its cold points share
     for i, (m, w) in enumerate(grids.gemm_grid(quick)):
         layer, x = _linear(torch, m, w, dtype, device, bias=False, seed=i)
         ref = (lambda layer=layer, x=x: x.double() @ layer.weight.double().t()) if i == 0 else None
         point("linear", 1, m, w, w, lambda layer=layer, x=x: layer(x), "row-major, weights [n][k]", ref)
-        weight_bytes = layer.weight.numel() * layer.weight.element_size()
-        if device == "cpu" and m <= COLD_ROWS and weight_bytes >= COLD_MIN_WEIGHT_BYTES:
-            call, check = _cold_linear(torch, layer, x, weight_bytes, cache_bytes)
+        if device == "cpu" and m <= COLD_ROWS and layer.weight.numel() >= COLD_MIN_WEIGHTS:
+            if w not in cold_copies:
+                cold_copies[w] = cold_layer_copies(torch, layer, cold_span_bytes(cache_bytes))
+            call, check = _rotating(cold_copies[w], x)
             point("linear", 1, m, w, w, call, "row-major, weights [n][k]", check, cold=True)
     for i, (batch, side) in enumerate(grids.batched_matmul_grid(quick)):
         a = harness.random_input("torch", (batch, side, side), dtype, device, seed=2 * i)
@@ -231,20 +236,37 @@ def gemm_points(torch, dtype, device, kind_costs, budget, progress, quick, time_
     return points, probes
 
 
-def _cold_linear(torch, layer, x, weight_bytes, cache_bytes):
-    """(call, check) of `layer` with cold weights: each call on the next of enough copies of the
-    layer (distinct random weights) that together they are COLD_CACHES times the last-level
-    cache. `check` is the float64 reference of the copy the last call used."""
+def cold_span_bytes(cache_bytes):
+    """The bytes the copies of a cold-weights point span, from the last-level cache's bytes
+    (None: COLD_FALLBACK_BYTES)."""
+    if not cache_bytes:
+        return COLD_FALLBACK_BYTES
+    return max(2 * cache_bytes, min(COLD_SPAN_CACHES * cache_bytes, COLD_SPAN_MAX))
+
+
+def cold_copy_count(weight_bytes, span_bytes):
+    """Copies of a layer of `weight_bytes` that span `span_bytes`: at least 2."""
+    return max(2, -(-span_bytes // weight_bytes))
+
+
+def cold_layer_copies(torch, layer, span_bytes):
+    """Copies of a bias-free linear `layer` with distinct random weights, cold_copy_count of them."""
     from torch import nn
-    total = COLD_CACHES * cache_bytes if cache_bytes else COLD_FALLBACK_BYTES
+    weight_bytes = layer.weight.numel() * layer.weight.element_size()
     copies = []
-    for i in range(max(2, -(-total // weight_bytes))):
+    for i in range(cold_copy_count(weight_bytes, span_bytes)):
         copy_ = nn.Linear(layer.in_features, layer.out_features, bias=False).to(layer.weight.device,
                                                                                 layer.weight.dtype).eval()
         with torch.no_grad():
             copy_.weight.copy_(harness.random_input("torch", tuple(copy_.weight.shape), layer.weight.dtype,
                                                     layer.weight.device, seed=1000 + i))
         copies.append(copy_)
+    return copies
+
+
+def _rotating(copies, x):
+    """(call, check): each call runs `x` through the next of `copies`; check() is the float64
+    reference of the copy the last call used."""
     turn = [0]
 
     def call():

@@ -46,8 +46,8 @@ esac
 stage_start=$SECONDS
 debug_dir=$root/build-debug
 mkdir -p "$debug_dir"
-# Unoptimized: with the sanitizers, -O1 compiles about 1.8 times slower than -O0 and saves the
-# tests less than it costs the build (docs/testing.md).
+# Unoptimized: with the sanitizers, the build takes 1.8 times as long at -O1 as at -O0, and -O1
+# saves the tests less than it costs the build (docs/testing.md).
 cmake -S "$root" -B "$debug_dir" --preset debug \
   -DCMAKE_C_COMPILER="clang-$clang_version" -DCMAKE_CXX_COMPILER="clang++-$clang_version" \
   -DTRUEPEAK_ENABLE_TESTS=ON -DTRUEPEAK_ENABLE_BENCH=OFF -DTRUEPEAK_ENABLE_FUZZ=ON -DTRUEPEAK_WERROR=OFF \

@@ -94,9 +94,25 @@ def call(args):
         triton_red_fused_native_layer_norm_1.run(buf0, buf1, 512, 1024, stream=stream0)
     return (buf1, )
 """
+PARTITIONED_CALL = """
+def partition_0(args):
+    with torch.cuda._DeviceGuard(0):
+        triton_poi_fused_relu_0.run(arg0_1, buf0, 524288, stream=stream0)
+        extern_kernels.mm(buf0, arg1_1, out=buf1)
+    return (buf1, )
+
+
+class Runner:
+    def call(self, args):
+        (buf1, ) = self.partitions[0](args)
+        return (buf1, )
+"""
 
 
 class KernelLaunchesTest(unittest.TestCase):
+    def test_the_partitions_a_call_runs_count(self):
+        self.assertEqual(torch_compile.kernel_launches([PARTITIONED_CALL]), 2)
+
     def test_launches_in_call_only(self):
         self.assertEqual(torch_compile.kernel_launches([TOP_LEVEL_CALL]), 2)
         self.assertEqual(torch_compile.kernel_launches([METHOD_CALL]), 1)
