@@ -6,8 +6,9 @@ mixed-precision inference does (prepare()).
 Probes: the fixed cost of one op (chains of linears too small for oneDNN: the dispatch every
 eager op pays); the costs of the kinds that pay more or less than that (products that reach
 oneDNN, views, the mixed-precision layer norm); the rates of PyTorch's own kernels over the
-size grids (row-shaped, and image-shaped in NCHW: pools, the batch norm); the runtime's own GEMM points (linears and batched matmuls over a grid skinny to
-square, each less its kind's fixed cost, which kind_op_s charges); its convolution points
+size grids (row-shaped, and image-shaped in NCHW: pools, the batch norm); the runtime's own GEMM
+points (linears and batched matmuls over a grid skinny to square, each less its kind's fixed
+cost, which kind_op_s charges; skinny linears again with cold weights); its convolution points
 (contiguous NCHW, the layout a model keeps unless asked for another, each less the conv2d kind's
 fixed cost); the main-memory bandwidth of its own kernels. On a GPU (unverified on hardware so far): issue times per op and kind from
 synchronized chains, kernel rates and GEMM points from device time (CUDA events)."""
@@ -45,6 +46,8 @@ COLD_ROWS, COLD_MIN_WEIGHTS = 8, 2 ** 18
 COLD_SPAN_CACHES, COLD_SPAN_MAX = 8, 2 ** 30
 # Without a cache size from the OS, the copies' span.
 COLD_FALLBACK_BYTES = 256 * 2 ** 20
+# The first copy's seed, past the grid's.
+COLD_SEED = 1000
 QUICK_ROW_KINDS = ("elementwise:gelu", "elementwise:add", "softmax", "norm:layernorm", "linear:bias")
 QUICK_IMAGE_KINDS = ("pool:max", "norm:batchnorm")
 
@@ -250,18 +253,12 @@ def cold_copy_count(weight_bytes, span_bytes):
 
 
 def cold_layer_copies(torch, layer, span_bytes):
-    """Copies of a bias-free linear `layer` with distinct random weights, cold_copy_count of them."""
-    from torch import nn
+    """Copies of a bias-free square linear `layer` (as _linear makes), each from a seed of its
+    own, cold_copy_count of them."""
     weight_bytes = layer.weight.numel() * layer.weight.element_size()
-    copies = []
-    for i in range(cold_copy_count(weight_bytes, span_bytes)):
-        copy_ = nn.Linear(layer.in_features, layer.out_features, bias=False).to(layer.weight.device,
-                                                                                layer.weight.dtype).eval()
-        with torch.no_grad():
-            copy_.weight.copy_(harness.random_input("torch", tuple(copy_.weight.shape), layer.weight.dtype,
-                                                    layer.weight.device, seed=1000 + i))
-        copies.append(copy_)
-    return copies
+    return [_linear(torch, 1, layer.in_features, layer.weight.dtype, layer.weight.device, bias=False,
+                    seed=COLD_SEED + i)[0]
+            for i in range(cold_copy_count(weight_bytes, span_bytes))]
 
 
 def _rotating(copies, x):
@@ -296,10 +293,8 @@ def image_kernel_table(row_table, quick):
     keeps: pools, the batch norm and the activations the row table lacks. A pool's kernel runs
     per window element, far from a memory pass (PyTorch's max pool over NCHW computes the indices
     it would need for training), so it is timed rather than taken as the memory roof."""
-    kinds = [k for k in torch_common.image_kernels() if k not in row_table]
-    if quick:
-        kinds = [k for k in kinds if k in QUICK_IMAGE_KINDS]
-    return torch_common.image_kernels(kinds)
+    return {kind: kernel for kind, kernel in torch_common.image_kernels().items()
+            if kind not in row_table and (not quick or kind in QUICK_IMAGE_KINDS)}
 
 
 class CudaTimer:
