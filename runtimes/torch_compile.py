@@ -37,6 +37,9 @@ CHAIN_OPS = 4
 # An op has joined its neighbour's kernel when it adds less than this fraction of what it costs
 # as a kernel of its own.
 FUSED_FRACTION = 0.5
+# The batch norms of the image kernels shift each channel by up to about this many standard
+# deviations of their input.
+SHIFT = 0.25
 # Untimed calls of each fusion probe after all are compiled (a CUDA graph is recorded on the
 # second or third).
 FUSION_WARMUP = 3
@@ -44,6 +47,25 @@ FUSION_WARMUP = 3
 
 def require():
     return torch_common.require_torch(RUNTIME, MINIMUM_TORCH, need_2x=True)
+
+
+# Graphs the calibration compiles from one frame: the probes of a kind share their module's
+# forward (nn.Sequential's, a wrapped function's), one graph per shape.
+PROBE_GRAPHS_PER_FRAME = 64
+
+
+def compile_every_call(torch, graphs_per_frame):
+    """Room for `graphs_per_frame` compiled graphs of one frame, and an error past it. Past the
+    compiler's recompile limit (8 graphs) a frame runs eager without a word: a probe or a model
+    compiled in a process that has compiled many others would be timed as eager PyTorch runs
+    it."""
+    config = torch._dynamo.config
+    for limit in ("recompile_limit", "cache_size_limit"):
+        if hasattr(config, limit):
+            setattr(config, limit, max(getattr(config, limit), graphs_per_frame))
+    for fail in ("fail_on_recompile_limit_hit", "fail_on_cache_limit_hit"):
+        if hasattr(config, fail):
+            setattr(config, fail, True)
 
 
 def default_dtype(torch, device):
@@ -173,27 +195,42 @@ def layout_optimized(torch):
     return bool(getattr(config, "layout_optimization", False))
 
 
-def image_kernels(torch, dtype, device):
+def image_kernels(torch, dtype, device, quick=False):
     """Estimator row kind -> (make(shape) -> callable, operand shapes(shape)) of the generated
-    kernels of image-shaped activations: `elementwise` (every elementwise kind without a rate of
-    its own: a batch norm in inference and a relu, which the compiler generates as one kernel
-    of per-channel arithmetic, a convolutional network's usual elementwise work) and `pool:max` (a 3x3 max
-    pool, stride 2)."""
+    kernels of image-shaped activations. A convolution's batch norm runs in the kernel of the
+    activation after it: `elementwise` (every elementwise kind without a rate of its own: a batch
+    norm in inference and a relu, one kernel of per-channel arithmetic, a convolutional network's
+    usual elementwise work), and the activations whose arithmetic costs more than a relu's where
+    the compiler's code is scalar (`elementwise:clip`, a relu6, whose NaN-propagating min and max
+    cost 5 relus there; `elementwise:silu`, `elementwise:hardswish`); `norm:batchnorm`
+    (a batch norm alone, as one that precedes a convolution runs) and `pool:max` (a 3x3 max pool,
+    stride 2). --quick: `elementwise` and `pool:max`."""
     from torch import nn
 
-    def normalized(shape):
+    # A trained network's batch norm gives its activation values of about unit scale, about as
+    # often negative as positive: the time of scalar exp and of a clip's branches depends on them.
+    def normalized(shape, activation=None):
         norm = nn.BatchNorm2d(shape[1]).to(device, dtype).eval()
+        channels = norm.weight.shape
         with torch.no_grad():
-            for i, tensor in enumerate((norm.weight, norm.bias, norm.running_mean)):
-                tensor.copy_(harness.random_input("torch", tensor.shape, dtype, device, seed=12 + i))
-            norm.running_var.copy_(harness.random_input("torch", norm.running_var.shape, dtype, device, seed=15,
-                                                        positive=True))
-        return nn.Sequential(norm, nn.ReLU()).eval()
+            norm.weight.copy_(harness.random_input("torch", channels, dtype, device, seed=12, positive=True))
+            norm.running_var.copy_(harness.random_input("torch", channels, dtype, device, seed=15, positive=True))
+            for i, tensor in enumerate((norm.bias, norm.running_mean)):
+                tensor.copy_(harness.random_input("torch", channels, dtype, device, seed=13 + i) * SHIFT)
+        return (nn.Sequential(norm, activation) if activation is not None else norm).eval()
 
-    return {
-        "elementwise": (normalized, lambda shape: [shape]),
+    kernels = {
+        "elementwise": (lambda shape: normalized(shape, nn.ReLU()), lambda shape: [shape]),
         "pool:max": (lambda shape: nn.MaxPool2d(3, 2, 1), lambda shape: [shape]),
     }
+    if not quick:
+        kernels.update({
+            "elementwise:clip": (lambda shape: normalized(shape, nn.ReLU6()), lambda shape: [shape]),
+            "elementwise:silu": (lambda shape: normalized(shape, nn.SiLU()), lambda shape: [shape]),
+            "elementwise:hardswish": (lambda shape: normalized(shape, nn.Hardswish()), lambda shape: [shape]),
+            "norm:batchnorm": (lambda shape: normalized(shape), lambda shape: [shape]),
+        })
+    return kernels
 
 
 def fusion_rules(torch, dtype, device, budget, progress, quick, sync=None):
@@ -285,6 +322,7 @@ def calibrate(options):
     from torch import nn
     from runtimes import torch_eager
     torch_common.set_threads(torch, options.threads)
+    compile_every_call(torch, PROBE_GRAPHS_PER_FRAME)
     torch.manual_seed(harness.SEED)
     device, progress, budget = options.device, options.progress, options.budget
     gpu = device.startswith("cuda")
@@ -345,9 +383,10 @@ def calibrate(options):
     own, own_probes = torch_common.own_kernel_rates(torch, kernels, shapes, dtype, budget, progress, device, sync,
                                                     time_group=timer)
     # The generated kernels of a convolutional graph, on activations in the layout the compiler
-    # gives such a graph: its elementwise work (a batch norm and its activation) and a max pool.
+    # gives such a graph: its elementwise work (a batch norm and its activation), its batch norms
+    # and a max pool.
     image = {kind: ((lambda s, make=make: compile_callable(torch, make(s), device)), operands)
-             for kind, (make, operands) in image_kernels(torch, dtype, device).items()}
+             for kind, (make, operands) in image_kernels(torch, dtype, device, options.quick).items()}
     image_own, image_probes = torch_common.own_kernel_rates(
         torch, image, grids.image_shapes(True), dtype, budget, progress, device, sync, time_group=timer,
         memory_format=torch.channels_last if channels_last else None)

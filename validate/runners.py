@@ -62,9 +62,6 @@ GRAPHS_PER_FRAME = 64
 def _room_for_every_case(torch):
     """A user's process compiles one model; the validation compiles every model of a set at each
     batch in one process, and one architecture's forward (ResNet's, shared by resnet18 to 50) at
-    several shapes. Past the compiler's recompile limit a frame silently runs eager: the limit is
-    raised so that each case runs compiled, as it would alone."""
-    config = torch._dynamo.config
-    for limit in ("recompile_limit", "cache_size_limit"):
-        if hasattr(config, limit):
-            setattr(config, limit, max(getattr(config, limit), GRAPHS_PER_FRAME))
+    several shapes: each case runs compiled, as it would alone, or fails."""
+    from runtimes import torch_compile
+    torch_compile.compile_every_call(torch, GRAPHS_PER_FRAME)

@@ -127,5 +127,30 @@ class KernelLaunchesTest(unittest.TestCase):
         self.assertIsNone(torch_compile.kernel_launches(None))
 
 
+
+class CompileEveryCallTest(unittest.TestCase):
+    """The calibration's and validation's compiler settings, on a stand-in for torch._dynamo."""
+
+    @staticmethod
+    def fake_torch(**config):
+        import types
+        return types.SimpleNamespace(_dynamo=types.SimpleNamespace(config=types.SimpleNamespace(**config)))
+
+    def test_the_limit_rises_and_hitting_it_fails(self):
+        torch = self.fake_torch(recompile_limit=8, cache_size_limit=8, fail_on_recompile_limit_hit=False)
+        torch_compile.compile_every_call(torch, 64)
+        config = torch._dynamo.config
+        self.assertEqual((config.recompile_limit, config.cache_size_limit), (64, 64))
+        self.assertTrue(config.fail_on_recompile_limit_hit)
+        self.assertFalse(hasattr(config, "fail_on_cache_limit_hit"))
+
+    def test_a_higher_limit_stays(self):
+        torch = self.fake_torch(cache_size_limit=100, fail_on_cache_limit_hit=False)
+        torch_compile.compile_every_call(torch, 64)
+        self.assertEqual(torch._dynamo.config.cache_size_limit, 100)
+        self.assertTrue(torch._dynamo.config.fail_on_cache_limit_hit)
+        self.assertFalse(hasattr(torch._dynamo.config, "recompile_limit"))
+
+
 if __name__ == "__main__":
     unittest.main()
