@@ -163,6 +163,36 @@ def known_model(name):
     return bool(user_model_spec(name)) or name in TRANSFORMERS or torchvision_image_size(name) is not None
 
 
+# Images the batch norms' statistics are taken from.
+NORM_BATCH = 4
+
+
+def normalize_batch_norms(module, inputs):
+    """`module` (in eval mode) with each batch norm's running statistics those of its own input
+    over NORM_BATCH random images (the shape of `inputs`, floating ones only), as training leaves
+    them: every normalized activation then has about unit scale. Random weights with a fresh
+    norm's statistics (mean 0, variance 1) let a deep network's activations shrink layer by
+    layer (to 1e-13 by EfficientNet-B0's last blocks), and the cost of some kernels depends on
+    the values: scalar exp returns at once for tiny arguments, a clipped activation's branches
+    follow the signs. A module without batch norms is returned as it is."""
+    import torch
+    norms = [m for m in module.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)
+             and m.track_running_stats]
+    if not norms or not all(x.is_floating_point() for x in inputs):
+        return module
+    images = tuple(torch.randn(NORM_BATCH, *x.shape[1:], dtype=x.dtype) for x in inputs)
+    momenta = [m.momentum for m in norms]
+    for m in norms:
+        m.reset_running_stats()
+        m.momentum = None  # a cumulative average: one pass sets the statistics
+        m.train()
+    with torch.no_grad():
+        module(*images)
+    for m, momentum in zip(norms, momenta):
+        m.momentum = momentum
+    return module.eval()
+
+
 def build(name, batch, seq=SEQ, context=CONTEXT):
     """Model `name` at `batch`, seeded: every process that builds it gets the same weights and
     inputs. Transformers and models whose first input is integer are kind "transformer"."""
@@ -171,6 +201,8 @@ def build(name, batch, seq=SEQ, context=CONTEXT):
     if user_model_spec(name):
         module, inputs = user_model(name, batch)
         kind = "cnn" if inputs[0].is_floating_point() else "transformer"
+        if kind == "cnn":
+            module = normalize_batch_norms(module, inputs)
         names = ["input"] if len(inputs) == 1 else [f"input_{i}" for i in range(len(inputs))]
         return Built(module, inputs, names, kind)
     if name not in TRANSFORMERS:
@@ -181,7 +213,8 @@ def build(name, batch, seq=SEQ, context=CONTEXT):
         import torchvision
         # eval(): dropout off, batch norms on their running statistics, no auxiliary classifiers.
         module = torchvision.models.get_model(name, weights=None).eval()
-        return Built(module, (torch.randn(batch, 3, size, size),), ["input"], "cnn")
+        inputs = (torch.randn(batch, 3, size, size),)
+        return Built(normalize_batch_norms(module, inputs), inputs, ["input"], "cnn")
     encoder, decoder = transformer_classes()
     if name == "bert_base":
         return Built(encoder().eval(), (torch.randint(0, 30522, (batch, seq)),), ["input_ids"], "transformer",
