@@ -70,6 +70,14 @@ CONV_BATCH = 4
 # The batched points' cap: a larger batch exists to reach the work of layers at batch 4 to 16,
 # several times a batch-1 point's.
 CONV_BATCH_MAX_FLOPS = 2.0e9
+# Small work at every channel count: the dense 1x1 and the depthwise 3x3 kernels (stride 1) again
+# with each channel count on the diagonal's next smaller side (CONV_BELOW_SIDE past its end), a
+# third of the work, where a call's fixed costs weigh most and a rate interpolated along the
+# diagonal would come out too high.
+CONV_BELOW_SIDE = 4
+# Pointwise products on a 1x1 image (a squeeze layer, a classifier run as a convolution): a call
+# of a few thousand FLOPs, all fixed cost.
+CONV_SQUEEZE_CHANNELS = (16, 64, 256, 1024)
 # Channels per group of the grouped (not depthwise) points.
 CONV_GROUP_WIDTHS = (4, 32)
 
@@ -145,6 +153,11 @@ def conv_grid(quick):
     for kernel in (3, 5, 7):
         for stride in (1, 2):
             shapes += _diagonal_ends(kernel, stride, lambda c: c)
+    sides = sorted({side for _, side in CONV_DIAGONAL}, reverse=True)
+    for c, side in CONV_DIAGONAL:
+        below = next((s for s in sides if s < side), CONV_BELOW_SIDE)
+        shapes += [conv_shape(c, below, 1, 1, 1), conv_shape(c, below, 3, 1, c)]
+    shapes += [conv_shape(c, 1, 1, 1, 1) for c in CONV_SQUEEZE_CHANNELS]
     # A larger batch runs a kernel with more work per call: the dense 1x1 and 3x3 diagonals again
     # at CONV_BATCH, up to CONV_BATCH_MAX_FLOPS, so that the batch is interpolated, not
     # extrapolated, and the many-channel layers of a batch, whose rows (batch x pixels) are

@@ -50,7 +50,7 @@ class GridTest(unittest.TestCase):
         self.assertTrue(dense and depthwise and grouped)
         self.assertEqual({(s["r"], s["stride"]) for s in dense}, {(r, st) for r in (1, 3, 5, 7) for st in (1, 2)})
         for s in grid:
-            self.assertTrue(16 <= s["c"] <= 1024 and 7 <= s["h"] <= 112, s)
+            self.assertTrue(16 <= s["c"] <= 1024 and (7 <= s["h"] <= 112 or s["h"] in (1, grids.CONV_BELOW_SIDE)), s)
             self.assertEqual(s["c"] % s["groups"], 0)
             cap = grids.CONV_MAX_FLOPS if s["n"] == 1 else grids.CONV_BATCH_MAX_FLOPS
             self.assertLessEqual(grids.conv_flops(s), cap)
@@ -58,6 +58,18 @@ class GridTest(unittest.TestCase):
         batched = [s for s in grid if s["n"] > 1]
         self.assertEqual({s["c"] for s in batched if s["r"] == 1}, {c for c, _ in grids.CONV_DIAGONAL})
         self.assertGreaterEqual(max(s["c"] for s in batched if s["r"] == 3), 512)
+
+    def test_small_work_at_every_channel_count(self):
+        grid = grids.conv_grid(False)
+        for kernel, groups_of in ((1, lambda c: 1), (3, lambda c: c)):
+            for c, side in grids.CONV_DIAGONAL:
+                smaller = [s for s in grid if s["c"] == c and s["r"] == kernel and s["groups"] == groups_of(c)
+                           and s["stride"] == 1 and s["n"] == 1 and 1 < s["h"] < side]
+                self.assertEqual(len(smaller), 1, (kernel, c))
+        squeeze = [s for s in grid if s["h"] == 1]
+        self.assertEqual({s["c"] for s in squeeze}, set(grids.CONV_SQUEEZE_CHANNELS))
+        self.assertTrue(all(s["r"] == 1 and s["groups"] == 1 for s in squeeze))
+        self.assertEqual(len(grid), len({tuple(sorted(s.items())) for s in grid}))
 
     def test_image_inputs_read_few_channels_through_strided_windows(self):
         grid = grids.image_input_grid(False)
