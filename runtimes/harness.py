@@ -131,25 +131,43 @@ def time_calls(calls, budget, weight=1.0, clock=time.perf_counter, before=None):
 SWEEPS = 2
 
 
+class Sweeps:
+    """Keys (key -> callable) timed in sweeps that the caller starts, at moments of its choosing
+    (a sweep between other probes is seconds from the next), each sweep at 1/`sweeps` of the
+    keys' budget (`weight` times the point's), the samples of each key pooled (Timing). Each key
+    runs back to back with itself (its operands as warm as a point timed alone has them); with
+    `together`, a sweep times the whole group interleaved instead (time_calls), for the keys of
+    one fit. `time_group` replaces time_calls (a GPU's device timer)."""
+
+    def __init__(self, calls, time_group=None, sweeps=SWEEPS, weight=1.0, together=False):
+        self.calls = calls
+        self.time_group = time_group or time_calls
+        self.sweeps = max(1, sweeps)
+        self.share = weight / self.sweeps
+        self.together = together
+        self.samples = {key: [] for key in calls}
+
+    def sweep(self, budget):
+        if self.together:
+            for key, timing in self.time_group(self.calls, budget, self.share).items():
+                self.samples[key] += timing.samples
+            return
+        for key, call in self.calls.items():
+            self.samples[key] += self.time_group({0: call}, budget, self.share)[0].samples
+
+    def timings(self):
+        return {key: Timing(s) for key, s in self.samples.items()}
+
+
 def time_in_sweeps(calls, budget, time_group=None, sweeps=SWEEPS, weight=1.0, together=False):
-    """Times each callable of `calls` (key -> callable) SWEEPS times over the whole group, each
-    time at 1/SWEEPS of its budget (`weight` times the point's), and pools each key's samples: a
-    point's fastest time comes from the best of several moments a few seconds apart, so a spell
-    in which a shared machine ran slow takes no point's rate with it. Each key runs back to back
-    with itself (its operands as warm as a point timed alone has them); with `together`, a sweep
-    times the whole group interleaved instead (time_calls), for the keys of one fit. `time_group`
-    replaces time_calls (a GPU's device timer). Returns key -> Timing."""
-    time_group = time_group or time_calls
-    share = weight / max(1, sweeps)
-    samples = {key: [] for key in calls}
-    for _ in range(max(1, sweeps)):
-        if together:
-            for key, timing in time_group(calls, budget, share).items():
-                samples[key] += timing.samples
-            continue
-        for key, call in calls.items():
-            samples[key] += time_group({0: call}, budget, share)[0].samples
-    return {key: Timing(s) for key, s in samples.items()}
+    """Times each callable of `calls` (key -> callable) SWEEPS times over the whole group, one
+    sweep after another (Sweeps): a point's fastest time comes from the best of several moments a
+    few seconds apart, so a spell in which a shared machine ran slow takes no point's rate with
+    it. Returns key -> Timing."""
+    group = Sweeps(calls, time_group, sweeps, weight, together)
+    for _ in range(group.sweeps):
+        group.sweep(budget)
+    return group.timings()
 
 
 def time_call(call, budget, weight=1.0, clock=time.perf_counter, before=None):

@@ -240,47 +240,79 @@ def reference_of(call):
     return call
 
 
+# Sweeps over every own kernel: a kernel's fastest time comes from moments several seconds apart.
+# A spell in which a neighbour shares a core's arithmetic units (on a shared host, for seconds at
+# a time) slows an arithmetic-bound kernel (a scalar exp) by up to 1.7x, and can outlast the few
+# hundred milliseconds in which one kind's sizes are timed.
+OWN_KERNEL_SWEEPS = 3
+
+
+class OwnKernels:
+    """The runtime's own kernels (kernels: kind -> (make, operands), as row_kernels and
+    image_kernels give) over `shapes` (the grid), made and checked, then timed interleaved in
+    OWN_KERNEL_SWEEPS sweeps that the caller starts (sweep()), so that a calibration can spread
+    them between its other probes. Each kind's output is checked once, at the smallest size,
+    against the op in float64. `sync` ends every timed call (a GPU's synchronize); `time_group`
+    replaces harness.time_calls (a GPU's device timer); `memory_format` lays out the 4-D operands
+    (torch.channels_last)."""
+
+    def __init__(self, torch, kernels, shapes, dtype, device="cpu", sync=None, time_group=None,
+                 memory_format=None):
+        self.kinds, self.shapes = list(kernels), shapes
+        self.dtype_name = dtype_label(torch, dtype)
+        self.cache_bytes = harness.last_level_cache_bytes() if device == "cpu" else None
+        rtol, atol = tolerance(torch, dtype)
+        calls, self.work, self.moved = {}, {}, {}
+        for kind, (make, operands) in kernels.items():
+            for i, shape in enumerate(shapes):
+                call = make(shape)
+                if isinstance(call, torch.nn.Module):
+                    call = call.to(device, dtype).eval()
+                xs = [harness.random_input("torch", s, dtype, device, seed=j) for j, s in enumerate(operands(shape))]
+                if memory_format is not None:
+                    xs = [x.contiguous(memory_format=memory_format) if x.dim() == 4 else x for x in xs]
+                with torch.no_grad():
+                    out = call(*xs)
+                    if i == 0:
+                        want = reference_of(call)(*[x.double() for x in xs])
+                        harness.check_close(f"{kind} {shape}", out, want, rtol, atol)
+                key = (kind, i)
+                self.work[key] = out.numel() * window_of(kind, shape)
+                self.moved[key] = sum(x.numel() * x.element_size() for x in xs) + out.numel() * out.element_size()
+                calls[key] = _synced(call, xs, sync)
+        self.torch = torch
+        self.group = harness.Sweeps(calls, time_group, OWN_KERNEL_SWEEPS, weight=0.5, together=True)
+
+    def sweep(self, budget):
+        with self.torch.no_grad():
+            self.group.sweep(budget)
+
+    def results(self, progress):
+        """(own_kernels entries, probe points): each kind's rate the slope between its sizes
+        (harness.slope_rate); an op's elements are its outputs, a pool's its window elements."""
+        timings = self.group.timings()
+        entries, probes = [], []
+        for kind in self.kinds:
+            keys = [(kind, i) for i in range(len(self.shapes))]
+            fitted = harness.within_cache([(self.work[k], timings[k].time_s, self.moved[k]) for k in keys],
+                                          self.cache_bytes)
+            rate, method = harness.slope_rate(fitted)
+            entries.append({"kind": kind, "dtype": self.dtype_name, "elements_per_s": rate})
+            for key, shape in zip(keys, self.shapes):
+                probes.append(record.probe_point(f"own {kind} {self.dtype_name}", "x".join(map(str, shape)),
+                                                 timings[key], elements=self.work[key], fit=method))
+            progress(f"own kernel {kind}: {rate:.3g} elements/s ({method})")
+        return entries, probes
+
+
 def own_kernel_rates(torch, kernels, shapes, dtype, budget, progress, device="cpu", sync=None, time_group=None,
                      memory_format=None):
-    """Elements per second of the runtime's own kernels (kernels: kind -> (make, operands), as
-    row_kernels and image_kernels give), over `shapes` (the grid), as the slope between sizes
-    (harness.slope_rate), the sizes of a kind timed interleaved in sweeps
-    (harness.time_in_sweeps): an op's elements are its outputs, a pool's its window elements. Each
-    kind's output is checked once, at the smallest size, against the op in float64. `sync` ends
-    every timed call (a GPU's synchronize); `time_group` replaces harness.time_calls (a GPU's
-    device timer); `memory_format` lays out the 4-D operands (torch.channels_last). Returns
-    (own_kernels entries, probe points)."""
-    dtype_name = dtype_label(torch, dtype)
-    rtol, atol = tolerance(torch, dtype)
-    entries, probes = [], []
-    cache_bytes = harness.last_level_cache_bytes() if device == "cpu" else None
-    for kind, (make, operands) in kernels.items():
-        calls, work, moved = {}, {}, {}
-        for i, shape in enumerate(shapes):
-            call = make(shape)
-            if isinstance(call, torch.nn.Module):
-                call = call.to(device, dtype).eval()
-            xs = [harness.random_input("torch", s, dtype, device, seed=j) for j, s in enumerate(operands(shape))]
-            if memory_format is not None:
-                xs = [x.contiguous(memory_format=memory_format) if x.dim() == 4 else x for x in xs]
-            with torch.no_grad():
-                out = call(*xs)
-                if i == 0:
-                    want = reference_of(call)(*[x.double() for x in xs])
-                    harness.check_close(f"{kind} {shape}", out, want, rtol, atol)
-            work[i] = out.numel() * window_of(kind, shape)
-            moved[i] = sum(x.numel() * x.element_size() for x in xs) + out.numel() * out.element_size()
-            calls[i] = _synced(call, xs, sync)
-        with torch.no_grad():
-            timings = harness.time_in_sweeps(calls, budget, time_group, weight=0.5, together=True)
-        fitted = harness.within_cache([(work[i], timings[i].time_s, moved[i]) for i in calls], cache_bytes)
-        rate, method = harness.slope_rate(fitted)
-        entries.append({"kind": kind, "dtype": dtype_name, "elements_per_s": rate})
-        for i, shape in enumerate(shapes):
-            probes.append(record.probe_point(f"own {kind} {dtype_name}", "x".join(map(str, shape)), timings[i],
-                                             elements=work[i], fit=method))
-        progress(f"own kernel {kind}: {rate:.3g} elements/s ({method})")
-    return entries, probes
+    """OwnKernels timed in sweeps one after another. Returns (own_kernels entries, probe points)."""
+    own = OwnKernels(torch, kernels, shapes, dtype, device, sync, time_group, memory_format)
+    progress(f"timing {len(own.kinds)} own kernels at {len(shapes)} sizes in {OWN_KERNEL_SWEEPS} sweeps")
+    for _ in range(OWN_KERNEL_SWEEPS):
+        own.sweep(budget)
+    return own.results(progress)
 
 
 def _synced(call, xs, sync):

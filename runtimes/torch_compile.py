@@ -359,6 +359,27 @@ def calibrate(options):
         level, memory_probe = torch_common.dram_level(torch, dtype, budget, progress)
         levels, memory_probes = [level], [memory_probe]
 
+    # The generated kernels: the row kinds, and those of a convolutional graph on activations in
+    # the layout the compiler gives such a graph (its elementwise work, a batch norm and its
+    # activation; its batch norms; a max pool). Their sweeps are spread over the rest of the
+    # calibration, tens of seconds apart.
+    kinds = QUICK_KINDS if options.quick else KINDS
+    table = torch_common.row_kernels(dtype, mixed_norm=False)
+    rows = {kind: ((lambda s, make=table[kind][0]: compile_callable(torch, make(s), device)), table[kind][1])
+            for kind in kinds}
+    image = {kind: ((lambda s, make=make: compile_callable(torch, make(s), device)), operands)
+             for kind, (make, operands) in image_kernels(torch, dtype, device, options.quick).items()}
+    progress(f"compiling {len(rows) + len(image)} kinds of generated kernels")
+    own_kernels = [
+        torch_common.OwnKernels(torch, rows, grids.row_shapes(True), dtype, device, sync, timer),  # two sizes
+        torch_common.OwnKernels(torch, image, grids.image_shapes(True), dtype, device, sync, timer,
+                                memory_format=torch.channels_last if channels_last else None)]
+
+    def sweep_own_kernels():
+        for group in own_kernels:
+            group.sweep(budget)
+
+    sweep_own_kernels()
     progress(f"compiling linear+relu chains of 1 and {links} links")
     op_s, probes = torch_common.chain_probe(torch, f"op chain linear+relu 1x{LINK_WIDTH} {label}", make_chain, links,
                                             2, budget)
@@ -370,28 +391,18 @@ def calibrate(options):
         take_off(gemm, op_s, lambda p: 2.0 * p["batch"] * p["m"] * p["n"] * p["k"])
         take_off(conv, op_s, grids.conv_flops)
 
+    sweep_own_kernels()
     fusion, fusion_probes = fusion_rules(torch, dtype, device, budget, progress, options.quick, sync)
     fusion["graph_s"] = graph_s
-
-    kinds = QUICK_KINDS if options.quick else KINDS
-    table = torch_common.row_kernels(dtype, mixed_norm=False)
-    kernels = {}
-    for kind in kinds:
-        make, operands = table[kind]
-        kernels[kind] = ((lambda s, make=make: compile_callable(torch, make(s), device)), operands)
-    shapes = grids.row_shapes(True)  # two sizes: each compiles its own kernel
-    own, own_probes = torch_common.own_kernel_rates(torch, kernels, shapes, dtype, budget, progress, device, sync,
-                                                    time_group=timer)
-    # The generated kernels of a convolutional graph, on activations in the layout the compiler
-    # gives such a graph: its elementwise work (a batch norm and its activation), its batch norms
-    # and a max pool.
-    image = {kind: ((lambda s, make=make: compile_callable(torch, make(s), device)), operands)
-             for kind, (make, operands) in image_kernels(torch, dtype, device, options.quick).items()}
-    image_own, image_probes = torch_common.own_kernel_rates(
-        torch, image, grids.image_shapes(True), dtype, budget, progress, device, sync, time_group=timer,
-        memory_format=torch.channels_last if channels_last else None)
-    own += image_own
-    own_probes += image_probes
+    # The fusion probes reset the compiler: each generated kernel compiles again (from the
+    # compiler's cache) in the warm-up calls of the last sweep.
+    for _ in range(torch_common.OWN_KERNEL_SWEEPS - 2):
+        sweep_own_kernels()
+    own, own_probes = [], []
+    for group in own_kernels:
+        entries, points = group.results(progress)
+        own += entries
+        own_probes += points
 
     return record.build_record(
         runtime=RUNTIME, device=device, framework=torch_common.framework(torch), versions=torch_common.versions(torch),

@@ -122,6 +122,26 @@ class TimeInSweepsTest(unittest.TestCase):
         self.assertEqual(timings["a"].count, timings["b"].count)
         self.assertEqual(timings["a"].count, (len(log) - 2 * warm * harness.SWEEPS) // 2)
 
+    def test_sweeps_started_apart_pool_their_samples(self):
+        clock, log, slow = FakeClock(), [], [True]
+
+        def call():  # slow until another probe has run between two sweeps
+            clock.now += 3.0 if slow[0] else 1.0
+            log.append("a")
+        group = harness.Sweeps({"a": call}, lambda c, b, w: harness.time_calls(c, b, w, clock=clock), sweeps=3,
+                               together=True)
+        group.sweep(budget(clock=clock))
+        first = len(log)
+        self.assertEqual(group.timings()["a"].time_s, 3.0)
+        slow[0] = False
+        group.sweep(budget(clock=clock))
+        group.sweep(budget(clock=clock))
+        timing = group.timings()["a"]
+        self.assertEqual(timing.time_s, 1.0)
+        self.assertIn(3.0, timing.samples)
+        self.assertEqual(timing.count, len(log) - 3 * budget().warmup)
+        self.assertGreater(len(log), first)
+
     def test_a_slow_spell_in_one_sweep_leaves_the_rate_to_another(self):
         clock = FakeClock()
         # "a" runs slow through the whole of the first sweep (its warm-up and the fewest samples
