@@ -241,9 +241,9 @@ def reference_of(call):
 
 
 # Sweeps over every own kernel: a kernel's fastest time comes from moments several seconds apart.
-# A spell in which a neighbour shares a core's arithmetic units (on a shared host, for seconds at
-# a time) slows an arithmetic-bound kernel (a scalar exp) by up to 1.7x, and can outlast the few
-# hundred milliseconds in which one kind's sizes are timed.
+# On a shared host an arithmetic-bound kernel (a scalar exp) can run up to 1.7x slow for seconds
+# at a time while memory-bound ones do not, longer than the few hundred milliseconds in which
+# one kind's sizes are timed.
 OWN_KERNEL_SWEEPS = 3
 
 
