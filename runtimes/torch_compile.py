@@ -27,7 +27,7 @@ MINIMUM_TORCH = (2, 0)
 LINK_WIDTH = 64
 # Compiling costs seconds a graph: shorter chains and fewer kernels than the other runtimes.
 LINKS, QUICK_LINKS = 16, 4
-KINDS = ("elementwise:gelu", "elementwise:add", "softmax", "norm:layernorm")
+KINDS = ("elementwise:gelu", "elementwise:gelu_tanh", "elementwise:add", "softmax", "norm:layernorm")
 QUICK_KINDS = ("elementwise:add",)
 # Fusion probes run on the largest row-grid operand (past the caches of small machines, where a
 # pass over memory dominates a kernel's time); --quick on the next smaller one.
