@@ -128,7 +128,7 @@ def time_calls(calls, budget, weight=1.0, clock=time.perf_counter, before=None):
 
 
 # Sweeps over a grid's points: each point is timed once a sweep, at its share of its budget.
-SWEEPS = 2
+SWEEPS = 3
 
 
 class Sweeps:
