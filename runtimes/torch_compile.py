@@ -9,7 +9,8 @@ links: a library call and a generated kernel each) and of one call of the compil
 which op chains run as one generated kernel (fusion rules: elementwise chains, elementwise ops
 before and after a softmax or layer norm, an elementwise op after a product), each from the time
 a chain adds to its first op against the time that op costs alone; the rates of its generated
-kernels over the row grid; the library's GEMM and convolution points as the compiled graph calls
+kernels over the row grid and, for convolutional graphs, over the image grid (a batch norm with
+each costly activation after it); the library's GEMM and convolution points as the compiled graph calls
 them (PyTorch's own calls, each less the fixed cost above); the main-memory bandwidth of its
 kernels."""
 import contextlib
