@@ -146,14 +146,22 @@ class Sweeps:
         self.share = weight / self.sweeps
         self.together = together
         self.samples = {key: [] for key in calls}
+        self.done = 0
 
     def sweep(self, budget):
+        self.done += 1
         if self.together:
             for key, timing in self.time_group(self.calls, budget, self.share).items():
                 self.samples[key] += timing.samples
             return
         for key, call in self.calls.items():
             self.samples[key] += self.time_group({0: call}, budget, self.share)[0].samples
+
+    def finish(self, budget):
+        """The sweeps not yet run, then key -> Timing."""
+        while self.done < self.sweeps:
+            self.sweep(budget)
+        return self.timings()
 
     def timings(self):
         return {key: Timing(s) for key, s in self.samples.items()}
@@ -164,10 +172,7 @@ def time_in_sweeps(calls, budget, time_group=None, sweeps=SWEEPS, weight=1.0, to
     sweep after another (Sweeps): a point's fastest time comes from the best of several moments a
     few seconds apart, so a spell in which a shared machine ran slow takes no point's rate with
     it. Returns key -> Timing."""
-    group = Sweeps(calls, time_group, sweeps, weight, together)
-    for _ in range(group.sweeps):
-        group.sweep(budget)
-    return group.timings()
+    return Sweeps(calls, time_group, sweeps, weight, together).finish(budget)
 
 
 def time_call(call, budget, weight=1.0, clock=time.perf_counter, before=None):

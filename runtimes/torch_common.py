@@ -287,10 +287,12 @@ class OwnKernels:
         with self.torch.no_grad():
             self.group.sweep(budget)
 
-    def results(self, progress):
-        """(own_kernels entries, probe points): each kind's rate the slope between its sizes
-        (harness.slope_rate); an op's elements are its outputs, a pool's its window elements."""
-        timings = self.group.timings()
+    def results(self, budget, progress):
+        """The sweeps not yet run, then (own_kernels entries, probe points): each kind's rate the
+        slope between its sizes (harness.slope_rate); an op's elements are its outputs, a pool's
+        its window elements."""
+        with self.torch.no_grad():
+            timings = self.group.finish(budget)
         entries, probes = [], []
         for kind in self.kinds:
             keys = [(kind, i) for i in range(len(self.shapes))]
@@ -310,9 +312,7 @@ def own_kernel_rates(torch, kernels, shapes, dtype, budget, progress, device="cp
     """OwnKernels timed in sweeps one after another. Returns (own_kernels entries, probe points)."""
     own = OwnKernels(torch, kernels, shapes, dtype, device, sync, time_group, memory_format)
     progress(f"timing {len(own.kinds)} own kernels at {len(shapes)} sizes in {OWN_KERNEL_SWEEPS} sweeps")
-    for _ in range(OWN_KERNEL_SWEEPS):
-        own.sweep(budget)
-    return own.results(progress)
+    return own.results(budget, progress)
 
 
 def _synced(call, xs, sync):

@@ -220,18 +220,14 @@ def image_kernels(torch, dtype, device, quick=False):
                 tensor.copy_(harness.random_input("torch", channels, dtype, device, seed=13 + i) * SHIFT)
         return (nn.Sequential(norm, activation) if activation is not None else norm).eval()
 
-    kernels = {
-        "elementwise": (lambda shape: normalized(shape, nn.ReLU()), lambda shape: [shape]),
-        "pool:max": (lambda shape: nn.MaxPool2d(3, 2, 1), lambda shape: [shape]),
-    }
+    makes = {"elementwise": lambda shape: normalized(shape, nn.ReLU()),
+             "pool:max": lambda shape: nn.MaxPool2d(3, 2, 1)}
     if not quick:
-        kernels.update({
-            "elementwise:clip": (lambda shape: normalized(shape, nn.ReLU6()), lambda shape: [shape]),
-            "elementwise:silu": (lambda shape: normalized(shape, nn.SiLU()), lambda shape: [shape]),
-            "elementwise:hardswish": (lambda shape: normalized(shape, nn.Hardswish()), lambda shape: [shape]),
-            "norm:batchnorm": (lambda shape: normalized(shape), lambda shape: [shape]),
-        })
-    return kernels
+        makes.update({"elementwise:clip": lambda shape: normalized(shape, nn.ReLU6()),
+                      "elementwise:silu": lambda shape: normalized(shape, nn.SiLU()),
+                      "elementwise:hardswish": lambda shape: normalized(shape, nn.Hardswish()),
+                      "norm:batchnorm": normalized})
+    return {kind: (make, lambda shape: [shape]) for kind, make in makes.items()}
 
 
 def fusion_rules(torch, dtype, device, budget, progress, quick, sync=None):
@@ -364,12 +360,13 @@ def calibrate(options):
     # the layout the compiler gives such a graph (its elementwise work, a batch norm and its
     # activation; its batch norms; a max pool). Their sweeps are spread over the rest of the
     # calibration, tens of seconds apart.
-    kinds = QUICK_KINDS if options.quick else KINDS
+    def compiled(kernels):
+        return {kind: ((lambda s, make=make: compile_callable(torch, make(s), device)), operands)
+                for kind, (make, operands) in kernels.items()}
+
     table = torch_common.row_kernels(dtype, mixed_norm=False)
-    rows = {kind: ((lambda s, make=table[kind][0]: compile_callable(torch, make(s), device)), table[kind][1])
-            for kind in kinds}
-    image = {kind: ((lambda s, make=make: compile_callable(torch, make(s), device)), operands)
-             for kind, (make, operands) in image_kernels(torch, dtype, device, options.quick).items()}
+    rows = compiled({kind: table[kind] for kind in (QUICK_KINDS if options.quick else KINDS)})
+    image = compiled(image_kernels(torch, dtype, device, options.quick))
     progress(f"compiling {len(rows) + len(image)} kinds of generated kernels")
     own_kernels = [
         torch_common.OwnKernels(torch, rows, grids.row_shapes(True), dtype, device, sync, timer),  # two sizes
@@ -396,12 +393,10 @@ def calibrate(options):
     fusion, fusion_probes = fusion_rules(torch, dtype, device, budget, progress, options.quick, sync)
     fusion["graph_s"] = graph_s
     # The fusion probes reset the compiler: each generated kernel compiles again (from the
-    # compiler's cache) in the warm-up calls of the last sweep.
-    for _ in range(torch_common.OWN_KERNEL_SWEEPS - 2):
-        sweep_own_kernels()
+    # compiler's cache) in the warm-up calls of the sweeps left.
     own, own_probes = [], []
     for group in own_kernels:
-        entries, points = group.results(progress)
+        entries, points = group.results(budget, progress)
         own += entries
         own_probes += points
 

@@ -141,6 +141,19 @@ class TimeInSweepsTest(unittest.TestCase):
         self.assertIn(3.0, timing.samples)
         self.assertEqual(timing.count, len(log) - 3 * budget().warmup)
         self.assertGreater(len(log), first)
+        # Every sweep has run: finishing runs none more.
+        self.assertEqual(group.finish(budget(clock=clock))["a"].count, timing.count)
+
+    def test_finish_runs_the_sweeps_left(self):
+        clock, log = FakeClock(), []
+        group = harness.Sweeps({"a": clock.call([1.0], log, "a")},
+                               lambda c, b, w: harness.time_calls(c, b, w, clock=clock), sweeps=3)
+        group.sweep(budget(clock=clock))
+        group.finish(budget(clock=clock))
+        self.assertEqual(group.done, 3)
+        bursts = [name for i, name in enumerate(log) if i == 0 or log[i - 1] != name]
+        self.assertEqual(bursts, ["a"])
+        self.assertEqual(group.timings()["a"].count, len(log) - 3 * budget().warmup)
 
     def test_a_slow_spell_in_one_sweep_leaves_the_rate_to_another(self):
         clock = FakeClock()
