@@ -15,7 +15,7 @@
 namespace truepeak {
 
 inline constexpr int kSchemaMajor = 1;
-inline constexpr int kSchemaMinor = 13;  // 1.1: gemm points record their layout; 1.2: cold weights;
+inline constexpr int kSchemaMinor = 14;  // 1.1: gemm points record their layout; 1.2: cold weights;
                                         // 1.3: cold weights on conv points; 1.4: vector_ops;
                                         // 1.5: the gelu_tanh vector op; 1.6: the add vector op;
                                         // 1.7: the reorder_blocked and reorder_plain vector ops;
@@ -25,7 +25,8 @@ inline constexpr int kSchemaMinor = 13;  // 1.1: gemm points record their layout
                                         // 1.11: cold weights span 8x the largest cache, at most 1 GiB (2x before);
                                         // 1.12: runtimes (calibrate --runtime, docs/runtimes.md);
                                         // 1.13: a runtime record's fusion rules
-std::string schema_version_string();  // "1.13"
+                                        // 1.14: a runtime record's convolution dispatch rule
+std::string schema_version_string();  // "1.14"
 
 // Timing statistics of one measured point. time_s is the fastest sample (the capability figure);
 // rates derive from it. median_s sits beside it. typical_s (since 1.8; 0: not recorded) is the
@@ -146,6 +147,20 @@ struct RuntimeFusion {
   double graph_s = 0;          // one call of the compiled graph (guards, wrapper), once a pass
 };
 
+// Where a framework that picks a convolution's implementation by its shape sends small calls
+// (since 1.14): the implementation (as the runtime's conv points name theirs) that a forward
+// convolution runs when it meets every condition, each found by trying shapes.
+struct RuntimeConvDispatch {
+  std::string impl;
+  std::optional<std::int64_t> max_input_elements;  // batch x channels x pixels; nullopt: no bound
+  std::int64_t max_batch = 1;
+  std::int64_t max_window = 1;       // the window's side
+  bool window_smaller_side = false;  // the bound holds for the window's smaller side, else larger
+  bool strided = false;              // a stride above 1 stays there
+  bool grouped = false;              // groups of several channels stay there
+  bool depthwise = false;            // a group a channel stays there
+};
+
 // What one runtime (the framework that runs a model) adds to the library's figures, measured by
 // `calibrate --runtime` with generic probes (since 1.12). Fields: docs/runtimes.md.
 struct RuntimeRecord {
@@ -166,6 +181,8 @@ struct RuntimeRecord {
   std::vector<std::string> in_place;  // elementwise kinds run in place
   bool fuse_activations = false;
   std::optional<RuntimeFusion> fusion;  // nullopt: every op runs as a kernel of its own
+  // nullopt: the runtime's convolutions run one implementation whatever their shape.
+  std::optional<RuntimeConvDispatch> conv_dispatch;
   std::vector<LevelBandwidth> memory_levels;  // the runtime's own kernels' bandwidth per level
   std::vector<GemmPoint> gemm;                // the runtime's own kernels, where it has them
   std::vector<ConvPoint> conv;

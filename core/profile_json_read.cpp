@@ -93,7 +93,7 @@ const std::set<std::string>& record_fields() {
   static const std::set<std::string> names = {
       "runtime", "device",      "framework", "versions",        "python",      "threads",
       "dtypes",  "settings",    "op_s",      "kind_op_s",       "own_kernels", "layout",
-      "conv_layout", "linears_as_convolutions", "in_place", "fuse_activations", "fusion", "memory",
+      "conv_layout", "linears_as_convolutions", "in_place", "fuse_activations", "fusion", "conv_dispatch", "memory",
       "gemm",    "conv",        "probes",    "calibration_s"};
   return names;
 }
@@ -182,6 +182,27 @@ RuntimeRecord record_from_json(const Reader& r, const json& obj, const std::stri
     if (!(std::isfinite(f.graph_s) && f.graph_s >= 0 && f.graph_s < 1))
       r.fail(p + "/graph_s", fmt::format("a time must be at least 0 s and under 1 s, got {:g}", f.graph_s));
     rec.fusion = f;
+  }
+  if (const auto* dispatch = r.optional_field(obj, path, "conv_dispatch")) {
+    const auto p = path + "/conv_dispatch";
+    if (!dispatch->is_object())
+      r.fail(p, fmt::format("expected an object or null, got {}", dispatch->type_name()));
+    RuntimeConvDispatch d;
+    d.impl = r.string(*dispatch, p, "impl");
+    if (d.impl.empty()) r.fail(p + "/impl", "an implementation name must not be empty");
+    d.max_input_elements = r.optional_integer(*dispatch, p, "max_input_elements");
+    if (d.max_input_elements && *d.max_input_elements < 1)
+      r.fail(p + "/max_input_elements", fmt::format("expected at least 1, got {}", *d.max_input_elements));
+    d.max_batch = r.integer_at_least(*dispatch, p, "max_batch", 1);
+    d.max_window = r.integer_at_least(*dispatch, p, "max_window", 1);
+    const auto side = r.string(*dispatch, p, "window_side");
+    if (side != "larger" && side != "smaller")
+      r.fail(p + "/window_side", fmt::format("expected \"larger\" or \"smaller\", got \"{}\"", side));
+    d.window_smaller_side = side == "smaller";
+    d.strided = r.boolean(*dispatch, p, "strided");
+    d.grouped = r.boolean(*dispatch, p, "grouped");
+    d.depthwise = r.boolean(*dispatch, p, "depthwise");
+    rec.conv_dispatch = std::move(d);
   }
   if (const auto* mem = r.optional_field(obj, path, "memory")) {
     rec.memory_levels = levels_from_json(r, *mem, path + "/memory", "levels");

@@ -152,6 +152,18 @@ nlohmann::json to_json(const RuntimeRecord& rec) {
               {"into_products", rec.fusion->into_products},
               {"graph_s", rec.fusion->graph_s}};
   }
+  json conv_dispatch = nullptr;
+  if (rec.conv_dispatch) {
+    const auto& d = *rec.conv_dispatch;
+    conv_dispatch = {{"impl", d.impl},
+                     {"max_input_elements", d.max_input_elements ? json(*d.max_input_elements) : json(nullptr)},
+                     {"max_batch", d.max_batch},
+                     {"max_window", d.max_window},
+                     {"window_side", d.window_smaller_side ? "smaller" : "larger"},
+                     {"strided", d.strided},
+                     {"grouped", d.grouped},
+                     {"depthwise", d.depthwise}};
+  }
   json out = rec.extra.is_object() ? rec.extra : json::object();
   out.update({{"runtime", rec.runtime},
               {"device", rec.device},
@@ -170,6 +182,7 @@ nlohmann::json to_json(const RuntimeRecord& rec) {
               {"in_place", rec.in_place},
               {"fuse_activations", rec.fuse_activations},
               {"fusion", fusion},
+              {"conv_dispatch", conv_dispatch},
               {"memory", {{"levels", levels_json(rec.memory_levels)}}},
               {"gemm", gemm_json(rec.gemm)},
               {"conv", conv_json(rec.conv)},

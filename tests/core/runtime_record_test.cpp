@@ -1,4 +1,4 @@
-// Runtime records (schema 1.12; fusion since 1.13): the reader and writer keep every field, the
+// Runtime records (schema 1.12; fusion since 1.13, conv_dispatch since 1.14): the reader and writer keep every field, the
 // schema accepts what a probe writes and rejects a broken record naming the path, and profiles
 // without runtimes read and write as before.
 #include <gtest/gtest.h>
@@ -54,7 +54,7 @@ std::string joined(const std::vector<std::string>& errors) {
          << "no message at " << path << " containing \"" << what << "\"; got:" << joined(errors);
 }
 
-TEST(RuntimeRecord, SchemaVersionIsOneThirteen) { EXPECT_EQ(schema_version_string(), "1.13"); }
+TEST(RuntimeRecord, SchemaVersionIsOneFourteen) { EXPECT_EQ(schema_version_string(), "1.14"); }
 
 TEST(RuntimeRecord, FixtureValidatesAndReadsEveryField) {
   const json doc = record_fixture();
@@ -311,6 +311,81 @@ TEST(RuntimeRecord, BadFusionIsRefusedNamingThePath) {
   doc["fusion"] = fusion_example();
   doc["fusion"]["graph_s"] = 2.0;
   EXPECT_TRUE(has_error(validate_runtime_record_json(doc), "/fusion", "matches none of the anyOf alternatives"));
+}
+
+json dispatch_example() {
+  return {{"impl", "_slow_conv2d_forward"}, {"max_input_elements", 20480}, {"max_batch", 1},
+          {"max_window", 3}, {"window_side", "smaller"}, {"strided", true},
+          {"grouped", false}, {"depthwise", false}};
+}
+
+// The message profile_from_json gives for a record whose conv_dispatch field is `dispatch`.
+std::string dispatch_error(const json& dispatch) {
+  json doc = record_fixture();
+  doc["conv_dispatch"] = dispatch;
+  json profile = profile_example();
+  profile["devices"][0]["runtimes"] = {{"torch-eager", doc}};
+  try {
+    profile_from_json(profile, "p.json");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(read)";
+}
+
+TEST(RuntimeRecord, ConvDispatchRoundTripsAndValidates) {
+  json doc = record_fixture();
+  doc["conv_dispatch"] = dispatch_example();
+  ASSERT_TRUE(validate_runtime_record_json(doc).empty()) << joined(validate_runtime_record_json(doc));
+  const RuntimeRecord r = runtime_record_from_json(doc, "record.json");
+  ASSERT_TRUE(r.conv_dispatch.has_value());
+  EXPECT_EQ(r.conv_dispatch->impl, "_slow_conv2d_forward");
+  EXPECT_EQ(r.conv_dispatch->max_input_elements, 20480);
+  EXPECT_EQ(r.conv_dispatch->max_window, 3);
+  EXPECT_TRUE(r.conv_dispatch->window_smaller_side);
+  EXPECT_TRUE(r.conv_dispatch->strided);
+  EXPECT_FALSE(r.conv_dispatch->grouped);
+  const json written = to_json(r);
+  EXPECT_EQ(written.at("conv_dispatch"), dispatch_example());
+  EXPECT_EQ(to_json(runtime_record_from_json(written, "again")), written);
+  // No element bound: null, kept as null.
+  doc["conv_dispatch"]["max_input_elements"] = nullptr;
+  const RuntimeRecord unbounded = runtime_record_from_json(doc, "record.json");
+  EXPECT_FALSE(unbounded.conv_dispatch->max_input_elements.has_value());
+  EXPECT_TRUE(to_json(unbounded).at("conv_dispatch").at("max_input_elements").is_null());
+  EXPECT_TRUE(validate_runtime_record_json(to_json(unbounded)).empty());
+  // Absent: one implementation, written as null.
+  const RuntimeRecord plain = runtime_record_from_json(record_fixture(), "record.json");
+  EXPECT_FALSE(plain.conv_dispatch.has_value());
+  EXPECT_TRUE(to_json(plain).at("conv_dispatch").is_null());
+  EXPECT_TRUE(validate_runtime_record_json(to_json(plain)).empty());
+}
+
+TEST(RuntimeRecord, BadConvDispatchIsRefusedNamingThePath) {
+  const std::string at = "p.json: /devices/0/runtimes/torch-eager/conv_dispatch";
+  json d = dispatch_example();
+  d["max_batch"] = 0;
+  EXPECT_EQ(dispatch_error(d), at + "/max_batch: expected at least 1, got 0");
+  d = dispatch_example();
+  d["max_input_elements"] = -5;
+  EXPECT_EQ(dispatch_error(d), at + "/max_input_elements: expected at least 1, got -5");
+  d = dispatch_example();
+  d["window_side"] = "both";
+  EXPECT_EQ(dispatch_error(d), at + "/window_side: expected \"larger\" or \"smaller\", got \"both\"");
+  d = dispatch_example();
+  d["impl"] = "";
+  EXPECT_EQ(dispatch_error(d), at + "/impl: an implementation name must not be empty");
+  d = dispatch_example();
+  d.erase("depthwise");
+  EXPECT_EQ(dispatch_error(d), at + ": missing field 'depthwise'");
+  EXPECT_EQ(dispatch_error(json::array()), at + ": expected an object or null, got array");
+  EXPECT_EQ(dispatch_error(dispatch_example()), "(read)");
+  // The schema refuses the same.
+  json doc = record_fixture();
+  doc["conv_dispatch"] = dispatch_example();
+  doc["conv_dispatch"]["max_window"] = 0;
+  EXPECT_TRUE(has_error(validate_runtime_record_json(doc), "/conv_dispatch",
+                        "matches none of the anyOf alternatives"));
 }
 
 TEST(RuntimeRecord, ProfileOfSchemaOneTwelveWithoutFusionReads) {
