@@ -133,6 +133,8 @@ Work conv_work(const Op& op, const std::string& phase, const GemmCoords& g, doub
     w.stride = op.stride;
     w.in_channels = static_cast<std::int64_t>(d.c);
     w.out_channels = static_cast<std::int64_t>(d.k);
+    w.conv_call = {static_cast<std::int64_t>(d.n), d.n * d.c * d.h * d.w, op.kernel_h, op.kernel_w,
+                   op.stride, op.groups, w.depthwise};
   }
   w.shape = fmt::format("g{}mb{}ic{}ih{}oc{}kh{}sh{}ph{}dh{}", op.groups, d.n, d.c, d.h, d.k,
                         op.kernel_h, op.stride, op.pad, op.dilation);

@@ -38,6 +38,8 @@ struct Work {
   // A forward convolution's input and output channels (0 for other work): a channel-blocked
   // layout pads them to whole blocks.
   std::int64_t in_channels = 0, out_channels = 0;
+  // A forward convolution's call, for a runtime's choice of implementation by shape.
+  ConvCall conv_call;
   // A further kernel of the runtime op before it (a layout change's later copies): no dispatch of
   // its own, only the library's fixed cost per kernel.
   bool within_op = false;

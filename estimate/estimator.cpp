@@ -266,14 +266,14 @@ std::optional<double> own_rate(const OwnRates& rates, const std::string& kind) {
 
 Estimate estimate(const Model& model, const Device& device, const Options& options) {
   const RateModel rates(device, options.dtype, options.conv_layout, options.op_overhead_s,
-                        options.typical_times);
+                        options.typical_times, options.conv_dispatch);
   return estimate_with(model, device, rates, options);
 }
 
 Sweep sweep_batch(const Model& model, const Device& device, const Options& options,
                   const std::vector<std::int64_t>& batches, std::optional<double> max_latency_s) {
   const RateModel rates(device, options.dtype, options.conv_layout, options.op_overhead_s,
-                        options.typical_times);
+                        options.typical_times, options.conv_dispatch);
   Sweep sweep;
   sweep.max_latency_s = max_latency_s;
   Options o = options;

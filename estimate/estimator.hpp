@@ -136,6 +136,9 @@ struct Options {
   // The target runtime runs chains of ops as one generated kernel and calls its compiled graph
   // once a pass (inference); unset: every op runs as a kernel of its own.
   std::optional<FusionRules> fusion;
+  // The target runtime sends the forward convolutions that meet this rule to an implementation of
+  // their own (RateModel's conv_dispatch); unset: one implementation whatever the shape.
+  std::optional<RuntimeConvDispatch> conv_dispatch;
 };
 
 // One row of the per-op table. A training step has forward, dgrad, wgrad and optimizer rows.

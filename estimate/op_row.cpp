@@ -45,7 +45,7 @@ OpRow cost_row(const Op& op, const Work& w, const RateModel& rates, const std::s
     case Engine::conv:
       for (const auto& [g, f] : w.products)
         r.compute_s += rates.conv_time_s(g, f, share(f), w.groups, w.depthwise, w.stride, cold,
-                                         w.in_channels, w.out_channels);
+                                         w.in_channels, w.out_channels, w.conv_call);
       break;
     case Engine::vector:
       // A measured op's element rate where the profile has it (transcendental ops are bound by

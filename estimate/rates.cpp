@@ -112,8 +112,9 @@ double RateModel::interpolate(const std::vector<Point>& points, Coords query,
 }
 
 RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_layout,
-                     std::optional<double> op_overhead_s, bool typical_times)
-    : dtype_(dtype) {
+                     std::optional<double> op_overhead_s, bool typical_times,
+                     const std::optional<RuntimeConvDispatch>& conv_dispatch)
+    : dtype_(dtype), conv_dispatch_(conv_dispatch) {
   // A point's rate: at its fastest sample; with `typical_times`, at its typical time where the
   // profile has it (the median of its quietest look: what a kernel takes as one of a model's many,
   // each with its ordinary jitter). The best rate of a dtype, the ceiling of every product, stays
@@ -227,7 +228,7 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
         dtype, static_cast<double>(g.shape.n), static_cast<double>(g.shape.k));
     (unaligned ? gemm_unaligned_points_ : g.cold_weights ? cold : gemm_points_).push_back({x, *e});
   }
-  std::array<std::vector<Point>, 3> conv_cold;
+  std::array<std::vector<Point>, 3> conv_cold, dispatched_cold;
   for (const auto& c : device.conv) {
     if (!conv_used(c)) continue;
     const auto& s = c.shape;
@@ -240,7 +241,9 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
     const auto e = efficiency(s.flops() * f, s.bytes() * fb, rate * f);
     if (!e) continue;
     const auto cls = static_cast<std::size_t>(conv_class(s.groups, depthwise));
-    (c.cold_weights ? conv_cold[cls] : conv_points_[cls])
+    const bool dispatched = conv_dispatch_ && c.impl == conv_dispatch_->impl;
+    auto& warm = dispatched ? dispatched_points_ : conv_points_;
+    (c.cold_weights ? (dispatched ? dispatched_cold : conv_cold)[cls] : warm[cls])
         .push_back({coords(g.batch, g.m, g.n, g.k, static_cast<double>(s.stride)), *e});
   }
   // One value per measured shape: several layouts (or repeats) of one shape keep the fastest.
@@ -255,6 +258,7 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
   dedupe(gemm_points_);
   dedupe(gemm_unaligned_points_);
   for (auto& c : conv_points_) dedupe(c);
+  for (auto& c : dispatched_points_) dedupe(c);
   // With cold weights: the warm points, each replaced by its cold measurement where there is one.
   const auto with_cold = [&](const std::vector<Point>& warm, std::vector<Point> cold_points) {
     dedupe(cold_points);
@@ -278,6 +282,8 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
   for (std::size_t cls = 0; cls < conv_points_.size(); ++cls) {
     conv_cold_points_[cls] = with_cold(conv_points_[cls], conv_cold[cls]);
     bound_by_cold(conv_points_[cls], conv_cold_points_[cls]);
+    dispatched_cold_points_[cls] = with_cold(dispatched_points_[cls], dispatched_cold[cls]);
+    bound_by_cold(dispatched_points_[cls], dispatched_cold_points_[cls]);
   }
   // The caches that keep a model's weights between passes: those the sweep measured at least
   // kCacheAdvantage times faster than main memory. A level barely faster than memory (the share
@@ -349,6 +355,18 @@ double RateModel::product_s(const std::vector<Point>& points, const Coords& quer
   return std::max(roof / interpolate(points, query, ceiling), flops / best_flops_per_s_);
 }
 
+bool runs_dispatched_impl(const RuntimeConvDispatch& rule, const ConvCall& call) {
+  if (call.batch < 1) return false;
+  const auto window = rule.window_smaller_side ? std::min(call.window_h, call.window_w)
+                                               : std::max(call.window_h, call.window_w);
+  const bool grouping_stays =
+      call.groups == 1 || (call.depthwise ? rule.depthwise : rule.grouped);
+  return call.batch <= rule.max_batch && window <= rule.max_window &&
+         (!rule.max_input_elements ||
+          call.input_elements <= static_cast<double>(*rule.max_input_elements)) &&
+         (call.stride == 1 || rule.strided) && grouping_stays;
+}
+
 bool gemm_rows_aligned(DType dtype, double n, double k) {
   const double bytes = dtype_bytes(dtype);
   return std::fmod(n * bytes, 16.0) == 0 && std::fmod(k * bytes, 16.0) == 0;
@@ -385,9 +403,13 @@ std::pair<double, double> RateModel::pad_channels(GemmCoords& s, std::int64_t in
 double RateModel::conv_time_s(const GemmCoords& s, double flops, double bytes,
                               std::int64_t groups, bool depthwise, std::int64_t stride,
                               bool cold_weights, std::int64_t in_channels,
-                              std::int64_t out_channels) const {
+                              std::int64_t out_channels, const ConvCall& call) const {
   const auto cls = static_cast<std::size_t>(conv_class(groups, depthwise));
-  const auto& points = cold_weights ? conv_cold_points_[cls] : conv_points_[cls];
+  const auto& others = cold_weights ? conv_cold_points_[cls] : conv_points_[cls];
+  const auto& dispatched = cold_weights ? dispatched_cold_points_[cls] : dispatched_points_[cls];
+  const bool own = conv_dispatch_ && runs_dispatched_impl(*conv_dispatch_, call);
+  const auto& points = (own ? dispatched : others).empty() ? (own ? others : dispatched)
+                                                           : (own ? dispatched : others);
   if (points.empty()) return gemm_time_s(s, flops, bytes, cold_weights);
   GemmCoords q = s;
   const auto [f, fb] = pad_channels(q, in_channels, out_channels, groups, depthwise);

@@ -21,6 +21,18 @@ struct GemmCoords {
   double batch = 1, m = 1, n = 1, k = 1;
 };
 
+// A forward convolution as a framework's choice of implementation sees it
+// (RuntimeConvDispatch).
+struct ConvCall {
+  std::int64_t batch = 0;  // 0: not a forward convolution (no dispatch rule applies)
+  double input_elements = 0;  // batch x channels x pixels
+  std::int64_t window_h = 1, window_w = 1, stride = 1, groups = 1;
+  bool depthwise = false;
+};
+
+// Whether `call` meets every condition of `rule`: it then runs the rule's implementation.
+bool runs_dispatched_impl(const RuntimeConvDispatch& rule, const ConvCall& call);
+
 // Whether a product's rows start 16-byte aligned in every operand, as a GPU library's fast kernels
 // need: the n outputs of a row (C is m x n) and the k inputs of a row of each operand, in `dtype`.
 bool gemm_rows_aligned(DType dtype, double n, double k);
@@ -33,8 +45,14 @@ class RateModel {
   // `op_overhead_s`: the per-op overhead to charge instead of the profile's.
   // `typical_times`: each point at its typical time (the median of its quietest look, where the
   // profile records it) rather than its fastest sample.
+  // `conv_dispatch`: the runtime's rule for small convolutions. Its conv points then form two
+  // sets by their impl, those of the rule's implementation and the others, and a convolution
+  // interpolates among the set of the implementation it runs (a framework's path for small
+  // calls and its library's differ in rate by 3x at one shape here), the other set where its
+  // own has no point of its class.
   RateModel(const Device& device, DType dtype, const std::string& conv_layout = "",
-            std::optional<double> op_overhead_s = std::nullopt, bool typical_times = false);
+            std::optional<double> op_overhead_s = std::nullopt, bool typical_times = false,
+            const std::optional<RuntimeConvDispatch>& conv_dispatch = std::nullopt);
 
   // Kernel time of one GEMM product that reads and writes `bytes`. Every measured point is held
   // as its efficiency against a reference roofline, max(FLOPs / best measured rate of the dtype,
@@ -62,10 +80,11 @@ class RateModel {
   // channels padded to whole blocks (16 with AVX-512, else 8; fewer channels than a block stay
   // plain, as an image does): its points and queries are then held at their padded shapes, with
   // the work and traffic of the padded channels (116 channels run as 128).
+  // `call`: a forward convolution's, for the runtime's dispatch rule (conv_dispatch).
   double conv_time_s(const GemmCoords& implicit_gemm, double flops, double bytes,
                      std::int64_t groups, bool depthwise, std::int64_t stride = 1,
                      bool cold_weights = false, std::int64_t in_channels = 0,
-                     std::int64_t out_channels = 0) const;
+                     std::int64_t out_channels = 0, const ConvCall& call = {}) const;
   // Time to move `bytes`, `weight_bytes` of them parameters and `output_bytes` a tensor the op
   // writes to a fresh buffer. Activations come from the level that holds the op's bytes;
   // parameters from the level that holds all of the model's (`model_weight_bytes`): a pass reads
@@ -164,6 +183,10 @@ class RateModel {
   // Conv points by class: 0 dense (groups 1), 1 grouped, 2 depthwise.
   std::array<std::vector<Point>, 3> conv_points_;
   std::array<std::vector<Point>, 3> conv_cold_points_;  // with cold-weight measurements where made
+  // The same for the points of the dispatch rule's implementation (empty without a rule).
+  std::optional<RuntimeConvDispatch> conv_dispatch_;
+  std::array<std::vector<Point>, 3> dispatched_points_;
+  std::array<std::vector<Point>, 3> dispatched_cold_points_;
   bool batched_gemm_points_ = false;
   double best_flops_per_s_ = 0;
   double vector_flops_per_s_ = 0;

@@ -94,6 +94,7 @@ std::vector<std::string> apply_runtime(const RuntimeRecord& record, const std::s
   } else {
     options.fusion.reset();
   }
+  options.conv_dispatch = record.conv_dispatch;
   return notes;
 }
 

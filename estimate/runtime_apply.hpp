@@ -23,7 +23,7 @@ Device runtime_device(const Device& device, const RuntimeRecord& record);
 // Sets from the record, for options.dtype: op_overhead_s (op_s), kind_overheads (kind_op_s of
 // that dtype or of every dtype; a dtype's own entry wins), own_rates (own_kernels of that dtype),
 // blocked_layout (layout), conv_layout, linears_as_convolutions, in_place_ops (in_place), fusion
-// (fusion; unset where the record has none).
+// (fusion; unset where the record has none), conv_dispatch (likewise).
 // Returns notes for the user (a dtype the runtime was not calibrated for).
 std::vector<std::string> apply_runtime(const RuntimeRecord& record, const std::string& key,
                                        Options& options);

@@ -168,6 +168,17 @@ def conv_grid(quick):
     return shapes
 
 
+# The dispatch probe (torch_common.conv_dispatch): a dense 1x1 of DISPATCH_CHANNELS channels on a
+# DISPATCH_SIDE image, small enough for any framework's path for small calls; the input-element
+# bound bisected over channels on that image up to DISPATCH_MAX_CHANNELS (about half a million
+# elements); windows and batches tried up to the largest a model uses, the batch's images of
+# DISPATCH_BATCH_CHANNELS channels, so that the batch stays below the element bound.
+DISPATCH_CHANNELS, DISPATCH_SIDE, DISPATCH_MAX_CHANNELS = 16, 16, 2048
+DISPATCH_WINDOWS = (3, 5, 7)
+DISPATCH_BATCHES = (2, 4, 8, 16)
+DISPATCH_BATCH_CHANNELS = 4
+
+
 # Channels per group tried by the grouped-convolution layout probe, over 128 channels in all.
 GROUP_REORDER_WIDTHS = (1, 2, 4, 8, 16, 32, 64)
 GROUP_PROBE_CHANNELS = 128

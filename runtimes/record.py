@@ -14,6 +14,12 @@ FIELDS = ("runtime", "device", "framework", "versions", "python", "threads", "dt
 # What a runtime's optional `fusion` field says: which chains run as one kernel.
 FUSION_RULES = ("pointwise", "into_reductions", "into_products")
 
+# What a runtime's optional `conv_dispatch` field holds: the implementation of small convolutions
+# and the conditions, all of which a call meets to run there (torch_common.find_conv_dispatch).
+CONV_DISPATCH_BOUNDS = ("max_batch", "max_window")
+CONV_DISPATCH_FLAGS = ("strided", "grouped", "depthwise")
+WINDOW_SIDES = ("larger", "smaller")
+
 DTYPES = ("f32", "f16", "bf16", "int8", "fp8")
 
 # The allocator every runtime is measured with: the C library's, as a plain script has it.
@@ -33,7 +39,7 @@ def probe_point(name, shape, timing=None, **fields):
 def build_record(runtime, device, framework, versions, threads, dtypes, settings, op_s, probes,
                  calibration_s, kind_op_s=(), own_kernels=(), layout=None, conv_layout="",
                  linears_as_convolutions=False, in_place=(), fuse_activations=False, memory_levels=(),
-                 gemm=(), conv=(), fusion=None):
+                 gemm=(), conv=(), fusion=None, conv_dispatch=None):
     """The record, its fields in docs/runtimes.md's order. `versions` gets the interpreter's
     version where it lacks one; `settings` the allocator (the C library's default: the probes
     never change it)."""
@@ -67,6 +73,8 @@ def build_record(runtime, device, framework, versions, threads, dtypes, settings
     out = {key: record[key] for key in FIELDS}
     if fusion is not None:
         out["fusion"] = dict(fusion)
+    if conv_dispatch is not None:
+        out["conv_dispatch"] = dict(conv_dispatch)
     return out
 
 
@@ -144,6 +152,7 @@ def problems(record):
                     out.append(f"fusion.{key}: not true or false")
             if "graph_s" not in fusion:
                 out.append("fusion: missing 'graph_s'")
+    out += _conv_dispatch_problems(record.get("conv_dispatch"))
     for i, level in enumerate(record["memory"].get("levels", [])):
         if not isinstance(level.get("name"), str) or "Bps" not in level or "bytes" not in level:
             out.append(f"memory.levels[{i}]: needs name, bytes (null: unbounded) and Bps")
@@ -159,6 +168,29 @@ def problems(record):
                 out.append(f"{table}[{i}]: impl must be a string and dtype one of {', '.join(DTYPES)}")
             elif table == "conv" and (not isinstance(point["layout"], str) or not point["layout"]):
                 out.append(f"{table}[{i}].layout: not a layout name")
+    return out
+
+
+def _conv_dispatch_problems(rule):
+    if rule is None:
+        return []
+    if not isinstance(rule, dict):
+        return ["conv_dispatch: not an object"]
+    out = []
+    if not isinstance(rule.get("impl"), str) or not rule.get("impl"):
+        out.append("conv_dispatch.impl: not an implementation name")
+    bound = rule.get("max_input_elements", "missing")
+    if bound is not None and (not isinstance(bound, int) or isinstance(bound, bool) or bound < 1):
+        out.append("conv_dispatch.max_input_elements: not a positive integer or null")
+    for key in CONV_DISPATCH_BOUNDS:
+        value = rule.get(key)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            out.append(f"conv_dispatch.{key}: not a positive integer")
+    for key in CONV_DISPATCH_FLAGS:
+        if not isinstance(rule.get(key), bool):
+            out.append(f"conv_dispatch.{key}: not true or false")
+    if rule.get("window_side") not in WINDOW_SIDES:
+        out.append(f"conv_dispatch.window_side: not one of {', '.join(WINDOW_SIDES)}")
     return out
 
 

@@ -1,7 +1,9 @@
 """What the PyTorch runtimes share: the framework check, versions, the Linear-as-convolution
 rewrite, the op kinds by estimator row name, the own-kernel rates over the size grids and the
 main-memory bandwidth of PyTorch's own kernels. torch is imported where it is used."""
+import contextlib
 import copy
+import os
 import re
 import sys
 
@@ -373,14 +375,16 @@ def conv_points(torch, dtype, device, fixed_s, budget, progress, quick, sync=Non
     format (with `channels_last`, activations in NHWC order and the weights as a model has them),
     over grids.conv_grid and grids.image_input_grid. Each kernel/stride/grouping class's output
     (and each image-input kernel's) is checked once against the convolution in float64; the points are
-    timed in sweeps over the grid (harness.time_in_sweeps). time_s and median_s are kernel times:
-    measured less `fixed_s` (the per-op cost the estimator charges), at least half of measured.
-    Returns (points, probe points)."""
+    timed in sweeps over the grid (harness.time_in_sweeps). Each point's impl is the implementation
+    the framework dispatched it to (conv_impl), and conv_dispatch finds the rule behind them.
+    time_s and median_s are kernel times: measured less `fixed_s` (the per-op cost the estimator
+    charges), at least half of measured.
+    Returns (points, probe points, rule or None)."""
     from torch import nn
     label = dtype_label(torch, dtype)
     rtol, atol = tolerance(torch, dtype)
     shapes = grids.conv_grid(quick) + grids.image_input_grid(quick)
-    calls, names, checked = {}, {}, set()
+    calls, names, impls, checked = {}, {}, {}, set()
     for i, shape in enumerate(shapes):
         torch.manual_seed(harness.SEED + i)
         conv = nn.Conv2d(shape["c"], shape["k"], shape["r"], stride=shape["stride"], padding=shape["pad"],
@@ -400,20 +404,155 @@ def conv_points(torch, dtype, device, fixed_s, budget, progress, quick, sync=Non
                 harness.check_close(f"conv {names[i]}", conv(x), want, rtol, max(atol, rtol * reach ** 0.5))
                 checked.add(key)
         calls[i] = _synced(conv, [x], sync)
+        impls[i] = conv_impl(torch, conv, x)
+    rule, probes = conv_dispatch(torch, dtype, device, list(impls.values()), progress, channels_last)
     with torch.inference_mode():
         timings = harness.time_in_sweeps(calls, budget, time_group)
-    points, probes = [], []
+    points = []
     for i, shape in enumerate(shapes):
         timing = timings[i]
         kernel_s = harness.kernel_time_s(timing.time_s, fixed_s)
         flops = grids.conv_flops(shape)
         point = dict(dtype=label, **shape, layout="nhwc" if channels_last else "nchw")
-        point.update({"time_s": kernel_s, "median_s": max(harness.kernel_time_s(timing.median_s, fixed_s), kernel_s),
+        point.update({"time_s": kernel_s,
+                      "median_s": max(harness.kernel_time_s(timing.median_s, fixed_s), kernel_s),
                       "flops_per_s": flops / kernel_s, "cv": timing.cv, "samples": timing.count,
-                      "impl": "torch conv2d", "cold_weights": False, "measured_s": timing.time_s,
+                      "impl": impls[i], "cold_weights": False, "measured_s": timing.time_s,
                       "fixed_s_taken_off": timing.time_s - kernel_s})
         points.append(point)
         probes.append(record.probe_point(f"conv conv2d {label}", names[i], timing))
     best = max(points, key=lambda p: p["flops_per_s"])
     progress(f"{len(points)} conv points, best {best['flops_per_s'] / 1e9:.1f} GFLOP/s")
-    return points, probes
+    return points, probes, rule
+
+
+# Ops a convolution call passes through on its way to an implementation, whatever the shape.
+CONV_WRAPPERS = {"aten::conv2d", "aten::convolution", "aten::_convolution"}
+
+
+@contextlib.contextmanager
+def _quiet_stderr():
+    """The process's standard error (the descriptor, where the profiler's C++ side logs each
+    start and stop) sent to /dev/null for the duration."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def innermost_conv_op(names):
+    """The implementation among the op names a convolution call recorded, in call order: the last
+    that names a convolution and is not one of CONV_WRAPPERS, without its namespace ("aten::thnn_conv2d",
+    then "aten::_slow_conv2d_forward" -> "_slow_conv2d_forward"); "" when none does."""
+    found = ""
+    for name in names:
+        if "conv" in name and name not in CONV_WRAPPERS:
+            found = name.split("::")[-1]
+    return found
+
+
+def conv_impl(torch, conv, x):
+    """The implementation PyTorch dispatches the call conv(x) to, as its profiler records it
+    (mkldnn_convolution, _slow_conv2d_forward, cudnn_convolution, ...): a framework that picks
+    its kernel by shape is read, never assumed to pick one."""
+    with torch.inference_mode(), _quiet_stderr():
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            conv(x)
+    return innermost_conv_op([event.name for event in prof.events()]) or "unknown"
+
+
+def _dispatch_shape(c, kernel=1, stride=1, groups=1, batch=1, window=None):
+    """A dispatch-probe convolution: c channels to c on grids.DISPATCH_SIDE, a square `kernel`
+    (or a `window` of (rows, columns)), 'same' padding."""
+    r, s = window or (kernel, kernel)
+    shape = grids.conv_shape(c, grids.DISPATCH_SIDE, kernel, stride, groups, batch)
+    shape.update(r=r, s=s, pad=(r // 2, s // 2))
+    return shape
+
+
+def find_conv_dispatch(impl_of, grid_impls):
+    """Where a framework that picks its convolution's implementation by shape sends small calls:
+    a rule of the form "every condition holds", each condition found by trying shapes with
+    `impl_of(shape)` (the implementation a call of that shape runs): the input elements (batch x
+    channels x pixels) bisected over channels, the largest window (square, and whether a window
+    of one row counts by its smaller side), the largest batch, and whether strided, grouped and
+    depthwise calls stay on it. None when the small call's implementation is that of every point
+    of the grid (`grid_impls`): one implementation, nothing to tell apart.
+    Returns (rule or None, [(shape name, implementation)] of the calls tried)."""
+    tried = []
+
+    def impl(shape):
+        name = (f"mb{shape['n']}ic{shape['c']}ih{shape['h']}kh{shape['r']}kw{shape['s']}"
+                f"sh{shape['stride']}g{shape['groups']}")
+        found = impl_of(shape)
+        tried.append((name, found))
+        return found
+
+    c = grids.DISPATCH_CHANNELS
+    small = impl(_dispatch_shape(c))
+    if all(i == small for i in grid_impls):
+        return None, tried
+
+    def stays(shape):
+        return impl(shape) == small
+
+    lo, hi = c, grids.DISPATCH_MAX_CHANNELS
+    max_elements = None
+    if not stays(_dispatch_shape(hi)):
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if stays(_dispatch_shape(mid)) else (lo, mid)
+        max_elements = lo * grids.DISPATCH_SIDE ** 2
+    max_window = 1
+    for kernel in grids.DISPATCH_WINDOWS:
+        if not stays(_dispatch_shape(c, kernel)):
+            break
+        max_window = kernel
+    larger = max(grids.DISPATCH_WINDOWS)
+    window_side = "larger"
+    if max_window < larger and stays(_dispatch_shape(c, window=(1, larger))):
+        window_side = "smaller"
+    max_batch = 1
+    for batch in grids.DISPATCH_BATCHES:
+        if not stays(_dispatch_shape(grids.DISPATCH_BATCH_CHANNELS, batch=batch)):
+            break
+        max_batch = batch
+    rule = {"impl": small, "max_input_elements": max_elements, "max_batch": max_batch, "max_window": max_window,
+            "window_side": window_side, "strided": stays(_dispatch_shape(c, min(max_window, 3), stride=2)),
+            "grouped": stays(_dispatch_shape(c, groups=2)), "depthwise": stays(_dispatch_shape(c, 3, groups=c))}
+    return rule, tried
+
+
+def _conv_call(torch, shape, dtype, device, channels_last):
+    """(nn.Conv2d, input) of a dispatch-probe shape (_dispatch_shape)."""
+    from torch import nn
+    torch.manual_seed(harness.SEED)
+    conv = nn.Conv2d(shape["c"], shape["k"], (shape["r"], shape["s"]), stride=shape["stride"],
+                     padding=shape["pad"], groups=shape["groups"]).to(device, dtype).eval()
+    x = harness.random_input("torch", (shape["n"], shape["c"], shape["h"], shape["w"]), dtype, device)
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)
+    return conv, x
+
+
+def conv_dispatch(torch, dtype, device, grid_impls, progress, channels_last=False):
+    """find_conv_dispatch for nn.Conv2d in `dtype` on `device` (activations in NHWC order with
+    `channels_last`, as conv_points), against the implementations of the grid's points.
+    Returns (rule or None, probe points)."""
+    def impl_of(shape):
+        return conv_impl(torch, *_conv_call(torch, shape, dtype, device, channels_last))
+
+    rule, tried = find_conv_dispatch(impl_of, grid_impls)
+    if rule is None:
+        progress(f"convolutions: one implementation ({grid_impls[0] if grid_impls else 'none'})")
+    else:
+        bound = rule["max_input_elements"]
+        progress(f"convolutions: {rule['impl']} up to {bound if bound is not None else 'any number of'} input "
+                 f"elements, batch {rule['max_batch']}, window {rule['max_window']}")
+    return rule, [record.probe_point("conv dispatch", name, impl=found) for name, found in tried]
+

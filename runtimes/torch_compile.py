@@ -349,8 +349,8 @@ def calibrate(options):
     # cost of such a call in the graph (op_s) is taken off once measured (take_off).
     channels_last = layout_optimized(torch)
     gemm, gemm_probes = torch_eager.gemm_points(torch, dtype, device, {}, budget, progress, options.quick, timer)
-    conv, conv_probes = torch_common.conv_points(torch, dtype, device, 0.0, budget, progress, options.quick, sync,
-                                                 timer, channels_last=channels_last)
+    conv, conv_probes, dispatch = torch_common.conv_points(torch, dtype, device, 0.0, budget, progress,
+                                                           options.quick, sync, timer, channels_last=channels_last)
     levels, memory_probes = [], []
     if not gpu:
         level, memory_probe = torch_common.dram_level(torch, dtype, budget, progress)
@@ -407,6 +407,6 @@ def calibrate(options):
                   (", mode=reduce-overhead" if gpu else ""), "mode": "module.eval() under torch.inference_mode()",
                   "conv_activations": "channels_last (inductor's layout optimization)" if channels_last else "nchw"},
         op_s=op_s, own_kernels=own, layout=None, conv_layout="nhwc" if channels_last else "nchw",
-        memory_levels=levels, gemm=gemm, conv=conv,
-        fusion=fusion, probes=probes + fusion_probes + own_probes + gemm_probes + conv_probes + memory_probes,
+        memory_levels=levels, gemm=gemm, conv=conv, conv_dispatch=dispatch, fusion=fusion,
+        probes=probes + fusion_probes + own_probes + gemm_probes + conv_probes + memory_probes,
         calibration_s=0.0)

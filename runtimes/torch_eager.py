@@ -355,8 +355,9 @@ def calibrate(options):
     if gpu:
         kind_costs = {}  # device time holds no host cost to take off
     gemm, gemm_probes = gemm_points(torch, dtype, device, kind_costs, budget, progress, options.quick, timer)
-    conv, conv_probes = torch_common.conv_points(torch, dtype, device, 0.0 if gpu else kind_costs.get("conv2d", op_s),
-                                                 budget, progress, options.quick, sync, timer)
+    conv, conv_probes, dispatch = torch_common.conv_points(
+        torch, dtype, device, 0.0 if gpu else kind_costs.get("conv2d", op_s), budget, progress, options.quick,
+        sync, timer)
     if gpu:
         props = torch.cuda.get_device_properties(device)
         working = 4 * getattr(props, "L2_cache_size", 0) or 1024 ** 3
@@ -371,7 +372,7 @@ def calibrate(options):
         runtime=RUNTIME, device=device, framework=torch_common.framework(torch), versions=torch_common.versions(torch),
         threads=torch.get_num_threads(), dtypes=[label], settings=settings, op_s=op_s, kind_op_s=kind_op_s,
         own_kernels=own, layout=None, conv_layout="nchw", linears_as_convolutions=False, in_place=[],
-        fuse_activations=False, memory_levels=[level], gemm=gemm, conv=conv,
+        fuse_activations=False, memory_levels=[level], gemm=gemm, conv=conv, conv_dispatch=dispatch,
         probes=probes + fixed_probes + own_probes + gemm_probes + conv_probes + [memory_probe], calibration_s=0.0)
 
 

@@ -710,6 +710,99 @@ TEST_F(FixtureCpu, BlockedConvolutionsRunOnChannelsPaddedToWholeBlocks) {
               t128, 1e-12);
 }
 
+// A framework's rule for small convolutions, as torch's eager CPU path has it: batch 1, dense,
+// window at most 3 (its smaller side), at most 20,480 input elements, strided or not.
+RuntimeConvDispatch small_call_rule() {
+  RuntimeConvDispatch d;
+  d.impl = "native";
+  d.max_input_elements = 20480;
+  d.max_batch = 1;
+  d.max_window = 3;
+  d.window_smaller_side = true;
+  d.strided = true;
+  return d;
+}
+
+TEST(ConvDispatch, ACallRunsThereOnlyWhenItMeetsEveryCondition) {
+  const auto rule = small_call_rule();
+  // 104 channels on 14x14: 20,384 input elements.
+  const ConvCall small{1, 104 * 196.0, 1, 1, 1, 1, false};
+  EXPECT_TRUE(runs_dispatched_impl(rule, small));
+  ConvCall c = small;
+  c.input_elements = 105 * 196.0;  // 20,580
+  EXPECT_FALSE(runs_dispatched_impl(rule, c));
+  c = small;
+  c.batch = 2;
+  EXPECT_FALSE(runs_dispatched_impl(rule, c));
+  c = small;
+  c.window_h = c.window_w = 5;
+  EXPECT_FALSE(runs_dispatched_impl(rule, c));
+  c.window_h = 1;  // a 1x5 window counts by its smaller side
+  EXPECT_TRUE(runs_dispatched_impl(rule, c));
+  auto larger_side = rule;
+  larger_side.window_smaller_side = false;
+  EXPECT_FALSE(runs_dispatched_impl(larger_side, c));
+  c = small;
+  c.stride = 2;
+  EXPECT_TRUE(runs_dispatched_impl(rule, c));
+  auto unstrided = rule;
+  unstrided.strided = false;
+  EXPECT_FALSE(runs_dispatched_impl(unstrided, c));
+  c = small;
+  c.groups = 104, c.depthwise = true;
+  EXPECT_FALSE(runs_dispatched_impl(rule, c));
+  c.groups = 4, c.depthwise = false;
+  EXPECT_FALSE(runs_dispatched_impl(rule, c));
+  auto grouped = rule;
+  grouped.grouped = true;
+  EXPECT_TRUE(runs_dispatched_impl(grouped, c));
+  // Not a forward convolution (a gradient): no rule applies.
+  EXPECT_FALSE(runs_dispatched_impl(rule, ConvCall{}));
+  auto unbounded = rule;
+  unbounded.max_input_elements.reset();
+  c = small;
+  c.input_elements = 1e9;
+  EXPECT_TRUE(runs_dispatched_impl(unbounded, c));
+}
+
+TEST_F(FixtureCpu, AConvolutionInterpolatesAmongThePointsOfTheImplementationItRuns) {
+  // Two 1x1 points either side of the rule's bound, 104 and 112 channels on 14x14: the small
+  // call's path at 1e11 FLOP/s, the library's at 2.5e10.
+  Device d = cpu;
+  const auto point = [](std::int64_t c, double rate, const std::string& impl) {
+    ConvShape s;
+    s.dtype = DType::f32;
+    s.n = 1, s.c = c, s.h = 14, s.w = 14, s.k = c, s.r = 1, s.s = 1;
+    s.stride = 1, s.pad = 0, s.dilation = 1, s.groups = 1;
+    const double t = s.flops() / rate;
+    return ConvPoint{s, "nchw", {t, t, 0.01, 10}, rate, impl};
+  };
+  d.conv = {point(104, 1e11, "native"), point(112, 2.5e10, "library")};
+  const RateModel split(d, DType::f32, "", std::nullopt, false, small_call_rule());
+  const RateModel one(d, DType::f32);
+  const auto time = [](const RateModel& rates, double c) {
+    const double f = 2 * c * c * 196;
+    return rates.conv_time_s({1, 196, c, c}, f, 4 * (2 * c * 196 + c * c), 1, false, 1, false,
+                             static_cast<std::int64_t>(c), static_cast<std::int64_t>(c),
+                             ConvCall{1, c * 196, 1, 1, 1, 1, false});
+  };
+  // 100 channels run the small call's path, 108 the library's: each at its own points' rate,
+  // where one set of points would blend the two.
+  EXPECT_NEAR(time(split, 100), 2.0 * 100 * 100 * 196 / 1e11, 1e-12);
+  EXPECT_NEAR(time(split, 108), 2.0 * 108 * 108 * 196 / 2.5e10, 1e-12);
+  EXPECT_LT(time(one, 108), 0.9 * time(split, 108));
+  // A rule whose implementation has no point of the class: the other points serve.
+  auto elsewhere = small_call_rule();
+  elsewhere.impl = "unmeasured";
+  const RateModel none(d, DType::f32, "", std::nullopt, false, elsewhere);
+  EXPECT_NEAR(time(none, 100), time(one, 100), 1e-15);
+  // Through the estimate: Options::conv_dispatch.
+  Options o = batch(1);
+  const double library_only = estimate(testing::one_conv_model(108, 14, 108), d, o).ops.at(0).compute_s;
+  o.conv_dispatch = small_call_rule();
+  EXPECT_GT(estimate(testing::one_conv_model(108, 14, 108), d, o).ops.at(0).compute_s, 1.1 * library_only);
+}
+
 TEST_F(FixtureCpu, MissingDtypeIsAnInputError) {
   EXPECT_THROW(estimate(linear_model(64, 64), cpu, batch(1, DType::int8)), InputError);
 }

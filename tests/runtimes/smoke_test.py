@@ -3,7 +3,7 @@ Debian's PyTorch (/usr/bin/python3, or TRUEPEAK_TORCH_PYTHON), onnxruntime, and 
 torch-compile with the torch 2.x of the project's venv (.venv/bin/python, or TRUEPEAK_ORT_PYTHON
 and TRUEPEAK_TORCH2_PYTHON, see scripts/setup-venv.sh). Each record must pass the record checks;
 torch-compile's must carry its fusion rules, torch-eager's its image kernels, image-input
-convolutions and cold-weights GEMM points. Each runtime whose framework is missing is skipped, saying why; exit 77 (skipped)
+convolutions and cold-weights GEMM points, and both the implementation of each convolution point. Each runtime whose framework is missing is skipped, saying why; exit 77 (skipped)
 when none ran."""
 import json
 import os
@@ -65,6 +65,10 @@ def run(runtime, python):
             return None, f"{runtime}: the record has no image-input convolution point"
         if not any(g["cold_weights"] for g in doc["gemm"]):
             return None, f"{runtime}: the record has no cold-weights GEMM point"
+    if runtime in ("torch-eager", "torch-compile"):
+        unnamed = sorted({c["impl"] for c in doc["conv"]} & {"", "unknown"})
+        if unnamed:
+            return None, f"{runtime}: a convolution point's implementation was not read ({unnamed[0]!r})"
     print(f"{runtime}: ok in {seconds:.1f} s (calibration_s {doc['calibration_s']:.1f}), op_s "
           f"{doc['op_s'] * 1e6:.2f} us, {len(doc['own_kernels'])} own kernels, {len(doc['probes'])} probe points")
     return doc, None

@@ -148,6 +148,33 @@ class FusionFieldTest(unittest.TestCase):
         self.assertIn("fusion: not an object", record.problems(self.with_fusion([True])))
 
 
+class ConvDispatchFieldTest(unittest.TestCase):
+    RULE = {"impl": "_slow_conv2d_forward", "max_input_elements": 20480, "max_batch": 1, "max_window": 3,
+            "window_side": "smaller", "strided": True, "grouped": False, "depthwise": False}
+
+    def with_rule(self, **changes):
+        return a_record(conv_dispatch=dict(self.RULE, **changes))
+
+    def test_written_only_where_given(self):
+        self.assertNotIn("conv_dispatch", a_record())
+        doc = record.build_record(runtime="torch-eager", device="cpu", framework="torch 2.15.0", versions={},
+                                  threads=2, dtypes=["f32"], settings={}, op_s=1e-6, probes=[], calibration_s=1.0,
+                                  conv_dispatch=self.RULE)
+        self.assertEqual(doc["conv_dispatch"], self.RULE)
+        self.assertEqual(record.problems(doc), [])
+
+    def test_bounds_flags_and_the_window_side_are_checked(self):
+        self.assertEqual(record.problems(self.with_rule(max_input_elements=None)), [])
+        self.assertIn("conv_dispatch.max_batch: not a positive integer", record.problems(self.with_rule(max_batch=0)))
+        self.assertIn("conv_dispatch.max_input_elements: not a positive integer or null",
+                      record.problems(self.with_rule(max_input_elements=2.5)))
+        self.assertIn("conv_dispatch.grouped: not true or false", record.problems(self.with_rule(grouped=1)))
+        self.assertIn("conv_dispatch.window_side: not one of larger, smaller",
+                      record.problems(self.with_rule(window_side="both")))
+        self.assertIn("conv_dispatch.impl: not an implementation name", record.problems(self.with_rule(impl="")))
+        self.assertIn("conv_dispatch: not an object", record.problems(a_record(conv_dispatch=[1])))
+
+
 class WriteRecordTest(unittest.TestCase):
     def test_one_json_document(self):
         out = io.StringIO()

@@ -1,0 +1,65 @@
+"""The convolution dispatch probe's search (torch_common.find_conv_dispatch) against frameworks
+whose rules are known, and the name it reads from a profiler's ops (no PyTorch needed)."""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+from runtimes import grids, torch_common  # noqa: E402
+
+
+def torch_like(max_elements=20480):
+    """A framework that runs a call natively when it is dense, of one image, of a window whose
+    smaller side is at most 3, and of at most `max_elements` input elements; else in its library."""
+    def impl_of(shape):
+        elements = shape["n"] * shape["c"] * shape["h"] * shape["w"]
+        native = (shape["groups"] == 1 and shape["n"] == 1 and min(shape["r"], shape["s"]) <= 3 and
+                  elements <= max_elements)
+        return "native" if native else "library"
+    return impl_of
+
+
+class FindConvDispatchTest(unittest.TestCase):
+    def test_the_bound_and_every_condition_are_found(self):
+        rule, tried = torch_common.find_conv_dispatch(torch_like(), ["library", "native"])
+        self.assertEqual(rule, {"impl": "native", "max_input_elements": 20480, "max_batch": 1, "max_window": 3,
+                                "window_side": "smaller", "strided": True, "grouped": False, "depthwise": False})
+        self.assertTrue(all(impl in ("native", "library") for _, impl in tried))
+        self.assertLess(len(tried), 30)
+
+    def test_a_bound_between_two_channel_counts_keeps_the_last_that_stays(self):
+        # 20,000 elements: 78 channels of 16x16 stay (19,968), 79 do not.
+        rule, _ = torch_common.find_conv_dispatch(torch_like(20000), ["library"])
+        self.assertEqual(rule["max_input_elements"], 78 * grids.DISPATCH_SIDE ** 2)
+
+    def test_no_bound_within_the_probe_is_none(self):
+        rule, _ = torch_common.find_conv_dispatch(torch_like(10 ** 12), ["library"])
+        self.assertIsNone(rule["max_input_elements"])
+
+    def test_a_framework_of_one_implementation_has_no_rule(self):
+        rule, tried = torch_common.find_conv_dispatch(lambda shape: "library", ["library", "library"])
+        self.assertIsNone(rule)
+        self.assertEqual(len(tried), 1)
+
+    def test_batches_and_windows_of_a_wider_path(self):
+        def impl_of(shape):
+            ok = shape["n"] <= 4 and max(shape["r"], shape["s"]) <= 5 and shape["groups"] in (1, shape["c"])
+            return "small" if ok else "big"
+        rule, _ = torch_common.find_conv_dispatch(impl_of, ["big"])
+        self.assertEqual((rule["max_batch"], rule["max_window"], rule["window_side"]), (4, 5, "larger"))
+        self.assertEqual((rule["grouped"], rule["depthwise"], rule["max_input_elements"]), (False, True, None))
+
+
+class InnermostConvOpTest(unittest.TestCase):
+    def test_the_last_convolution_past_the_wrappers(self):
+        self.assertEqual(torch_common.innermost_conv_op(
+            ["aten::conv2d", "aten::convolution", "aten::_convolution", "aten::_nnpack_available",
+             "aten::thnn_conv2d", "aten::_slow_conv2d_forward", "aten::empty", "aten::view"]), "_slow_conv2d_forward")
+        self.assertEqual(torch_common.innermost_conv_op(
+            ["aten::conv2d", "aten::convolution", "aten::_convolution", "aten::mkldnn_convolution", "aten::empty"]),
+            "mkldnn_convolution")
+        self.assertEqual(torch_common.innermost_conv_op(["aten::conv2d", "aten::convolution", "aten::add"]), "")
+
+
+if __name__ == "__main__":
+    unittest.main()
