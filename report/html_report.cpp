@@ -99,7 +99,8 @@ std::string runtimes_section(const std::vector<DeviceView>& views) {
           "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} / "
           "{}</td><td>{}</td></tr>\n",
           esc(v.label), esc(key), esc(r.framework), r.threads, esc(dtypes), esc(format_time_s(r.op_s)),
-          r.own_kernels.size(), r.gemm.size(), r.conv.size(), esc(runtime_layout_summary(r)));
+          r.own_kernels.size(), r.gemm.size(), r.conv.size(),
+          esc(runtime_layout_summary(r) + (r.conv_dispatch ? "; " + runtime_dispatch_summary(r) : "")));
     }
   }
   if (rows.empty()) return {};

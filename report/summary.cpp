@@ -159,6 +159,26 @@ std::string runtime_layout_summary(const RuntimeRecord& r) {
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
+std::string runtime_dispatch_summary(const RuntimeRecord& r) {
+  const auto& d = *r.conv_dispatch;
+  std::vector<std::string> conditions;
+  if (d.max_input_elements) conditions.push_back(fmt::format("<= {} input elements", *d.max_input_elements));
+  conditions.push_back(fmt::format("<= {} image{}", d.max_batch, d.max_batch == 1 ? "" : "s"));
+  conditions.push_back(fmt::format("window <= {} ({} side)", d.max_window,
+                                   d.window_smaller_side ? "smaller" : "larger"));
+  if (!d.strided) conditions.emplace_back("unstrided");
+  if (!d.grouped && !d.depthwise)
+    conditions.emplace_back("dense");
+  else if (!d.grouped)
+    conditions.emplace_back("dense or depthwise");
+  else if (!d.depthwise)
+    conditions.emplace_back("not depthwise");
+  const auto own = std::count_if(r.conv.begin(), r.conv.end(),
+                                 [&](const ConvPoint& p) { return p.impl == d.impl; });
+  return fmt::format("convolutions in {} when {}; {} of the {} conv points there", d.impl,
+                     fmt::join(conditions, ", "), own, r.conv.size());
+}
+
 namespace {
 
 // The op chains the runtime runs as one kernel, and its compiled graph's call.
@@ -189,6 +209,7 @@ std::string runtimes_summary(const Profile& profile) {
                          r.own_kernels.size(), r.own_kernels.size() == 1 ? "" : "s", r.gemm.size(), r.conv.size());
       out += fmt::format("    layout: {}\n", runtime_layout_summary(r));
       if (r.fusion) out += fmt::format("    {}\n", runtime_fusion_summary(*r.fusion));
+      if (r.conv_dispatch) out += fmt::format("    {}\n", runtime_dispatch_summary(r));
     }
   }
   return out;

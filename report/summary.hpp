@@ -53,6 +53,9 @@ std::optional<double> ratio(std::optional<double> a, std::optional<double> b);
 std::string runtimes_summary(const Profile& profile);
 // One line on a runtime's layout: "plain", or what runs blocked and what a change costs.
 std::string runtime_layout_summary(const RuntimeRecord& record);
+// One line on where a runtime with a convolution dispatch rule runs small convolutions, the
+// conditions, and how many of its conv points ran there; the record must have the rule.
+std::string runtime_dispatch_summary(const RuntimeRecord& record);
 // Every runtime key present on any device of these profiles, sorted.
 std::vector<std::string> runtime_keys(const std::vector<Profile>& profiles);
 
