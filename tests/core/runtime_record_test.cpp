@@ -245,12 +245,13 @@ json fusion_example() {
   return {{"pointwise", true}, {"into_reductions", true}, {"into_products", false}, {"graph_s", 1.5e-5}};
 }
 
-// The message profile_from_json gives for a record whose fusion field is `fusion`.
-std::string fusion_error(const json& fusion) {
+// The message profile_from_json gives for a record under `key` whose `field` is `value`;
+// "(read)" when it reads.
+std::string field_error(const char* key, const char* field, const json& value) {
   json doc = record_fixture();
-  doc["fusion"] = fusion;
+  doc[field] = value;
   json profile = profile_example();
-  profile["devices"][0]["runtimes"] = {{"torch-compile", doc}};
+  profile["devices"][0]["runtimes"] = {{key, doc}};
   try {
     profile_from_json(profile, "p.json");
   } catch (const InputError& e) {
@@ -258,6 +259,8 @@ std::string fusion_error(const json& fusion) {
   }
   return "(read)";
 }
+
+std::string fusion_error(const json& fusion) { return field_error("torch-compile", "fusion", fusion); }
 
 TEST(RuntimeRecord, FusionRoundTripsAndValidates) {
   json doc = record_fixture();
@@ -319,25 +322,17 @@ json dispatch_example() {
           {"grouped", false}, {"depthwise", false}};
 }
 
-// The message profile_from_json gives for a record whose conv_dispatch field is `dispatch`.
 std::string dispatch_error(const json& dispatch) {
-  json doc = record_fixture();
-  doc["conv_dispatch"] = dispatch;
-  json profile = profile_example();
-  profile["devices"][0]["runtimes"] = {{"torch-eager", doc}};
-  try {
-    profile_from_json(profile, "p.json");
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "(read)";
+  return field_error("torch-eager", "conv_dispatch", dispatch);
 }
 
 TEST(RuntimeRecord, ConvDispatchRoundTripsAndValidates) {
   json doc = record_fixture();
   doc["conv_dispatch"] = dispatch_example();
-  ASSERT_TRUE(validate_runtime_record_json(doc).empty()) << joined(validate_runtime_record_json(doc));
+  const auto errors = validate_runtime_record_json(doc);
+  ASSERT_TRUE(errors.empty()) << joined(errors);
   const RuntimeRecord r = runtime_record_from_json(doc, "record.json");
+  EXPECT_EQ(to_json(r).at("conv_dispatch"), dispatch_example());
   ASSERT_TRUE(r.conv_dispatch.has_value());
   EXPECT_EQ(r.conv_dispatch->impl, "_slow_conv2d_forward");
   EXPECT_EQ(r.conv_dispatch->max_input_elements, 20480);
@@ -345,9 +340,7 @@ TEST(RuntimeRecord, ConvDispatchRoundTripsAndValidates) {
   EXPECT_TRUE(r.conv_dispatch->window_smaller_side);
   EXPECT_TRUE(r.conv_dispatch->strided);
   EXPECT_FALSE(r.conv_dispatch->grouped);
-  const json written = to_json(r);
-  EXPECT_EQ(written.at("conv_dispatch"), dispatch_example());
-  EXPECT_EQ(to_json(runtime_record_from_json(written, "again")), written);
+  EXPECT_EQ(to_json(runtime_record_from_json(to_json(r), "again")), to_json(r));
   // No element bound: null, kept as null.
   doc["conv_dispatch"]["max_input_elements"] = nullptr;
   const RuntimeRecord unbounded = runtime_record_from_json(doc, "record.json");
