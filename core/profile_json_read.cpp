@@ -190,6 +190,7 @@ RuntimeRecord record_from_json(const Reader& r, const json& obj, const std::stri
     RuntimeConvDispatch d;
     d.impl = r.string(*dispatch, p, "impl");
     if (d.impl.empty()) r.fail(p + "/impl", "an implementation name must not be empty");
+    r.field(*dispatch, p, "max_input_elements");  // present, null where there is no bound
     d.max_input_elements = r.optional_integer(*dispatch, p, "max_input_elements");
     if (d.max_input_elements && *d.max_input_elements < 1)
       r.fail(p + "/max_input_elements", fmt::format("expected at least 1, got {}", *d.max_input_elements));

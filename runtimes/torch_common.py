@@ -405,7 +405,8 @@ def conv_points(torch, dtype, device, fixed_s, budget, progress, quick, sync=Non
                 checked.add(key)
         calls[i] = _synced(conv, [x], sync)
         impls[i] = conv_impl(torch, conv, x)
-    rule, probes = conv_dispatch(torch, dtype, device, list(impls.values()), progress, channels_last)
+    rule, probes = conv_dispatch(torch, dtype, device, [(shapes[i], impls[i]) for i in impls], progress,
+                                 channels_last)
     with torch.inference_mode():
         timings = harness.time_in_sweeps(calls, budget, time_group)
     points = []
@@ -475,14 +476,28 @@ def _dispatch_shape(c, kernel=1, stride=1, groups=1, batch=1, window=None):
     return shape
 
 
-def find_conv_dispatch(impl_of, grid_impls):
+def meets_dispatch(rule, shape):
+    """Whether a convolution of `shape` meets every condition of `rule` (the estimator's
+    runs_dispatched_impl)."""
+    window = (min if rule["window_side"] == "smaller" else max)(shape["r"], shape["s"])
+    depthwise = shape["groups"] > 1 and shape["groups"] == shape["c"] == shape["k"]
+    grouping = shape["groups"] == 1 or (rule["depthwise"] if depthwise else rule["grouped"])
+    bound = rule["max_input_elements"]
+    return (shape["n"] <= rule["max_batch"] and window <= rule["max_window"] and grouping and
+            (shape["stride"] == 1 or rule["strided"]) and
+            (bound is None or shape["n"] * shape["c"] * shape["h"] * shape["w"] <= bound))
+
+
+def find_conv_dispatch(impl_of, grid):
     """Where a framework that picks its convolution's implementation by shape sends small calls:
     a rule of the form "every condition holds", each condition found by trying shapes with
     `impl_of(shape)` (the implementation a call of that shape runs): the input elements (batch x
     channels x pixels) bisected over channels, the largest window (square, and whether a window
     of one row counts by its smaller side), the largest batch, and whether strided, grouped and
-    depthwise calls stay on it. None when the small call's implementation is that of every point
-    of the grid (`grid_impls`): one implementation, nothing to tell apart.
+    depthwise calls stay on it. `grid`: [(shape, implementation)] of the measured points. None
+    when the small call's implementation is that of every point (one implementation, nothing to
+    tell apart), and when the rule misplaces a point (a framework whose choice no such rule
+    describes, such as one condition or another).
     Returns (rule or None, [(shape name, implementation)] of the calls tried)."""
     tried = []
 
@@ -495,7 +510,7 @@ def find_conv_dispatch(impl_of, grid_impls):
 
     c = grids.DISPATCH_CHANNELS
     small = impl(_dispatch_shape(c))
-    if all(i == small for i in grid_impls):
+    if all(i == small for _, i in grid):
         return None, tried
 
     def stays(shape):
@@ -524,7 +539,10 @@ def find_conv_dispatch(impl_of, grid_impls):
         max_batch = batch
     rule = {"impl": small, "max_input_elements": max_elements, "max_batch": max_batch, "max_window": max_window,
             "window_side": window_side, "strided": stays(_dispatch_shape(c, min(max_window, 3), stride=2)),
-            "grouped": stays(_dispatch_shape(c, groups=2)), "depthwise": stays(_dispatch_shape(c, 3, groups=c))}
+            "grouped": stays(_dispatch_shape(c, groups=2)),
+            "depthwise": stays(_dispatch_shape(c, min(max_window, 3), groups=c))}
+    if any(meets_dispatch(rule, shape) != (i == small) for shape, i in grid):
+        return None, tried
     return rule, tried
 
 
@@ -540,16 +558,16 @@ def _conv_call(torch, shape, dtype, device, channels_last):
     return conv, x
 
 
-def conv_dispatch(torch, dtype, device, grid_impls, progress, channels_last=False):
+def conv_dispatch(torch, dtype, device, grid, progress, channels_last=False):
     """find_conv_dispatch for nn.Conv2d in `dtype` on `device` (activations in NHWC order with
-    `channels_last`, as conv_points), against the implementations of the grid's points.
+    `channels_last`, as conv_points), against the grid's [(shape, implementation)].
     Returns (rule or None, probe points)."""
     def impl_of(shape):
         return conv_impl(torch, *_conv_call(torch, shape, dtype, device, channels_last))
 
-    rule, tried = find_conv_dispatch(impl_of, grid_impls)
+    rule, tried = find_conv_dispatch(impl_of, grid)
     if rule is None:
-        progress(f"convolutions: one implementation ({grid_impls[0] if grid_impls else 'none'})")
+        progress(f"convolutions: no rule of shape ({', '.join(sorted({i for _, i in grid}))})")
     else:
         bound = rule["max_input_elements"]
         progress(f"convolutions: {rule['impl']} up to {bound if bound is not None else 'any number of'} input "

@@ -371,6 +371,9 @@ TEST(RuntimeRecord, BadConvDispatchIsRefusedNamingThePath) {
   d = dispatch_example();
   d.erase("depthwise");
   EXPECT_EQ(dispatch_error(d), at + ": missing field 'depthwise'");
+  d = dispatch_example();
+  d.erase("max_input_elements");  // null says "no bound"; absent says nothing
+  EXPECT_EQ(dispatch_error(d), at + ": missing field 'max_input_elements'");
   EXPECT_EQ(dispatch_error(json::array()), at + ": expected an object or null, got array");
   EXPECT_EQ(dispatch_error(dispatch_example()), "(read)");
   // The schema refuses the same.

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "report/html_report.hpp"
+#include "report/summary.hpp"
 #include "report/svg_chart.hpp"
 #include "report_test_util.hpp"
 
@@ -376,6 +377,38 @@ TEST(Report, ChromiumDrawsNothingRightOfThePage) {
   ASSERT_TRUE(shot);
   EXPECT_GT(shot->non_white, 0.02);
   EXPECT_EQ(shot->non_white_right, 0.0);
+}
+
+
+TEST(RuntimeSummary, DispatchNamesEachConditionThatExcludesACall) {
+  RuntimeRecord r;
+  RuntimeConvDispatch d;
+  d.impl = "native";
+  d.max_batch = 1;
+  d.max_window = 3;
+  r.conv_dispatch = d;
+  ConvPoint native;
+  native.impl = "native";
+  ConvPoint library;
+  library.impl = "library";
+  r.conv = {native, library, library};
+  EXPECT_EQ(runtime_dispatch_summary(r),
+            "convolutions in native when <= 1 image, window <= 3 (larger side), unstrided, dense; 1 of "
+            "the 3 conv points there");
+  r.conv_dispatch->max_input_elements = 20480;
+  r.conv_dispatch->strided = r.conv_dispatch->depthwise = r.conv_dispatch->window_smaller_side = true;
+  EXPECT_EQ(runtime_dispatch_summary(r),
+            "convolutions in native when <= 20480 input elements, <= 1 image, window <= 3 (smaller side), "
+            "dense or depthwise; 1 of the 3 conv points there");
+  r.conv_dispatch->grouped = true;
+  r.conv_dispatch->depthwise = false;
+  EXPECT_EQ(runtime_dispatch_summary(r),
+            "convolutions in native when <= 20480 input elements, <= 1 image, window <= 3 (smaller side), "
+            "not depthwise; 1 of the 3 conv points there");
+  r.conv_dispatch->depthwise = true;
+  EXPECT_EQ(runtime_dispatch_summary(r),
+            "convolutions in native when <= 20480 input elements, <= 1 image, window <= 3 (smaller side); 1 "
+            "of the 3 conv points there");
 }
 
 }  // namespace

@@ -19,9 +19,20 @@ def torch_like(max_elements=20480):
     return impl_of
 
 
+def single_threaded_torch(shape):
+    """PyTorch's choice on one thread: native when the call is an unstrided 1x1 of under 16 images,
+    or meets torch_like's conditions; a choice no rule of "every condition holds" describes."""
+    pointwise = shape["stride"] == 1 and shape["r"] == shape["s"] == 1 and shape["n"] < 16
+    return "native" if pointwise or torch_like()(shape) == "native" else "library"
+
+
+def grid_of(impl_of):
+    return [(shape, impl_of(shape)) for shape in grids.conv_grid(False)]
+
+
 class FindConvDispatchTest(unittest.TestCase):
     def test_the_bound_and_every_condition_are_found(self):
-        rule, tried = torch_common.find_conv_dispatch(torch_like(), ["library", "native"])
+        rule, tried = torch_common.find_conv_dispatch(torch_like(), grid_of(torch_like()))
         self.assertEqual(rule, {"impl": "native", "max_input_elements": 20480, "max_batch": 1, "max_window": 3,
                                 "window_side": "smaller", "strided": True, "grouped": False, "depthwise": False})
         self.assertTrue(all(impl in ("native", "library") for _, impl in tried))
@@ -29,15 +40,15 @@ class FindConvDispatchTest(unittest.TestCase):
 
     def test_a_bound_between_two_channel_counts_keeps_the_last_that_stays(self):
         # 20,000 elements: 78 channels of 16x16 stay (19,968), 79 do not.
-        rule, _ = torch_common.find_conv_dispatch(torch_like(20000), ["library"])
+        rule, _ = torch_common.find_conv_dispatch(torch_like(20000), grid_of(torch_like(20000)))
         self.assertEqual(rule["max_input_elements"], 78 * grids.DISPATCH_SIDE ** 2)
 
     def test_no_bound_within_the_probe_is_none(self):
-        rule, _ = torch_common.find_conv_dispatch(torch_like(10 ** 12), ["library"])
+        rule, _ = torch_common.find_conv_dispatch(torch_like(10 ** 12), grid_of(torch_like(10 ** 12)))
         self.assertIsNone(rule["max_input_elements"])
 
     def test_a_framework_of_one_implementation_has_no_rule(self):
-        rule, tried = torch_common.find_conv_dispatch(lambda shape: "library", ["library", "library"])
+        rule, tried = torch_common.find_conv_dispatch(lambda shape: "library", grid_of(lambda shape: "library"))
         self.assertIsNone(rule)
         self.assertEqual(len(tried), 1)
 
@@ -45,9 +56,20 @@ class FindConvDispatchTest(unittest.TestCase):
         def impl_of(shape):
             ok = shape["n"] <= 4 and max(shape["r"], shape["s"]) <= 5 and shape["groups"] in (1, shape["c"])
             return "small" if ok else "big"
-        rule, _ = torch_common.find_conv_dispatch(impl_of, ["big"])
+        rule, _ = torch_common.find_conv_dispatch(impl_of, grid_of(impl_of))
         self.assertEqual((rule["max_batch"], rule["max_window"], rule["window_side"]), (4, 5, "larger"))
         self.assertEqual((rule["grouped"], rule["depthwise"], rule["max_input_elements"]), (False, True, None))
+
+
+    def test_a_choice_no_such_rule_describes_has_none(self):
+        rule, _ = torch_common.find_conv_dispatch(single_threaded_torch, grid_of(single_threaded_torch))
+        self.assertIsNone(rule)
+
+    def test_the_rule_places_every_point_where_it_ran(self):
+        rule, _ = torch_common.find_conv_dispatch(torch_like(), grid_of(torch_like()))
+        for shape, impl in grid_of(torch_like()):
+            self.assertEqual(torch_common.meets_dispatch(rule, shape), impl == "native", shape)
+        self.assertTrue(any(impl == "native" for _, impl in grid_of(torch_like())))
 
 
 class InnermostConvOpTest(unittest.TestCase):
