@@ -228,7 +228,6 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
         dtype, static_cast<double>(g.shape.n), static_cast<double>(g.shape.k));
     (unaligned ? gemm_unaligned_points_ : g.cold_weights ? cold : gemm_points_).push_back({x, *e});
   }
-  std::array<std::vector<Point>, 3> conv_cold, dispatched_cold;
   for (const auto& c : device.conv) {
     if (!conv_used(c)) continue;
     const auto& s = c.shape;
@@ -241,9 +240,8 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
     const auto e = efficiency(s.flops() * f, s.bytes() * fb, rate * f);
     if (!e) continue;
     const auto cls = static_cast<std::size_t>(conv_class(s.groups, depthwise));
-    const bool dispatched = conv_dispatch_ && c.impl == conv_dispatch_->impl;
-    auto& warm = dispatched ? dispatched_points_ : conv_points_;
-    (c.cold_weights ? (dispatched ? dispatched_cold : conv_cold)[cls] : warm[cls])
+    const std::size_t set = conv_dispatch_ && c.impl == conv_dispatch_->impl ? 1 : 0;
+    (c.cold_weights ? conv_points_[set].cold : conv_points_[set].warm)[cls]
         .push_back({coords(g.batch, g.m, g.n, g.k, static_cast<double>(s.stride)), *e});
   }
   // One value per measured shape: several layouts (or repeats) of one shape keep the fastest.
@@ -257,8 +255,8 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
   };
   dedupe(gemm_points_);
   dedupe(gemm_unaligned_points_);
-  for (auto& c : conv_points_) dedupe(c);
-  for (auto& c : dispatched_points_) dedupe(c);
+  for (auto& set : conv_points_)
+    for (auto& c : set.warm) dedupe(c);
   // With cold weights: the warm points, each replaced by its cold measurement where there is one.
   const auto with_cold = [&](const std::vector<Point>& warm, std::vector<Point> cold_points) {
     dedupe(cold_points);
@@ -279,12 +277,12 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
   };
   gemm_cold_points_ = with_cold(gemm_points_, cold);
   bound_by_cold(gemm_points_, gemm_cold_points_);
-  for (std::size_t cls = 0; cls < conv_points_.size(); ++cls) {
-    conv_cold_points_[cls] = with_cold(conv_points_[cls], conv_cold[cls]);
-    bound_by_cold(conv_points_[cls], conv_cold_points_[cls]);
-    dispatched_cold_points_[cls] = with_cold(dispatched_points_[cls], dispatched_cold[cls]);
-    bound_by_cold(dispatched_points_[cls], dispatched_cold_points_[cls]);
-  }
+  for (auto& points : conv_points_)
+    for (std::size_t cls = 0; cls < points.warm.size(); ++cls) {
+      // points.cold held the cold measurements alone until here.
+      points.cold[cls] = with_cold(points.warm[cls], points.cold[cls]);
+      bound_by_cold(points.warm[cls], points.cold[cls]);
+    }
   // The caches that keep a model's weights between passes: those the sweep measured at least
   // kCacheAdvantage times faster than main memory. A level barely faster than memory (the share
   // of a shared last-level cache that a VM really gets) holds little of what it is said to.
@@ -405,11 +403,12 @@ double RateModel::conv_time_s(const GemmCoords& s, double flops, double bytes,
                               bool cold_weights, std::int64_t in_channels,
                               std::int64_t out_channels, const ConvCall& call) const {
   const auto cls = static_cast<std::size_t>(conv_class(groups, depthwise));
-  const auto& others = cold_weights ? conv_cold_points_[cls] : conv_points_[cls];
-  const auto& dispatched = cold_weights ? dispatched_cold_points_[cls] : dispatched_points_[cls];
-  const bool own = conv_dispatch_ && runs_dispatched_impl(*conv_dispatch_, call);
-  const auto& points = (own ? dispatched : others).empty() ? (own ? others : dispatched)
-                                                           : (own ? dispatched : others);
+  const auto of_set = [&](std::size_t set) -> const std::vector<Point>& {
+    return cold_weights ? conv_points_[set].cold[cls] : conv_points_[set].warm[cls];
+  };
+  // The set of the implementation the call runs, the other where that one has no point.
+  const std::size_t own = conv_dispatch_ && runs_dispatched_impl(*conv_dispatch_, call) ? 1 : 0;
+  const auto& points = of_set(own).empty() ? of_set(1 - own) : of_set(own);
   if (points.empty()) return gemm_time_s(s, flops, bytes, cold_weights);
   GemmCoords q = s;
   const auto [f, fb] = pad_channels(q, in_channels, out_channels, groups, depthwise);

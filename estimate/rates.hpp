@@ -181,12 +181,13 @@ class RateModel {
   std::vector<Point> gemm_unaligned_points_;
   double largest_cache_bytes_ = 0;
   // Conv points by class: 0 dense (groups 1), 1 grouped, 2 depthwise.
-  std::array<std::vector<Point>, 3> conv_points_;
-  std::array<std::vector<Point>, 3> conv_cold_points_;  // with cold-weight measurements where made
-  // The same for the points of the dispatch rule's implementation (empty without a rule).
+  struct ConvPoints {
+    std::array<std::vector<Point>, 3> warm;
+    std::array<std::vector<Point>, 3> cold;  // with cold-weight measurements where made
+  };
+  // [1]: the points of the dispatch rule's implementation (none without a rule); [0]: the others.
+  std::array<ConvPoints, 2> conv_points_;
   std::optional<RuntimeConvDispatch> conv_dispatch_;
-  std::array<std::vector<Point>, 3> dispatched_points_;
-  std::array<std::vector<Point>, 3> dispatched_cold_points_;
   bool batched_gemm_points_ = false;
   double best_flops_per_s_ = 0;
   double vector_flops_per_s_ = 0;
