@@ -368,6 +368,19 @@ def chain_probe(torch, name, make_run, links, ops_per_link, budget, weight=3.0):
     return cost, probes
 
 
+def _conv_call(torch, shape, dtype, device, channels_last, seed=0):
+    """(nn.Conv2d with a bias, its input) of a conv shape (grids.conv_shape, _dispatch_shape), the
+    weights and the input drawn from `seed`; the input in NHWC order with `channels_last`."""
+    from torch import nn
+    torch.manual_seed(harness.SEED + seed)
+    conv = nn.Conv2d(shape["c"], shape["k"], (shape["r"], shape["s"]), stride=shape["stride"], padding=shape["pad"],
+                     dilation=shape["dilation"], groups=shape["groups"], bias=True).to(device, dtype).eval()
+    x = harness.random_input("torch", (shape["n"], shape["c"], shape["h"], shape["w"]), dtype, device, seed=seed)
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)
+    return conv, x
+
+
 def conv_points(torch, dtype, device, fixed_s, budget, progress, quick, sync=None, time_group=None,
                 channels_last=False):
     """The runtime's own convolution points in the profile's point format: nn.Conv2d (with bias)
@@ -386,12 +399,7 @@ def conv_points(torch, dtype, device, fixed_s, budget, progress, quick, sync=Non
     shapes = grids.conv_grid(quick) + grids.image_input_grid(quick)
     calls, names, impls, checked = {}, {}, {}, set()
     for i, shape in enumerate(shapes):
-        torch.manual_seed(harness.SEED + i)
-        conv = nn.Conv2d(shape["c"], shape["k"], shape["r"], stride=shape["stride"], padding=shape["pad"],
-                         dilation=shape["dilation"], groups=shape["groups"], bias=True).to(device, dtype).eval()
-        x = harness.random_input("torch", (shape["n"], shape["c"], shape["h"], shape["w"]), dtype, device, seed=i)
-        if channels_last:
-            x = x.contiguous(memory_format=torch.channels_last)
+        conv, x = _conv_call(torch, shape, dtype, device, channels_last, seed=i)
         names[i] = (f"mb{shape['n']}ic{shape['c']}ih{shape['h']}oc{shape['k']}kh{shape['r']}sh{shape['stride']}"
                     f"ph{shape['pad']}g{shape['groups']}")
         with torch.inference_mode():
@@ -544,18 +552,6 @@ def find_conv_dispatch(impl_of, grid):
     if any(meets_dispatch(rule, shape) != (i == small) for shape, i in grid):
         return None, tried
     return rule, tried
-
-
-def _conv_call(torch, shape, dtype, device, channels_last):
-    """(nn.Conv2d, input) of a dispatch-probe shape (_dispatch_shape)."""
-    from torch import nn
-    torch.manual_seed(harness.SEED)
-    conv = nn.Conv2d(shape["c"], shape["k"], (shape["r"], shape["s"]), stride=shape["stride"],
-                     padding=shape["pad"], groups=shape["groups"]).to(device, dtype).eval()
-    x = harness.random_input("torch", (shape["n"], shape["c"], shape["h"], shape["w"]), dtype, device)
-    if channels_last:
-        x = x.contiguous(memory_format=torch.channels_last)
-    return conv, x
 
 
 def conv_dispatch(torch, dtype, device, grid, progress, channels_last=False):
