@@ -80,6 +80,12 @@ CONV_BELOW_SIDE = 4
 CONV_SQUEEZE_CHANNELS = (16, 64, 256, 1024)
 # Channels per group of the grouped (not depthwise) points.
 CONV_GROUP_WIDTHS = (4, 32)
+# A depthwise kernel does a few FLOPs per element it reads, so a call's fixed costs (the call, a
+# library's reorders) hold most of its time at batch 1, and its rate grows about tenfold with the
+# images of a call (a 3x3 on 64 channels of 37x37 ran at 10, 27 and 41 GFLOP/s at batch 1, 4 and
+# 16 under PyTorch here). The depthwise 3x3 diagonal, whole at both strides, is measured again
+# at these batches, so that a batch's depthwise layers fall between points of their own size.
+CONV_DEPTHWISE_BATCHES = (4, 16)
 
 
 # Image inputs: the first layer of an image model reads the few channels of a picture (3: RGB)
@@ -152,7 +158,7 @@ def conv_grid(quick):
             shapes += _diagonal_ends(3, stride, lambda c, w=width: c // w if c > w else None)
     for kernel in (3, 5, 7):
         for stride in (1, 2):
-            shapes += _diagonal_ends(kernel, stride, lambda c: c)
+            shapes += _diagonal_ends(kernel, stride, lambda c: c, whole=kernel == 3)
     sides = sorted({side for _, side in CONV_DIAGONAL}, reverse=True)
     for c, side in CONV_DIAGONAL:
         below = next((s for s in sides if s < side), CONV_BELOW_SIDE)
@@ -165,6 +171,9 @@ def conv_grid(quick):
     for kernel in (1, 3):
         batched = [conv_shape(c, side, kernel, 1, 1, CONV_BATCH) for c, side in CONV_DIAGONAL]
         shapes += [shape for shape in batched if conv_flops(shape) <= CONV_BATCH_MAX_FLOPS]
+    for batch in CONV_DEPTHWISE_BATCHES:
+        for stride in (1, 2):
+            shapes += [conv_shape(c, side, 3, stride, c, batch) for c, side in CONV_DIAGONAL]
     return shapes
 
 

@@ -59,6 +59,19 @@ class GridTest(unittest.TestCase):
         self.assertEqual({s["c"] for s in batched if s["r"] == 1}, {c for c, _ in grids.CONV_DIAGONAL})
         self.assertGreaterEqual(max(s["c"] for s in batched if s["r"] == 3), 512)
 
+    def test_depthwise_3x3_spans_channels_pixels_and_batch(self):
+        grid = grids.conv_grid(False)
+        depthwise = {(s["c"], s["h"], s["stride"], s["n"]) for s in grid
+                     if s["groups"] == s["c"] == s["k"] and s["r"] == 3}
+        for batch in (1,) + grids.CONV_DEPTHWISE_BATCHES:
+            for stride in (1, 2):
+                for c, side in grids.CONV_DIAGONAL:
+                    self.assertIn((c, side, stride, batch), depthwise)
+        # Other depthwise windows keep the diagonal's two ends, at batch 1.
+        wider = [s for s in grid if s["groups"] == s["c"] and s["r"] > 3]
+        self.assertEqual({s["n"] for s in wider}, {1})
+        self.assertEqual(len(wider), 2 * 2 * 2)
+
     def test_small_work_at_every_channel_count(self):
         grid = grids.conv_grid(False)
         for kernel, groups_of in ((1, lambda c: 1), (3, lambda c: c)):
