@@ -288,6 +288,7 @@ void run_estimate(const EstimateArgs& args) {
   if (has_layout) options.blocked_layout = blocked_layout(args, options.blocked_layout);
   EstimateArgs model_args = args;
   model_args.fuse_activations = args.fuse_activations || (record && record->fuse_activations);
+  model_args.batchnorm_apart = record && record->conv_batchnorm_apart;
 
   ModelSource source(model_args);
   if (args.sweep) {

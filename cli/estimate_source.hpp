@@ -45,6 +45,7 @@ struct EstimateArgs {
   bool typical_times = false;                // points at their typical time, not fastest sample
   std::vector<std::string> input_shapes;  // ONNX: NAME=1x3x224x224
   bool fuse_activations = false;          // ONNX: fold activations into GEMM/conv epilogues
+  bool batchnorm_apart = false;           // ONNX: a convolution's batch norm stays an op of its own
 };
 
 // Zoo and JSON models hold the batch as a symbol; an ONNX graph is bound to one batch when read.

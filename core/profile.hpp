@@ -15,7 +15,7 @@
 namespace truepeak {
 
 inline constexpr int kSchemaMajor = 1;
-inline constexpr int kSchemaMinor = 14;  // 1.1: gemm points record their layout; 1.2: cold weights;
+inline constexpr int kSchemaMinor = 15;  // 1.1: gemm points record their layout; 1.2: cold weights;
                                         // 1.3: cold weights on conv points; 1.4: vector_ops;
                                         // 1.5: the gelu_tanh vector op; 1.6: the add vector op;
                                         // 1.7: the reorder_blocked and reorder_plain vector ops;
@@ -26,7 +26,8 @@ inline constexpr int kSchemaMinor = 14;  // 1.1: gemm points record their layout
                                         // 1.12: runtimes (calibrate --runtime, docs/runtimes.md);
                                         // 1.13: a runtime record's fusion rules
                                         // 1.14: a runtime record's convolution dispatch rule
-std::string schema_version_string();  // "1.14"
+                                        // 1.15: a runtime record's conv_batchnorm_apart
+std::string schema_version_string();  // "1.15"
 
 // Timing statistics of one measured point. time_s is the fastest sample (the capability figure);
 // rates derive from it. median_s sits beside it. typical_s (since 1.8; 0: not recorded) is the
@@ -180,6 +181,9 @@ struct RuntimeRecord {
   bool linears_as_convolutions = false;
   std::vector<std::string> in_place;  // elementwise kinds run in place
   bool fuse_activations = false;
+  // The runtime runs a batch norm that follows a convolution as an op of its own, where an ONNX
+  // export and the library fold it into the convolution's weights (since 1.15).
+  bool conv_batchnorm_apart = false;
   std::optional<RuntimeFusion> fusion;  // nullopt: every op runs as a kernel of its own
   // nullopt: the runtime's convolutions run one implementation whatever their shape.
   std::optional<RuntimeConvDispatch> conv_dispatch;

@@ -181,6 +181,7 @@ nlohmann::json to_json(const RuntimeRecord& rec) {
               {"linears_as_convolutions", rec.linears_as_convolutions},
               {"in_place", rec.in_place},
               {"fuse_activations", rec.fuse_activations},
+              {"conv_batchnorm_apart", rec.conv_batchnorm_apart},
               {"fusion", fusion},
               {"conv_dispatch", conv_dispatch},
               {"memory", {{"levels", levels_json(rec.memory_levels)}}},

@@ -69,8 +69,12 @@ struct OnnxOptions {
   // Fold an activation that follows a GEMM/convolution into it (Conv+ReLU, Linear+GELU
   // epilogues, as ONNX Runtime, TensorRT and oneDNN post-ops do). Off by default: PyTorch runs
   // them as their own (in-place) kernels, also in a frozen TorchScript graph on oneDNN.
-  // Batch-norm folding into a preceding convolution and bias epilogues are always applied.
+  // Bias epilogues are always applied.
   bool fuse_activations = false;
+  // Fold a batch norm that follows a convolution into the convolution's weights, as an ONNX
+  // export in inference mode, a graph optimizer and the library do. Off: the batch norm stays
+  // an op of its own (norm), as a runtime that runs the module as written computes it.
+  bool fold_batchnorm = true;
   // A dimension named like a KV-cache length ("past_sequence_length", "cache", "context", ...)
   // takes `context`, or `seq` without one.
   std::optional<std::int64_t> context;

@@ -156,6 +156,7 @@ std::string runtime_layout_summary(const RuntimeRecord& r) {
   if (r.linears_as_convolutions) parts.push_back("linears as convolutions");
   if (!r.in_place.empty()) parts.push_back(fmt::format("{} in place", r.in_place.size()));
   if (r.fuse_activations) parts.push_back("activations fused");
+  if (r.conv_batchnorm_apart) parts.push_back("a convolution's batch norm apart");
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 

@@ -39,7 +39,7 @@ def probe_point(name, shape, timing=None, **fields):
 def build_record(runtime, device, framework, versions, threads, dtypes, settings, op_s, probes,
                  calibration_s, kind_op_s=(), own_kernels=(), layout=None, conv_layout="",
                  linears_as_convolutions=False, in_place=(), fuse_activations=False, memory_levels=(),
-                 gemm=(), conv=(), fusion=None, conv_dispatch=None):
+                 gemm=(), conv=(), fusion=None, conv_dispatch=None, conv_batchnorm_apart=None):
     """The record, its fields in docs/runtimes.md's order. `versions` gets the interpreter's
     version where it lacks one; `settings` the allocator (the C library's default: the probes
     never change it)."""
@@ -75,6 +75,8 @@ def build_record(runtime, device, framework, versions, threads, dtypes, settings
         out["fusion"] = dict(fusion)
     if conv_dispatch is not None:
         out["conv_dispatch"] = dict(conv_dispatch)
+    if conv_batchnorm_apart is not None:
+        out["conv_batchnorm_apart"] = bool(conv_batchnorm_apart)
     return out
 
 
@@ -142,6 +144,8 @@ def problems(record):
     for key in ("linears_as_convolutions", "fuse_activations"):
         if not isinstance(record[key], bool):
             out.append(f"{key}: not true or false")
+    if "conv_batchnorm_apart" in record and not isinstance(record["conv_batchnorm_apart"], bool):
+        out.append("conv_batchnorm_apart: not true or false")
     fusion = record.get("fusion")
     if fusion is not None:
         if not isinstance(fusion, dict):

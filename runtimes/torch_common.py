@@ -475,6 +475,40 @@ def conv_impl(torch, conv, x):
     return innermost_conv_op([event.name for event in prof.events()]) or "unknown"
 
 
+def holds_batchnorm(names):
+    """Whether a call's recorded op names hold a batch norm computed as an op of its own
+    (aten::batch_norm and the ops it dispatches to), not folded into a convolution's weights."""
+    return any(name.split("::")[-1].lstrip("_").startswith(("batch_norm", "native_batch_norm"))
+               for name in names)
+
+
+# The convolution of the batch-norm probe: 3x3 over BATCHNORM_PROBE_CHANNELS channels on a
+# BATCHNORM_PROBE_SIDE image.
+BATCHNORM_PROBE_CHANNELS, BATCHNORM_PROBE_SIDE = 16, 8
+
+
+def conv_batchnorm_apart(torch, prepare, dtype, device="cpu"):
+    """Whether the runtime, given a convolution followed by a batch norm (a module as written, as
+    a model has them), runs the batch norm as an op of its own: read from torch.profiler on the
+    module as prepare(module, example_inputs, dtype) runs it. An ONNX export and a graph
+    optimizer fold such a batch norm into the convolution's weights; a runtime that runs the
+    module as written pays a pass over the convolution's output for it."""
+    from torch import nn
+    c, side = BATCHNORM_PROBE_CHANNELS, BATCHNORM_PROBE_SIDE
+    torch.manual_seed(harness.SEED)
+    module = nn.Sequential(nn.Conv2d(c, c, 3, padding=1), nn.BatchNorm2d(c)).eval()
+    with torch.no_grad():
+        module[1].running_mean.uniform_(-1, 1)
+        module[1].running_var.uniform_(0.5, 2)
+    x = harness.random_input("torch", (1, c, side, side), dtype, device)
+    run = prepare(module.to(device), (x,), dtype)
+    run(x)
+    with _quiet_stderr():
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            run(x)
+    return holds_batchnorm([event.name for event in prof.events()])
+
+
 def _dispatch_shape(c, kernel=1, stride=1, groups=1, batch=1, window=None):
     """A dispatch-probe convolution: c channels to c on grids.DISPATCH_SIDE, a square `kernel`
     (or a `window` of (rows, columns)), 'same' padding."""

@@ -365,6 +365,8 @@ def calibrate(options):
     else:
         level, memory_probe = torch_common.dram_level(torch, dtype, budget, progress)
 
+    batchnorm_apart = torch_common.conv_batchnorm_apart(torch, prepare, dtype, device)
+    progress(f"a convolution's batch norm runs {'apart' if batchnorm_apart else 'folded into it'}")
     settings = {"mode": "module.eval() under torch.inference_mode()"}
     if dtype in (torch.bfloat16, torch.float16):
         settings["layernorm_dtype"] = "f32"
@@ -373,7 +375,7 @@ def calibrate(options):
         threads=torch.get_num_threads(), dtypes=[label], settings=settings, op_s=op_s, kind_op_s=kind_op_s,
         own_kernels=own, layout=None, conv_layout="nchw", linears_as_convolutions=False, in_place=[],
         fuse_activations=False, memory_levels=[level], gemm=gemm, conv=conv, conv_dispatch=dispatch,
-        probes=probes + fixed_probes + own_probes + gemm_probes + conv_probes + [memory_probe], calibration_s=0.0)
+        conv_batchnorm_apart=batchnorm_apart, probes=probes + fixed_probes + own_probes + gemm_probes + conv_probes + [memory_probe], calibration_s=0.0)
 
 
 def _gpu_memory_level(torch, dtype, device, working, budget, timer, progress):

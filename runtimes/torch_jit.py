@@ -192,6 +192,8 @@ def calibrate(options):
     own_rows, row_probes = torch_common.own_kernel_rates(torch, rows, grids.row_shapes(options.quick),
                                                          torch.float32, budget, progress)
     level, memory_probe = torch_common.dram_level(torch, torch.float32, budget, progress)
+    batchnorm_apart = torch_common.conv_batchnorm_apart(torch, prepare, torch.float32)
+    progress(f"a convolution's batch norm runs {'apart' if batchnorm_apart else 'folded into it'}")
 
     return record.build_record(
         runtime=RUNTIME, device="cpu", framework=torch_common.framework(torch),
@@ -200,5 +202,5 @@ def calibrate(options):
                   "freeze": "torch.jit.trace, torch.jit.freeze, torch.jit.optimize_for_inference"},
         op_s=op_s, kind_op_s=kind_op_s, own_kernels=own + own_rows, layout=layout,
         conv_layout=findings["conv_layout"], linears_as_convolutions=True, in_place=findings["in_place"],
-        fuse_activations=findings["fuse_activations"], memory_levels=[level],
+        fuse_activations=findings["fuse_activations"], conv_batchnorm_apart=batchnorm_apart, memory_levels=[level],
         probes=probes + layout_probes + own_probes + row_probes + [memory_probe], calibration_s=0.0)

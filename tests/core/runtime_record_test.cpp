@@ -1,4 +1,4 @@
-// Runtime records (schema 1.12; fusion since 1.13, conv_dispatch since 1.14): the reader and writer keep every field, the
+// Runtime records (schema 1.12; fusion since 1.13, conv_dispatch since 1.14, conv_batchnorm_apart since 1.15): the reader and writer keep every field, the
 // schema accepts what a probe writes and rejects a broken record naming the path, and profiles
 // without runtimes read and write as before.
 #include <gtest/gtest.h>
@@ -54,7 +54,7 @@ std::string joined(const std::vector<std::string>& errors) {
          << "no message at " << path << " containing \"" << what << "\"; got:" << joined(errors);
 }
 
-TEST(RuntimeRecord, SchemaVersionIsOneFourteen) { EXPECT_EQ(schema_version_string(), "1.14"); }
+TEST(RuntimeRecord, SchemaVersionIsOneFifteen) { EXPECT_EQ(schema_version_string(), "1.15"); }
 
 TEST(RuntimeRecord, FixtureValidatesAndReadsEveryField) {
   const json doc = record_fixture();
@@ -261,6 +261,24 @@ std::string field_error(const char* key, const char* field, const json& value) {
 }
 
 std::string fusion_error(const json& fusion) { return field_error("torch-compile", "fusion", fusion); }
+
+TEST(RuntimeRecord, BatchnormApartRoundTripsAndIsRefusedWhenNotABoolean) {
+  json doc = record_fixture();
+  EXPECT_FALSE(runtime_record_from_json(doc, "record.json").conv_batchnorm_apart);  // absent
+  doc["conv_batchnorm_apart"] = true;
+  ASSERT_TRUE(validate_runtime_record_json(doc).empty()) << joined(validate_runtime_record_json(doc));
+  const RuntimeRecord r = runtime_record_from_json(doc, "record.json");
+  EXPECT_TRUE(r.conv_batchnorm_apart);
+  const json written = to_json(r);
+  EXPECT_EQ(written.at("conv_batchnorm_apart"), true);
+  EXPECT_TRUE(validate_runtime_record_json(written).empty());
+  EXPECT_EQ(to_json(runtime_record_from_json(written, "again")), written);
+  EXPECT_EQ(field_error("torch-eager", "conv_batchnorm_apart", "yes"),
+            "p.json: /devices/0/runtimes/torch-eager/conv_batchnorm_apart: expected true or false, got string");
+  json bad = doc;
+  bad["conv_batchnorm_apart"] = 1;
+  EXPECT_FALSE(validate_runtime_record_json(bad).empty());
+}
 
 TEST(RuntimeRecord, FusionRoundTripsAndValidates) {
   json doc = record_fixture();

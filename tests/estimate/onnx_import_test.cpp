@@ -40,6 +40,25 @@ int count_kind(const Graph& graph, OpKind kind, const std::string& fn = "") {
   }));
 }
 
+TEST(OnnxImport, BatchNormAfterConvStaysAnOpWhereNotFolded) {
+  OnnxOptions options;
+  options.batch = 4;
+  const auto folded = load_onnx(fixture("tiny_cnn.onnx"), options);
+  options.fold_batchnorm = false;
+  const auto result = load_onnx(fixture("tiny_cnn.onnx"), options);
+  const auto& graph = result.model.forward;
+  EXPECT_EQ(result.fusions.count("batchnorm folded into conv"), 0u);
+  EXPECT_EQ(count_kind(graph, OpKind::norm, "batchnorm"), 1);
+  // conv1 writes its own output, which the batch norm reads; one op more than folded.
+  const auto& conv1 = find_op(graph, "conv1");
+  EXPECT_NE(conv1.output.name, "b1");
+  EXPECT_EQ(graph.ops.size(), folded.model.forward.ops.size() + 1);
+  const auto bn = std::find_if(graph.ops.begin(), graph.ops.end(), [](const Op& op) { return op.kind == OpKind::norm; });
+  ASSERT_NE(bn, graph.ops.end());
+  ASSERT_FALSE(bn->inputs.empty());
+  EXPECT_EQ(bn->inputs[0].name, conv1.output.name);
+}
+
 TEST(OnnxImport, CnnMapsConvPoolGemmAndFoldsBatchNorm) {
   OnnxOptions options;
   options.batch = 4;

@@ -3,8 +3,9 @@ Debian's PyTorch (/usr/bin/python3, or TRUEPEAK_TORCH_PYTHON), onnxruntime, and 
 torch-compile with the torch 2.x of the project's venv (.venv/bin/python, or TRUEPEAK_ORT_PYTHON
 and TRUEPEAK_TORCH2_PYTHON, see scripts/setup-venv.sh). Each record must pass the record checks;
 torch-compile's must carry its fusion rules, torch-eager's its image kernels, image-input
-convolutions and cold-weights GEMM points, and both the implementation of each convolution point. Each runtime whose framework is missing is skipped, saying why; exit 77 (skipped)
-when none ran."""
+convolutions and cold-weights GEMM points, and both the implementation of each convolution point;
+torch-eager must find that it runs a convolution's batch norm apart, torch-jit that it folds it.
+Each runtime whose framework is missing is skipped, saying why; exit 77 (skipped) when none ran."""
 import json
 import os
 import subprocess
@@ -65,6 +66,11 @@ def run(runtime, python):
             return None, f"{runtime}: the record has no image-input convolution point"
         if not any(g["cold_weights"] for g in doc["gemm"]):
             return None, f"{runtime}: the record has no cold-weights GEMM point"
+    # Eager PyTorch runs a module as written; a frozen graph folds a convolution's batch norm.
+    expected_apart = {"torch-eager": True, "torch-jit": False}.get(runtime)
+    if expected_apart is not None and doc.get("conv_batchnorm_apart") is not expected_apart:
+        return None, (f"{runtime}: conv_batchnorm_apart is {doc.get('conv_batchnorm_apart')!r}, where the "
+                      f"runtime {'runs' if expected_apart else 'folds'} a convolution's batch norm")
     if runtime in ("torch-eager", "torch-compile"):
         unnamed = sorted({c["impl"] for c in doc["conv"]} & {"", "unknown"})
         if unnamed:

@@ -83,5 +83,19 @@ class InnermostConvOpTest(unittest.TestCase):
         self.assertEqual(torch_common.innermost_conv_op(["aten::conv2d", "aten::convolution", "aten::add"]), "")
 
 
+class HoldsBatchnormTest(unittest.TestCase):
+    def test_a_batch_norm_of_its_own_and_none(self):
+        # Eager PyTorch 2.x and 1.13: the batch norm and the ops it dispatches to.
+        self.assertTrue(torch_common.holds_batchnorm(
+            ["aten::conv2d", "aten::mkldnn_convolution", "aten::batch_norm", "aten::_batch_norm_impl_index",
+             "aten::native_batch_norm", "aten::empty_like"]))
+        self.assertTrue(torch_common.holds_batchnorm(["aten::_native_batch_norm_legit_no_training"]))
+        # A frozen graph with the batch norm folded into the convolution's weights.
+        self.assertFalse(torch_common.holds_batchnorm(
+            ["forward", "aten::conv2d", "aten::convolution", "aten::_convolution", "aten::mkldnn_convolution"]))
+        self.assertFalse(torch_common.holds_batchnorm(["aten::layer_norm", "aten::group_norm", "aten::add_"]))
+        self.assertFalse(torch_common.holds_batchnorm([]))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -109,6 +109,7 @@ class ProblemsTest(unittest.TestCase):
         self.assertProblem(a_record(dtypes=[]), "dtypes")
         self.assertProblem(a_record(threads=0), "threads")
         self.assertProblem(a_record(fuse_activations="yes"), "fuse_activations")
+        self.assertProblem(a_record(conv_batchnorm_apart=1), "conv_batchnorm_apart")
         self.assertProblem(a_record(kind_op_s=[{"kind": "linear", "op_s": 1e-6}]), "kind_op_s[0]")
         self.assertProblem(a_record(kind_op_s=[{"kind": "linear", "dtype": "half", "op_s": 1e-6}]),
                            "kind_op_s[0].dtype")
@@ -162,6 +163,15 @@ class ConvDispatchFieldTest(unittest.TestCase):
                                   conv_dispatch=self.RULE)
         self.assertEqual(doc["conv_dispatch"], self.RULE)
         self.assertEqual(record.problems(doc), [])
+
+    def test_batchnorm_apart_written_only_where_given(self):
+        self.assertNotIn("conv_batchnorm_apart", a_record())
+        for apart in (True, False):
+            doc = record.build_record(runtime="torch-eager", device="cpu", framework="torch 2.15.0", versions={},
+                                      threads=2, dtypes=["f32"], settings={}, op_s=1e-6, probes=[],
+                                      calibration_s=1.0, conv_batchnorm_apart=apart)
+            self.assertIs(doc["conv_batchnorm_apart"], apart)
+            self.assertEqual(record.problems(doc), [])
 
     def test_bounds_flags_and_the_window_side_are_checked(self):
         self.assertEqual(record.problems(self.with_rule(max_input_elements=None)), [])
