@@ -8,12 +8,19 @@ import argparse
 import json
 import os
 import sys
+import warnings
 
 from validate import models
 from validate.errors import usage_error
 from validate.sets import file_slug, row_name
 
 OPSET = 17  # the opset the estimator's ONNX import is tested with (LayerNormalization is one node)
+# What the export keeps of the module: each op as the module computes it, a batch norm after a
+# convolution included (TrainingMode.PRESERVE on a module in eval mode: inference, without the
+# folding of batch norms into convolutions that TrainingMode.EVAL adds). Whether a runtime folds
+# it is the runtime's (its record's conv_batchnorm_apart), as the estimator decides. An export
+# of another form is made again, not reused.
+EXPORT_FORM = "ops as the module computes them (batch norms kept)"
 
 
 def replace_atomic(write, path):
@@ -31,10 +38,13 @@ def write_text(path, text):
 def export_onnx(built, path):
     import torch
     dynamic = {name: {0: "batch"} for name in built.input_names}
-    with torch.no_grad():
+    with torch.no_grad(), warnings.catch_warnings():
+        # The exporter advises against constant folding in a training-amenable mode; the module
+        # is in eval mode, where folding constants changes no parameter.
+        warnings.filterwarnings("ignore", message=".*constant folding.*", category=UserWarning)
         replace_atomic(lambda tmp: torch.onnx.export(
             built.module, built.inputs, tmp, opset_version=OPSET, input_names=built.input_names,
-            dynamic_axes=dynamic, do_constant_folding=True), path)
+            dynamic_axes=dynamic, do_constant_folding=True, training=torch.onnx.TrainingMode.PRESERVE), path)
 
 
 def save_inputs(built, path):
@@ -58,7 +68,7 @@ def reusable(folder, name, batches, seq, context):
             entry = json.load(f)
     except (OSError, ValueError):
         return None
-    same = (entry.get("model") == name and entry.get("asked_seq") == seq and entry.get("asked_context") == context
+    same = (entry.get("model") == name and entry.get("form") == EXPORT_FORM and entry.get("asked_seq") == seq and entry.get("asked_context") == context
             and os.path.isfile(entry.get("onnx", ""))
             and all(os.path.isfile(entry.get("inputs", {}).get(str(b), "")) for b in batches))
     return entry if same else None
@@ -74,7 +84,7 @@ def export_model(folder, name, batches, seq, context):
             export_onnx(built, onnx_path)
             entry = {"model": name, "row": row_name(name), "onnx": onnx_path, "kind": built.kind,
                      "seq": built.seq, "context": built.context, "input_names": built.input_names,
-                     "asked_seq": seq, "asked_context": context, "inputs": {}}
+                     "asked_seq": seq, "asked_context": context, "form": EXPORT_FORM, "inputs": {}}
         inputs_path = os.path.join(folder, f"{file_slug(name)}.b{batch}.npz")
         save_inputs(built, inputs_path)
         entry["inputs"][str(batch)] = inputs_path

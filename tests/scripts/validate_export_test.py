@@ -15,7 +15,7 @@ class ReuseTest(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="validate-export-test-")
         self.entry = {"model": "resnet18", "row": "resnet18", "onnx": self.touch("resnet18.onnx"), "kind": "cnn",
-                      "asked_seq": 128, "asked_context": 128,
+                      "asked_seq": 128, "asked_context": 128, "form": export.EXPORT_FORM,
                       "inputs": {"1": self.touch("resnet18.b1.npz"), "8": self.touch("resnet18.b8.npz")}}
         export.replace_atomic(lambda tmp: export.write_text(tmp, json.dumps(self.entry)),
                               export.entry_path(self.dir, "resnet18"))
@@ -38,6 +38,17 @@ class ReuseTest(unittest.TestCase):
         self.assertIsNone(export.reusable(self.dir, "resnet50", [1], 128, 128))
         os.remove(self.entry["onnx"])
         self.assertIsNone(export.reusable(self.dir, "resnet18", [1], 128, 128))
+
+    def test_an_export_of_another_form_is_made_again(self):
+        for form in (None, "batch norms folded"):
+            entry = dict(self.entry)
+            if form is None:
+                del entry["form"]
+            else:
+                entry["form"] = form
+            export.replace_atomic(lambda tmp, e=entry: export.write_text(tmp, json.dumps(e)),
+                                  export.entry_path(self.dir, "resnet18"))
+            self.assertIsNone(export.reusable(self.dir, "resnet18", [1], 128, 128))
 
     def test_writes_leave_no_temporary_file(self):
         self.assertEqual(sorted(n for n in os.listdir(self.dir) if n.endswith(".tmp")), [])
