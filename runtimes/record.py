@@ -141,11 +141,10 @@ def problems(record):
         for key in ("blocked_ops", "to_plain_copies", "to_blocked_copies", "expand_broadcast", "group_reorder_widths"):
             if key not in layout:
                 out.append(f"layout: missing '{key}'")
-    for key in ("linears_as_convolutions", "fuse_activations"):
-        if not isinstance(record[key], bool):
+    # conv_batchnorm_apart is optional (absent: false); the others are required (checked above).
+    for key in ("linears_as_convolutions", "fuse_activations", "conv_batchnorm_apart"):
+        if not isinstance(record.get(key, False), bool):
             out.append(f"{key}: not true or false")
-    if "conv_batchnorm_apart" in record and not isinstance(record["conv_batchnorm_apart"], bool):
-        out.append("conv_batchnorm_apart: not true or false")
     fusion = record.get("fusion")
     if fusion is not None:
         if not isinstance(fusion, dict):

@@ -487,12 +487,12 @@ def holds_batchnorm(names):
 BATCHNORM_PROBE_CHANNELS, BATCHNORM_PROBE_SIDE = 16, 8
 
 
-def conv_batchnorm_apart(torch, prepare, dtype, device="cpu"):
+def conv_batchnorm_apart(torch, prepare, dtype, progress, device="cpu"):
     """Whether the runtime, given a convolution followed by a batch norm (a module as written, as
     a model has them), runs the batch norm as an op of its own: read from torch.profiler on the
-    module as prepare(module, example_inputs, dtype) runs it. An ONNX export and a graph
-    optimizer fold such a batch norm into the convolution's weights; a runtime that runs the
-    module as written pays a pass over the convolution's output for it."""
+    module as prepare(module, example_inputs, dtype) runs it, and said through `progress`. An
+    ONNX export and a graph optimizer fold such a batch norm into the convolution's weights; a
+    runtime that runs the module as written pays a pass over the convolution's output for it."""
     from torch import nn
     c, side = BATCHNORM_PROBE_CHANNELS, BATCHNORM_PROBE_SIDE
     torch.manual_seed(harness.SEED)
@@ -506,7 +506,9 @@ def conv_batchnorm_apart(torch, prepare, dtype, device="cpu"):
     with _quiet_stderr():
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
             run(x)
-    return holds_batchnorm([event.name for event in prof.events()])
+    apart = holds_batchnorm([event.name for event in prof.events()])
+    progress(f"a convolution's batch norm runs {'apart' if apart else 'folded into it'}")
+    return apart
 
 
 def _dispatch_shape(c, kernel=1, stride=1, groups=1, batch=1, window=None):

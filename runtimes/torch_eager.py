@@ -365,8 +365,7 @@ def calibrate(options):
     else:
         level, memory_probe = torch_common.dram_level(torch, dtype, budget, progress)
 
-    batchnorm_apart = torch_common.conv_batchnorm_apart(torch, prepare, dtype, device)
-    progress(f"a convolution's batch norm runs {'apart' if batchnorm_apart else 'folded into it'}")
+    batchnorm_apart = torch_common.conv_batchnorm_apart(torch, prepare, dtype, progress, device)
     settings = {"mode": "module.eval() under torch.inference_mode()"}
     if dtype in (torch.bfloat16, torch.float16):
         settings["layernorm_dtype"] = "f32"

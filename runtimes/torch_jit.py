@@ -192,8 +192,7 @@ def calibrate(options):
     own_rows, row_probes = torch_common.own_kernel_rates(torch, rows, grids.row_shapes(options.quick),
                                                          torch.float32, budget, progress)
     level, memory_probe = torch_common.dram_level(torch, torch.float32, budget, progress)
-    batchnorm_apart = torch_common.conv_batchnorm_apart(torch, prepare, torch.float32)
-    progress(f"a convolution's batch norm runs {'apart' if batchnorm_apart else 'folded into it'}")
+    batchnorm_apart = torch_common.conv_batchnorm_apart(torch, prepare, torch.float32, progress)
 
     return record.build_record(
         runtime=RUNTIME, device="cpu", framework=torch_common.framework(torch),
