@@ -15,7 +15,7 @@
 namespace truepeak {
 
 inline constexpr int kSchemaMajor = 1;
-inline constexpr int kSchemaMinor = 15;  // 1.1: gemm points record their layout; 1.2: cold weights;
+inline constexpr int kSchemaMinor = 16;  // 1.1: gemm points record their layout; 1.2: cold weights;
                                         // 1.3: cold weights on conv points; 1.4: vector_ops;
                                         // 1.5: the gelu_tanh vector op; 1.6: the add vector op;
                                         // 1.7: the reorder_blocked and reorder_plain vector ops;
@@ -27,7 +27,8 @@ inline constexpr int kSchemaMinor = 15;  // 1.1: gemm points record their layout
                                         // 1.13: a runtime record's fusion rules
                                         // 1.14: a runtime record's convolution dispatch rule
                                         // 1.15: a runtime record's conv_batchnorm_apart
-std::string schema_version_string();  // "1.15"
+                                        // 1.16: a dispatch rule's per-call costs of its two paths
+std::string schema_version_string();  // "1.16"
 
 // Timing statistics of one measured point. time_s is the fastest sample (the capability figure);
 // rates derive from it. median_s sits beside it. typical_s (since 1.8; 0: not recorded) is the
@@ -160,6 +161,11 @@ struct RuntimeConvDispatch {
   bool strided = false;              // a stride above 1 stays there
   bool grouped = false;              // groups of several channels stay there
   bool depthwise = false;            // a group a channel stays there
+  // The fixed cost of a call on each path, from chains of tiny calls (since 1.16; nullopt: not
+  // measured): the least a call there takes beside its work. The paths differ tenfold here:
+  // PyTorch's own small-call path against a library call that sets its primitive up each time.
+  std::optional<double> op_s;         // a call the rule sends to `impl`
+  std::optional<double> others_op_s;  // any other call
 };
 
 // What one runtime (the framework that runs a model) adds to the library's figures, measured by

@@ -205,6 +205,11 @@ RuntimeRecord record_from_json(const Reader& r, const json& obj, const std::stri
     d.strided = r.boolean(*dispatch, p, "strided");
     d.grouped = r.boolean(*dispatch, p, "grouped");
     d.depthwise = r.boolean(*dispatch, p, "depthwise");
+    for (auto [key, cost] : {std::pair{"op_s", &d.op_s}, std::pair{"others_op_s", &d.others_op_s}}) {
+      *cost = r.optional_number(*dispatch, p, key);
+      if (*cost && !(std::isfinite(**cost) && **cost >= 0 && **cost < 1))
+        r.fail(p + "/" + key, fmt::format("a time must be at least 0 s and under 1 s, got {:g}", **cost));
+    }
     rec.conv_dispatch = std::move(d);
   }
   if (const auto* mem = r.optional_field(obj, path, "memory")) {

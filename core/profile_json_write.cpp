@@ -163,6 +163,8 @@ nlohmann::json to_json(const RuntimeRecord& rec) {
                      {"strided", d.strided},
                      {"grouped", d.grouped},
                      {"depthwise", d.depthwise}};
+    if (d.op_s) conv_dispatch["op_s"] = *d.op_s;
+    if (d.others_op_s) conv_dispatch["others_op_s"] = *d.others_op_s;
   }
   json out = rec.extra.is_object() ? rec.extra : json::object();
   out.update({{"runtime", rec.runtime},

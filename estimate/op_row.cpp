@@ -92,6 +92,17 @@ OpRow cost_row(const Op& op, const Work& w, const RateModel& rates, const std::s
   } else {
     r.time_s = work_s + r.overhead_s;  // a CPU does the library's fixed work, then the op's
   }
+  // A convolution takes at least its path's fixed cost and its work at the best rate. The points
+  // price a call between them; a small call past the smallest points of its path would take
+  // their efficiency and, with it, a share of the fixed cost that its few FLOPs do not carry.
+  if (w.engine == Engine::conv && !w.within_op && !rates.overlaps_issue())
+    if (const auto call_s = rates.conv_call_s(w.conv_call)) {
+      const double least = *call_s + w.flops / rates.best_flops_per_s();
+      if (r.time_s < least) {
+        r.overhead_s += least - r.time_s;
+        r.time_s = least;
+      }
+    }
   r.achieved_flops_per_s = r.compute_s > 0 ? w.flops / r.compute_s : 0;
   if (r.time_s > 0) {
     const double roof =

@@ -365,6 +365,11 @@ bool runs_dispatched_impl(const RuntimeConvDispatch& rule, const ConvCall& call)
          (call.stride == 1 || rule.strided) && grouping_stays;
 }
 
+std::optional<double> RateModel::conv_call_s(const ConvCall& call) const {
+  if (!conv_dispatch_ || call.batch < 1) return std::nullopt;
+  return runs_dispatched_impl(*conv_dispatch_, call) ? conv_dispatch_->op_s : conv_dispatch_->others_op_s;
+}
+
 bool gemm_rows_aligned(DType dtype, double n, double k) {
   const double bytes = dtype_bytes(dtype);
   return std::fmod(n * bytes, 16.0) == 0 && std::fmod(k * bytes, 16.0) == 0;

@@ -123,6 +123,11 @@ class RateModel {
   // The library's own fixed cost per kernel (the profile's per-op overhead), at most overhead_s():
   // a kernel that a runtime op runs after its first pays no dispatch again.
   double library_overhead_s() const { return library_overhead_s_; }
+  // The fixed cost of a forward convolution's call on the path it takes (the dispatch rule's
+  // implementation or the others): the least the call takes beside its work. nullopt where the
+  // runtime has no rule or did not measure that path's cost, or `call` is not a forward
+  // convolution's.
+  std::optional<double> conv_call_s(const ConvCall& call) const;
   // Whether the device runs an op while the host issues the next (a GPU's stream): then an op
   // costs the longer of its work and its issue time, not their sum.
   bool overlaps_issue() const { return overlaps_issue_; }

@@ -176,8 +176,13 @@ std::string runtime_dispatch_summary(const RuntimeRecord& r) {
     conditions.emplace_back("not depthwise");
   const auto own = std::count_if(r.conv.begin(), r.conv.end(),
                                  [&](const ConvPoint& p) { return p.impl == d.impl; });
-  return fmt::format("convolutions in {} when {}; {} of the {} conv points there", d.impl,
-                     fmt::join(conditions, ", "), own, r.conv.size());
+  std::string costs;
+  if (d.op_s || d.others_op_s)
+    costs = fmt::format("; a call takes at least {} there, {} elsewhere",
+                        d.op_s ? fmt::format("{:.1f} us", *d.op_s * 1e6) : "?",
+                        d.others_op_s ? fmt::format("{:.1f} us", *d.others_op_s * 1e6) : "?");
+  return fmt::format("convolutions in {} when {}; {} of the {} conv points there{}", d.impl,
+                     fmt::join(conditions, ", "), own, r.conv.size(), costs);
 }
 
 namespace {

@@ -186,6 +186,10 @@ DISPATCH_CHANNELS, DISPATCH_SIDE, DISPATCH_MAX_CHANNELS = 16, 16, 2048
 DISPATCH_WINDOWS = (3, 5, 7)
 DISPATCH_BATCHES = (2, 4, 8, 16)
 DISPATCH_BATCH_CHANNELS = 4
+# The per-call cost of each dispatch path (torch_common.dispatch_path_costs): chains of a 1x1
+# convolution of PATH_CHANNELS channels on a PATH_SIDE image, a few thousand FLOPs, so that the
+# call is all there is to time.
+PATH_CHANNELS, PATH_SIDE = 16, 4
 
 
 # Channels per group tried by the grouped-convolution layout probe, over 128 channels in all.

@@ -19,6 +19,8 @@ FUSION_RULES = ("pointwise", "into_reductions", "into_products")
 CONV_DISPATCH_BOUNDS = ("max_batch", "max_window")
 CONV_DISPATCH_FLAGS = ("strided", "grouped", "depthwise")
 WINDOW_SIDES = ("larger", "smaller")
+# Its optional per-call costs of the two paths (torch_common.dispatch_path_costs), in seconds.
+CONV_DISPATCH_COSTS = ("op_s", "others_op_s")
 
 DTYPES = ("f32", "f16", "bf16", "int8", "fp8")
 
@@ -98,7 +100,8 @@ def _may_be_zero(path):
     """op_s and kind_op_s may be 0 (noise can leave an op's cost unmeasurable), and so what a
     GEMM or convolution point had taken off for it; so may a coefficient of variation, a
     convolution's padding and what a probe point records beside its times."""
-    return (path in ("op_s", "fusion.graph_s") or path.startswith("kind_op_s[") or path.endswith(".cv") or
+    return (path in ("op_s", "fusion.graph_s", "conv_dispatch.op_s", "conv_dispatch.others_op_s") or
+            path.startswith("kind_op_s[") or path.endswith(".cv") or
             re.fullmatch(r"(gemm|conv)\[\d+\]\.fixed_s_taken_off", path) is not None or
             re.fullmatch(r"conv\[\d+\]\.pad", path) is not None or
             (path.startswith("probes[") and not path.endswith((".time_s", ".median_s"))))
@@ -194,6 +197,11 @@ def _conv_dispatch_problems(rule):
             out.append(f"conv_dispatch.{key}: not true or false")
     if rule.get("window_side") not in WINDOW_SIDES:
         out.append(f"conv_dispatch.window_side: not one of {', '.join(WINDOW_SIDES)}")
+    for key in CONV_DISPATCH_COSTS:
+        value = rule.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or
+                                  not 0 <= value < 1):
+            out.append(f"conv_dispatch.{key}: not a time of at least 0 s and under 1 s")
     return out
 
 

@@ -356,6 +356,19 @@ def dram_level(torch, dtype, budget, progress, device="cpu", sync=None, working_
     return {"name": "DRAM", "bytes": None, "Bps": bps}, probe
 
 
+def chain_of(step, x, sync=None):
+    """make_run(n) of a chain applying `step` n times to x (each step on the last's output)."""
+    def make(n):
+        def run():
+            y = x
+            for _ in range(n):
+                y = step(y)
+            if sync:
+                sync()
+        return run
+    return make
+
+
 def chain_probe(torch, name, make_run, links, ops_per_link, budget, weight=3.0):
     """Fixed cost of one op from chains of 1 and of `links` links (make_run(n) -> callable),
     timed interleaved (harness.chain_cost). Returns (seconds per op, probe points)."""
@@ -391,7 +404,8 @@ def conv_points(torch, dtype, device, fixed_s, budget, progress, quick, sync=Non
     timed in sweeps over the grid (harness.time_in_sweeps). Each point's impl is the implementation
     the framework dispatched it to (conv_impl), and conv_dispatch finds the rule behind them.
     time_s and median_s are kernel times: measured less `fixed_s` (the per-op cost the estimator
-    charges), at least half of measured.
+    charges), at least half of measured. Where a rule is found on the CPU, each path's per-call
+    cost is measured too (dispatch_path_costs) and kept in the rule: the least a call there takes.
     Returns (points, probe points, rule or None)."""
     from torch import nn
     label = dtype_label(torch, dtype)
@@ -415,6 +429,10 @@ def conv_points(torch, dtype, device, fixed_s, budget, progress, quick, sync=Non
         impls[i] = conv_impl(torch, conv, x)
     rule, probes = conv_dispatch(torch, dtype, device, [(shapes[i], impls[i]) for i in impls], progress,
                                  channels_last)
+    if rule is not None and sync is None:
+        costs, cost_probes = dispatch_path_costs(torch, rule, dtype, device, budget, progress, quick, channels_last)
+        rule.update(costs)
+        probes += cost_probes
     with torch.inference_mode():
         timings = harness.time_in_sweeps(calls, budget, time_group)
     points = []
@@ -588,6 +606,56 @@ def find_conv_dispatch(impl_of, grid):
     if any(meets_dispatch(rule, shape) != (i == small) for shape, i in grid):
         return None, tried
     return rule, tried
+
+
+def path_cost_shapes(rule):
+    """(shape of a call the rule sends to its implementation, [shapes of calls it does not, in the
+    order to try]) for dispatch_path_costs: a 1x1 of grids.PATH_CHANNELS channels to as many on a
+    grids.PATH_SIDE image, and the same at one image more than the rule's batch, depthwise or
+    grouped where the rule keeps those off, with a window past its bound. Each keeps its input's
+    shape, so that calls chain."""
+    c, side = grids.PATH_CHANNELS, grids.PATH_SIDE
+    small = grids.conv_shape(c, side, 1, 1, 1)
+    window = rule["max_window"] + 1 + rule["max_window"] % 2  # the next odd side, 'same' padding
+    others = [grids.conv_shape(c, side, 1, 1, 1, batch=rule["max_batch"] + 1),
+              grids.conv_shape(c, side, 3, 1, c), grids.conv_shape(c, side, 1, 1, 2),
+              grids.conv_shape(c, side, window, 1, 1)]
+    return small, [s for s in others if not meets_dispatch(rule, s)]
+
+
+def dispatch_path_costs(torch, rule, dtype, device, budget, progress, quick, channels_last=False):
+    """What a convolution's call costs beside its kernel on each path of `rule`: the fixed cost of
+    a chain of tiny calls (chain_probe) on the rule's implementation and on another, each call's
+    implementation read from the profiler first (a path whose tiny call runs elsewhere is not
+    measured), its output checked against the convolution in float64. On a CPU the two differ
+    tenfold: PyTorch's own small-call path, against a library call that sets its primitive up
+    and reorders its operands each time. Returns ({"op_s": s, "others_op_s": s} for the paths
+    measured, probe points)."""
+    from torch import nn
+    label = dtype_label(torch, dtype)
+    rtol, atol = tolerance(torch, dtype)
+    small, others = path_cost_shapes(rule)
+    calls = {}
+    for key, shapes in (("op_s", [small] if meets_dispatch(rule, small) else []), ("others_op_s", others)):
+        for shape in shapes:
+            conv, x = _conv_call(torch, shape, dtype, device, channels_last)
+            runs_rule = conv_impl(torch, conv, x) == rule["impl"]
+            if runs_rule == (key == "op_s"):
+                calls[key] = (shape, conv, x)
+                break
+    costs, probes = {}, []
+    with torch.inference_mode():
+        for key, (shape, conv, x) in calls.items():
+            want = nn.functional.conv2d(x.double(), conv.weight.double(), conv.bias.double(), conv.stride,
+                                        conv.padding, conv.dilation, conv.groups)
+            harness.check_close(f"path cost conv {key}", conv(x), want, rtol, max(atol, rtol * shape["c"] ** 0.5))
+            name = (f"{'rule' if key == 'op_s' else 'other'} path conv mb{shape['n']}ic{shape['c']}ih{shape['h']}"
+                    f"kh{shape['r']}g{shape['groups']} {label}")
+            costs[key], points = chain_probe(torch, name, chain_of(conv, x), grids.chain_links(quick), 1, budget)
+            probes += points
+    progress("convolution call: " + ", ".join(
+        f"{rule['impl'] if key == 'op_s' else 'other paths'} {s * 1e6:.1f} us" for key, s in costs.items()))
+    return costs, probes
 
 
 def conv_dispatch(torch, dtype, device, grid, progress, channels_last=False):

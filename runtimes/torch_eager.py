@@ -104,19 +104,6 @@ def choose_dtype(torch, device, budget, progress):
     return (torch.bfloat16 if bf16 else torch.float32), probes
 
 
-def _chain_of(torch, step, x, sync):
-    """make_run(n) of a chain applying `step` n times to x (each step on the last's output)."""
-    def make(n):
-        def run():
-            y = x
-            for _ in range(n):
-                y = step(y)
-            if sync:
-                sync()
-        return run
-    return make
-
-
 def fixed_costs(torch, dtype, device, budget, progress, quick, sync=None):
     """op_s and kind_op_s from chains of tiny ops. Returns (op_s, kind_op_s, probe points)."""
     from torch import nn
@@ -134,12 +121,12 @@ def fixed_costs(torch, dtype, device, budget, progress, quick, sync=None):
     with torch.inference_mode():
         layer, x = linear_step(1, TINY_WIDTH)
         op_s, points = torch_common.chain_probe(torch, f"op chain linear 1x{TINY_WIDTH} {label}",
-                                                _chain_of(torch, layer, x, sync), links, 1, budget)
+                                                torch_common.chain_of(layer, x, sync), links, 1, budget)
         probes += points
 
         layer, x = linear_step(PRODUCT_ROWS, PRODUCT_WIDTH)
         cost, points = torch_common.chain_probe(torch, f"kind chain linear {PRODUCT_ROWS}x{PRODUCT_WIDTH} {label}",
-                                                _chain_of(torch, layer, x, sync), links, 1, budget)
+                                                torch_common.chain_of(layer, x, sync), links, 1, budget)
         kinds.append({"kind": "linear", "dtype": label, "op_s": cost})
         probes += points
 
@@ -149,7 +136,7 @@ def fixed_costs(torch, dtype, device, budget, progress, quick, sync=None):
         harness.check_close("matmul", torch.matmul(a, w), torch.matmul(a.double(), w.double()), rtol, atol)
         cost, points = torch_common.chain_probe(
             torch, f"kind chain matmul {PRODUCT_BATCH}x{PRODUCT_ROWS}x{PRODUCT_WIDTH} {label}",
-            _chain_of(torch, lambda y: torch.matmul(y, w), a, sync), links, 1, budget)
+            torch_common.chain_of(lambda y: torch.matmul(y, w), a, sync), links, 1, budget)
         kinds.append({"kind": "matmul", "dtype": label, "op_s": cost})
         probes += points
 
@@ -157,7 +144,7 @@ def fixed_costs(torch, dtype, device, budget, progress, quick, sync=None):
         v = harness.random_input("torch", (1, VIEW_SIDE * VIEW_SIDE), dtype, device)
         cost, points = torch_common.chain_probe(
             torch, f"kind chain view+transpose {VIEW_SIDE}x{VIEW_SIDE}",
-            _chain_of(torch, lambda y: v.view(VIEW_SIDE, VIEW_SIDE).transpose(0, 1), v, sync), links, 2, budget)
+            torch_common.chain_of(lambda y: v.view(VIEW_SIDE, VIEW_SIDE).transpose(0, 1), v, sync), links, 2, budget)
         kinds.append({"kind": "reshape", "dtype": None, "op_s": cost})
         probes += points
 
@@ -168,7 +155,7 @@ def fixed_costs(torch, dtype, device, budget, progress, quick, sync=None):
                                                                        conv.bias.double()), rtol, atol)
         cost, points = torch_common.chain_probe(
             torch, f"kind chain conv1x1 {TINY_CHANNELS}ch {TINY_SIDE}x{TINY_SIDE} {label}",
-            _chain_of(torch, conv, c, sync), links, 1, budget)
+            torch_common.chain_of(conv, c, sync), links, 1, budget)
         kinds.append({"kind": "conv2d", "dtype": label, "op_s": cost})
         probes += points
 
@@ -179,7 +166,7 @@ def fixed_costs(torch, dtype, device, budget, progress, quick, sync=None):
         harness.check_close("layer norm", norm(n), copy.deepcopy(norm).double()(n.double()), rtol, atol)
         cost, points = torch_common.chain_probe(
             torch, f"kind chain layer norm 1x{NORM_WIDTH} {label}{' computed in f32' if mixed else ''}",
-            _chain_of(torch, norm, n, sync), links, 1, budget)
+            torch_common.chain_of(norm, n, sync), links, 1, budget)
         kinds.append({"kind": "norm:layernorm", "dtype": label, "op_s": cost})
         probes += points
     progress(f"op_s {op_s * 1e6:.2f} us; " + ", ".join(f"{k['kind']} {k['op_s'] * 1e6:.2f} us" for k in kinds))

@@ -1,4 +1,4 @@
-// Runtime records (schema 1.12; fusion since 1.13, conv_dispatch since 1.14, conv_batchnorm_apart since 1.15): the reader and writer keep every field, the
+// Runtime records (schema 1.12; fusion since 1.13, conv_dispatch since 1.14, conv_batchnorm_apart since 1.15, the dispatch paths' costs since 1.16): the reader and writer keep every field, the
 // schema accepts what a probe writes and rejects a broken record naming the path, and profiles
 // without runtimes read and write as before.
 #include <gtest/gtest.h>
@@ -54,7 +54,7 @@ std::string joined(const std::vector<std::string>& errors) {
          << "no message at " << path << " containing \"" << what << "\"; got:" << joined(errors);
 }
 
-TEST(RuntimeRecord, SchemaVersionIsOneFifteen) { EXPECT_EQ(schema_version_string(), "1.15"); }
+TEST(RuntimeRecord, SchemaVersionIsOneSixteen) { EXPECT_EQ(schema_version_string(), "1.16"); }
 
 TEST(RuntimeRecord, FixtureValidatesAndReadsEveryField) {
   const json doc = record_fixture();
@@ -358,7 +358,18 @@ TEST(RuntimeRecord, ConvDispatchRoundTripsAndValidates) {
   EXPECT_TRUE(r.conv_dispatch->window_smaller_side);
   EXPECT_TRUE(r.conv_dispatch->strided);
   EXPECT_FALSE(r.conv_dispatch->grouped);
+  EXPECT_FALSE(r.conv_dispatch->op_s.has_value());  // before 1.16: absent, and written so
+  EXPECT_FALSE(to_json(r).at("conv_dispatch").contains("others_op_s"));
   EXPECT_EQ(to_json(runtime_record_from_json(to_json(r), "again")), to_json(r));
+  // The paths' per-call costs (since 1.16).
+  json costed = doc;
+  costed["conv_dispatch"]["op_s"] = 9e-6;
+  costed["conv_dispatch"]["others_op_s"] = 8.5e-5;
+  ASSERT_TRUE(validate_runtime_record_json(costed).empty());
+  const RuntimeRecord c = runtime_record_from_json(costed, "record.json");
+  EXPECT_DOUBLE_EQ(c.conv_dispatch->op_s.value_or(0), 9e-6);
+  EXPECT_DOUBLE_EQ(c.conv_dispatch->others_op_s.value_or(0), 8.5e-5);
+  EXPECT_EQ(to_json(c).at("conv_dispatch"), costed["conv_dispatch"]);
   // No element bound: null, kept as null.
   doc["conv_dispatch"]["max_input_elements"] = nullptr;
   const RuntimeRecord unbounded = runtime_record_from_json(doc, "record.json");
@@ -392,6 +403,12 @@ TEST(RuntimeRecord, BadConvDispatchIsRefusedNamingThePath) {
   d = dispatch_example();
   d.erase("max_input_elements");  // null says "no bound"; absent says nothing
   EXPECT_EQ(dispatch_error(d), at + ": missing field 'max_input_elements'");
+  d = dispatch_example();
+  d["others_op_s"] = -1e-6;
+  EXPECT_EQ(dispatch_error(d), at + "/others_op_s: a time must be at least 0 s and under 1 s, got -1e-06");
+  d = dispatch_example();
+  d["op_s"] = "9us";
+  EXPECT_EQ(dispatch_error(d), at + "/op_s: expected a number or null, got string");
   EXPECT_EQ(dispatch_error(json::array()), at + ": expected an object or null, got array");
   EXPECT_EQ(dispatch_error(dispatch_example()), "(read)");
   // The schema refuses the same.

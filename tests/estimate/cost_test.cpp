@@ -803,6 +803,38 @@ TEST_F(FixtureCpu, AConvolutionInterpolatesAmongThePointsOfTheImplementationItRu
   EXPECT_GT(estimate(testing::one_conv_model(108, 14, 108), d, o).ops.at(0).compute_s, 1.1 * library_only);
 }
 
+TEST_F(FixtureCpu, AConvolutionTakesAtLeastItsPathsCallCost) {
+  const ConvCall small{1, 104 * 196.0, 1, 1, 1, 1, false};
+  ConvCall batched = small;
+  batched.batch = 2;
+  auto rule = small_call_rule();
+  const RateModel unmeasured(cpu, DType::f32, "", std::nullopt, false, rule);
+  EXPECT_FALSE(unmeasured.conv_call_s(small).has_value());
+  rule.op_s = 9e-6;
+  rule.others_op_s = 5e-3;  // far above the layer's time at the fixture's rates: the bound holds
+  const RateModel rates(cpu, DType::f32, "", std::nullopt, false, rule);
+  EXPECT_DOUBLE_EQ(rates.conv_call_s(small).value_or(0), 9e-6);
+  EXPECT_DOUBLE_EQ(rates.conv_call_s(batched).value_or(0), 5e-3);
+  EXPECT_FALSE(rates.conv_call_s(ConvCall{}).has_value());  // a gradient: no rule applies
+  EXPECT_FALSE(RateModel(cpu, DType::f32).conv_call_s(small).has_value());  // no rule
+  // Through the estimate: a 104-channel 14x14 layer at batch 1 takes the small path, whose cost
+  // is below the layer's time, which stays as without the costs; at batch 2 the library's path,
+  // and the layer takes that path's cost and its work at the best rate.
+  Options o = batch(1);
+  o.conv_dispatch = small_call_rule();
+  const auto plain1 = estimate(testing::one_conv_model(104, 14, 104), cpu, o).ops.at(0);
+  o.batch = 2;
+  const auto plain2 = estimate(testing::one_conv_model(104, 14, 104), cpu, o).ops.at(0);
+  ASSERT_LT(plain2.time_s, 1e-3);
+  o.conv_dispatch = rule;
+  o.batch = 1;
+  EXPECT_DOUBLE_EQ(estimate(testing::one_conv_model(104, 14, 104), cpu, o).ops.at(0).time_s, plain1.time_s);
+  o.batch = 2;
+  const auto bound = estimate(testing::one_conv_model(104, 14, 104), cpu, o).ops.at(0);
+  EXPECT_NEAR(bound.time_s, 5e-3 + bound.flops / rates.best_flops_per_s(), 1e-12);
+  EXPECT_NEAR(bound.overhead_s, bound.time_s - std::max(bound.compute_s, bound.memory_s), 1e-12);
+}
+
 TEST_F(FixtureCpu, MissingDtypeIsAnInputError) {
   EXPECT_THROW(estimate(linear_model(64, 64), cpu, batch(1, DType::int8)), InputError);
 }

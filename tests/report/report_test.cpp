@@ -409,6 +409,14 @@ TEST(RuntimeSummary, DispatchNamesEachConditionThatExcludesACall) {
   EXPECT_EQ(runtime_dispatch_summary(r),
             "convolutions in native when <= 20480 input elements, <= 1 image, window <= 3 (smaller side); 1 "
             "of the 3 conv points there");
+  // The paths' fixed costs, where measured (an unmeasured one as "?").
+  r.conv_dispatch->op_s = 1.06e-5;
+  r.conv_dispatch->others_op_s = 8.34e-5;
+  EXPECT_EQ(runtime_dispatch_summary(r),
+            "convolutions in native when <= 20480 input elements, <= 1 image, window <= 3 (smaller side); 1 "
+            "of the 3 conv points there; a call takes at least 10.6 us there, 83.4 us elsewhere");
+  r.conv_dispatch->op_s.reset();
+  EXPECT_NE(runtime_dispatch_summary(r).find("at least ? there, 83.4 us elsewhere"), std::string::npos);
 }
 
 }  // namespace

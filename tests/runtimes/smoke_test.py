@@ -75,6 +75,10 @@ def run(runtime, python):
         unnamed = sorted({c["impl"] for c in doc["conv"]} & {"", "unknown"})
         if unnamed:
             return None, f"{runtime}: a convolution point's implementation was not read ({unnamed[0]!r})"
+        rule = doc.get("conv_dispatch")
+        unmeasured = [key for key in ("op_s", "others_op_s") if rule and key not in rule]
+        if unmeasured:
+            return None, f"{runtime}: the dispatch rule has no {unmeasured[0]} (a path's call cost)"
     print(f"{runtime}: ok in {seconds:.1f} s (calibration_s {doc['calibration_s']:.1f}), op_s "
           f"{doc['op_s'] * 1e6:.2f} us, {len(doc['own_kernels'])} own kernels, {len(doc['probes'])} probe points")
     return doc, None

@@ -72,6 +72,24 @@ class FindConvDispatchTest(unittest.TestCase):
         self.assertTrue(any(impl == "native" for _, impl in grid_of(torch_like())))
 
 
+class PathCostTest(unittest.TestCase):
+    def test_the_path_cost_calls_fall_either_side_of_the_rule_and_chain(self):
+        rule, _ = torch_common.find_conv_dispatch(torch_like(), grid_of(torch_like()))
+        small, others = torch_common.path_cost_shapes(rule)
+        self.assertTrue(torch_common.meets_dispatch(rule, small))
+        self.assertEqual(torch_like()(small), "native")
+        self.assertTrue(others)
+        for shape in [small] + others:
+            self.assertFalse(shape in others and torch_common.meets_dispatch(rule, shape))
+            # A call's output has its input's shape: the next call of a chain takes it.
+            self.assertEqual((shape["c"], shape["stride"], 2 * shape["pad"] + 1), (shape["k"], 1, shape["r"]))
+        self.assertEqual(torch_like()(others[0]), "library")
+        # A rule that keeps batches, grouping and depthwise calls: a window past its bound is left.
+        wide = dict(rule, max_batch=16, grouped=True, depthwise=True)
+        _, rest = torch_common.path_cost_shapes(wide)
+        self.assertEqual([(s["n"], s["r"], s["groups"]) for s in rest], [(17, 1, 1), (1, 5, 1)])
+
+
 class InnermostConvOpTest(unittest.TestCase):
     def test_the_last_convolution_past_the_wrappers(self):
         self.assertEqual(torch_common.innermost_conv_op(

@@ -184,6 +184,13 @@ class ConvDispatchFieldTest(unittest.TestCase):
         self.assertIn("conv_dispatch.impl: not an implementation name", record.problems(self.with_rule(impl="")))
         self.assertIn("conv_dispatch: not an object", record.problems(a_record(conv_dispatch=[1])))
 
+    def test_the_paths_call_costs_are_times(self):
+        self.assertEqual(record.problems(self.with_rule(op_s=9e-6, others_op_s=8.5e-5)), [])
+        self.assertEqual(record.problems(self.with_rule(op_s=0.0)), [])  # noise can leave it at 0
+        for bad in (-1e-6, 1.5, True, "9us"):
+            self.assertIn("conv_dispatch.others_op_s: not a time of at least 0 s and under 1 s",
+                          record.problems(self.with_rule(others_op_s=bad)))
+
 
 class WriteRecordTest(unittest.TestCase):
     def test_one_json_document(self):
