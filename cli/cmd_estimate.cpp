@@ -287,8 +287,8 @@ void run_estimate(const EstimateArgs& args) {
   needs_layout(!args.group_reorders.empty(), fmt::format("--group-reorders {}", fmt::join(args.group_reorders, ",")));
   if (has_layout) options.blocked_layout = blocked_layout(args, options.blocked_layout);
   EstimateArgs model_args = args;
-  model_args.fuse_activations = args.fuse_activations || (record && record->fuse_activations);
-  model_args.batchnorm_apart = record && record->conv_batchnorm_apart;
+  if (record) model_args.import_rules = estimate::import_rules(*record);
+  model_args.import_rules.fuse_activations |= args.fuse_activations;
 
   ModelSource source(model_args);
   if (args.sweep) {

@@ -41,8 +41,7 @@ const estimate::Model& ModelSource::get(std::int64_t batch) {
     if (args_.seq > 0) o.seq = args_.seq;
     if (args_.context > 0) o.context = args_.context;
     for (const auto& text : args_.input_shapes) o.input_shapes.push_back(estimate::parse_input_shape(text));
-    o.fuse_activations = args_.fuse_activations;
-    o.fold_batchnorm = !args_.batchnorm_apart;
+    o.rules = args_.import_rules;
     if (args_.data_dependent_size_given) o.data_dependent_size = args_.data_dependent_size;
     auto imported = estimate::load_onnx(args_.model, o);
     assumption_lines_ = estimate::assumption_lines(imported.assumptions);

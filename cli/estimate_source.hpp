@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "estimate/estimator.hpp"
+#include "estimate/onnx_import.hpp"
 #include "estimate/print.hpp"
 
 namespace truepeak::cli {
@@ -44,8 +45,8 @@ struct EstimateArgs {
   std::vector<std::string> in_place_ops;     // elementwise kinds the runtime runs in place
   bool typical_times = false;                // points at their typical time, not fastest sample
   std::vector<std::string> input_shapes;  // ONNX: NAME=1x3x224x224
-  bool fuse_activations = false;          // ONNX: fold activations into GEMM/conv epilogues
-  bool batchnorm_apart = false;           // ONNX: a convolution's batch norm stays an op of its own
+  bool fuse_activations = false;          // --fuse-activations
+  estimate::ImportRules import_rules;     // ONNX: what the import folds (the runtime's and the flag's)
 };
 
 // Zoo and JSON models hold the batch as a symbol; an ONNX graph is bound to one batch when read.

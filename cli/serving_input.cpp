@@ -106,7 +106,7 @@ ServingEstimator::ServingEstimator(const WorkloadArgs& args, const std::vector<P
   onnx_ = is_onnx_name(args.model);
   const estimate::Model* model = nullptr;
   if (onnx_) {
-    model = &model_at(first_batch, false, false);
+    model = &model_at(first_batch, {});
   } else {
     model_ = estimate::load_model(args.model);
     for (const auto& w : model_.warnings)
@@ -156,17 +156,16 @@ ServingEstimator::ServingEstimator(const WorkloadArgs& args, const std::vector<P
   base_.context = t;
 }
 
-const estimate::Model& ServingEstimator::model_at(std::int64_t batch, bool fuse_activations,
-                                                  bool batchnorm_apart) {
+const estimate::Model& ServingEstimator::model_at(std::int64_t batch,
+                                                  const estimate::ImportRules& rules) {
   if (!onnx_) return model_;
 #ifdef TRUEPEAK_HAVE_ONNX
-  const auto key = std::tuple{batch, fuse_activations, batchnorm_apart};
+  const auto key = std::pair{batch, rules};
   if (auto it = onnx_models_.find(key); it != onnx_models_.end()) return *it->second;
   estimate::OnnxOptions o;
   o.batch = batch;
   if (args_.seq_given) o.seq = args_.seq;
-  o.fuse_activations = fuse_activations;
-  o.fold_batchnorm = !batchnorm_apart;
+  o.rules = rules;
   auto imported = estimate::load_onnx(args_.model, o);
   // What the reader could only guess at is the same at every batch: said once.
   if (onnx_models_.empty())
@@ -178,8 +177,7 @@ const estimate::Model& ServingEstimator::model_at(std::int64_t batch, bool fuse_
   return *slot;
 #else
   (void)batch;
-  (void)fuse_activations;
-  (void)batchnorm_apart;
+  (void)rules;
   return model_;
 #endif
 }
@@ -200,8 +198,7 @@ const ServingEstimator::DeviceSetup& ServingEstimator::setup_for(const Profile& 
       for (const auto& note : estimate::apply_runtime(record, args_.runtime, setup.options))
         std::cerr << "truepeak: " << file << " " << device.id << ": " << note << "\n";
       setup.runtime_view = estimate::runtime_device(device, record);
-      setup.fuse_activations = record.fuse_activations;
-      setup.batchnorm_apart = record.conv_batchnorm_apart;
+      setup.import_rules = estimate::import_rules(record);
     } catch (const InputError& error) {
       // One device without the runtime must not hide the others' results.
       setup.error = error.what();
@@ -220,7 +217,7 @@ report::Prediction ServingEstimator::predict(const Profile& profile, const Devic
   }
   try {
     auto options = setup.options;
-    const auto& model = model_at(batch, setup.fuse_activations, setup.batchnorm_apart);
+    const auto& model = model_at(batch, setup.import_rules);
     // An ONNX graph is read with the batch in its shapes: one pass of it is the whole batch.
     options.batch = onnx_ ? 1 : batch;
     const auto e = estimate::estimate(model, setup.runtime_view ? *setup.runtime_view : device,

@@ -5,7 +5,6 @@
 
 #include <cstdint>
 #include <map>
-#include <tuple>
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,6 +15,7 @@
 
 #include "core/profile.hpp"
 #include "estimate/estimator.hpp"
+#include "estimate/onnx_import.hpp"
 #include "report/serving.hpp"
 
 namespace truepeak::cli {
@@ -61,12 +61,11 @@ class ServingEstimator {
   struct DeviceSetup {
     estimate::Options options;
     std::optional<Device> runtime_view;  // the device as the runtime sees it
-    bool fuse_activations = false;       // ONNX: the runtime folds activations into products
-    bool batchnorm_apart = false;        // ONNX: it runs a convolution's batch norm apart
+    estimate::ImportRules import_rules;  // ONNX: what the runtime folds of the graph
     std::string error;                   // the device cannot run the workload (no such runtime)
   };
   const DeviceSetup& setup_for(const Profile& profile, const Device& device);
-  const estimate::Model& model_at(std::int64_t batch, bool fuse_activations, bool batchnorm_apart);
+  const estimate::Model& model_at(std::int64_t batch, const estimate::ImportRules& rules);
   report::Prediction predict(const Profile& profile, const Device& device, std::int64_t batch);
 
   WorkloadArgs args_;
@@ -76,7 +75,7 @@ class ServingEstimator {
   estimate::Options base_;
   bool onnx_ = false;
   estimate::Model model_;  // a zoo or JSON model; ONNX: the graph at the first batch asked
-  std::map<std::tuple<std::int64_t, bool, bool>, std::unique_ptr<estimate::Model>> onnx_models_;
+  std::map<std::pair<std::int64_t, estimate::ImportRules>, std::unique_ptr<estimate::Model>> onnx_models_;
   std::map<const Device*, DeviceSetup> setups_;
 };
 

@@ -35,7 +35,7 @@ std::vector<GemmPoint> gemm_from_json(const Reader& r, const json& obj, const st
     pt.flops_per_s = r.number(g, p, "flops_per_s");
     pt.impl = r.optional_string(g, p, "impl");
     pt.layout = r.optional_string(g, p, "layout");
-    pt.cold_weights = r.optional_field(g, p, "cold_weights") && r.boolean(g, p, "cold_weights");
+    pt.cold_weights = r.optional_boolean(g, p, "cold_weights");
     out.push_back(std::move(pt));
   }
   return out;
@@ -67,7 +67,7 @@ std::vector<ConvPoint> conv_from_json(const Reader& r, const json& obj, const st
     pt.timing = r.timing(c, p);
     pt.flops_per_s = r.number(c, p, "flops_per_s");
     pt.impl = r.optional_string(c, p, "impl");
-    pt.cold_weights = r.optional_field(c, p, "cold_weights") && r.boolean(c, p, "cold_weights");
+    pt.cold_weights = r.optional_boolean(c, p, "cold_weights");
     out.push_back(std::move(pt));
   }
   return out;
@@ -155,7 +155,7 @@ RuntimeRecord record_from_json(const Reader& r, const json& obj, const std::stri
     l.blocked_ops = string_list(r, *layout, p, "blocked_ops");
     l.to_plain_copies = static_cast<int>(r.optional_integer(*layout, p, "to_plain_copies").value_or(1));
     l.to_blocked_copies = static_cast<int>(r.optional_integer(*layout, p, "to_blocked_copies").value_or(1));
-    l.expand_broadcast = r.optional_field(*layout, p, "expand_broadcast") && r.boolean(*layout, p, "expand_broadcast");
+    l.expand_broadcast = r.optional_boolean(*layout, p, "expand_broadcast");
     if (const auto* widths = r.optional_field(*layout, p, "group_reorder_widths")) {
       if (!widths->is_array()) r.fail(p + "/group_reorder_widths", "expected an array of integers");
       for (const auto& w : *widths) {
@@ -166,12 +166,10 @@ RuntimeRecord record_from_json(const Reader& r, const json& obj, const std::stri
     rec.layout = std::move(l);
   }
   rec.conv_layout = r.optional_string(obj, path, "conv_layout");
-  rec.linears_as_convolutions =
-      r.optional_field(obj, path, "linears_as_convolutions") && r.boolean(obj, path, "linears_as_convolutions");
+  rec.linears_as_convolutions = r.optional_boolean(obj, path, "linears_as_convolutions");
   rec.in_place = string_list(r, obj, path, "in_place");
-  rec.fuse_activations = r.optional_field(obj, path, "fuse_activations") && r.boolean(obj, path, "fuse_activations");
-  rec.conv_batchnorm_apart =
-      r.optional_field(obj, path, "conv_batchnorm_apart") && r.boolean(obj, path, "conv_batchnorm_apart");
+  rec.fuse_activations = r.optional_boolean(obj, path, "fuse_activations");
+  rec.conv_batchnorm_apart = r.optional_boolean(obj, path, "conv_batchnorm_apart");
   if (const auto* fusion = r.optional_field(obj, path, "fusion")) {
     const auto p = path + "/fusion";
     if (!fusion->is_object()) r.fail(p, fmt::format("expected an object or null, got {}", fusion->type_name()));

@@ -94,6 +94,10 @@ class Reader {
     if (!v.is_boolean()) fail(path + "/" + key, fmt::format("expected true or false, got {}", type_name(v)));
     return v.get<bool>();
   }
+  // A flag that may be absent or null (false), else true or false.
+  bool optional_boolean(const json& obj, const std::string& path, const char* key) const {
+    return optional_field(obj, path, key) && boolean(obj, path, key);
+  }
   const json& array(const json& obj, const std::string& path, const char* key) const {
     const auto& v = field(obj, path, key);
     if (!v.is_array()) fail(path + "/" + key, fmt::format("expected an array, got {}", type_name(v)));

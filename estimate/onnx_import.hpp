@@ -32,7 +32,7 @@
 //   operand; exporter decompositions of one framework op are that op again: erf/tanh GELU, SiLU,
 //   HardSwish, Mish -> one elementwise; ReduceMean/Sub/Pow/Sqrt/Div (LayerNorm before opset 17)
 //   and the RMSNorm form -> one norm; ReduceMax/Exp/ReduceSum/Div -> one softmax;
-//   activation epilogues on GEMM/conv only with OnnxOptions::fuse_activations.
+//   activation epilogues on GEMM/conv only with ImportRules::fuse_activations.
 #pragma once
 
 #include <cstdint>
@@ -54,6 +54,21 @@ struct InputShape {
 // Parses "NAME=1x3x224x224" (also "NAME:1,3,224,224"). Throws InputError.
 InputShape parse_input_shape(const std::string& text);
 
+// What a runtime folds of the graph as it runs it (a runtime record's fuse_activations and
+// conv_batchnorm_apart): the import folds the same.
+struct ImportRules {
+  // Fold an activation that follows a GEMM/convolution into it (Conv+ReLU, Linear+GELU
+  // epilogues, as ONNX Runtime, TensorRT and oneDNN post-ops do). Off by default: PyTorch runs
+  // them as their own (in-place) kernels, also in a frozen TorchScript graph on oneDNN.
+  // Bias epilogues are always applied.
+  bool fuse_activations = false;
+  // Fold a batch norm that follows a convolution into the convolution's weights, as an ONNX
+  // export in inference mode, a graph optimizer and the library do. Off: the batch norm stays
+  // an op of its own (norm), as a runtime that runs the module as written computes it.
+  bool fold_batchnorm = true;
+  auto operator<=>(const ImportRules&) const = default;
+};
+
 struct OnnxOptions {
   // Values for dynamic dimensions of the graph inputs: a dimension named like a batch
   // ("batch", "N", "batch_size", ...) or the first dimension takes `batch`; one named like a
@@ -66,15 +81,7 @@ struct OnnxOptions {
   std::optional<std::int64_t> batch;
   std::optional<std::int64_t> seq;
   std::vector<InputShape> input_shapes;
-  // Fold an activation that follows a GEMM/convolution into it (Conv+ReLU, Linear+GELU
-  // epilogues, as ONNX Runtime, TensorRT and oneDNN post-ops do). Off by default: PyTorch runs
-  // them as their own (in-place) kernels, also in a frozen TorchScript graph on oneDNN.
-  // Bias epilogues are always applied.
-  bool fuse_activations = false;
-  // Fold a batch norm that follows a convolution into the convolution's weights, as an ONNX
-  // export in inference mode, a graph optimizer and the library do. Off: the batch norm stays
-  // an op of its own (norm), as a runtime that runs the module as written computes it.
-  bool fold_batchnorm = true;
+  ImportRules rules;
   // A dimension named like a KV-cache length ("past_sequence_length", "cache", "context", ...)
   // takes `context`, or `seq` without one.
   std::optional<std::int64_t> context;

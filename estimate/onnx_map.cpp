@@ -70,7 +70,7 @@ Mapper::Mapper(ParsedGraph graph, const OnnxOptions& options) : g_(std::move(gra
 
 OnnxImport Mapper::run() {
   fold_constants();
-  if (options_.fold_batchnorm) fuse_batchnorm_into_conv();
+  if (options_.rules.fold_batchnorm) fuse_batchnorm_into_conv();
   fuse_bias_into_gemm();
   fold_transposes_into_matmul();
   find_framework_regions();

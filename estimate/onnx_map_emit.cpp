@@ -42,7 +42,7 @@ Op Mapper::make_op(const Node& node, OpKind kind, std::string fn) {
 
 void Mapper::push(Op op) {
   // Epilogue fusion: an activation whose input is the single-use result of a GEMM/conv.
-  if (options_.fuse_activations && op.kind == OpKind::elementwise && op.inputs.size() == 1 &&
+  if (options_.rules.fuse_activations && op.kind == OpKind::elementwise && op.inputs.size() == 1 &&
       op.weights.empty() && epilogue_activations().count(op.fn)) {
     const auto it = op_writing_.find(op.inputs[0].name);
     if (it != op_writing_.end() && effective_uses(op.inputs[0].name) == 1) {

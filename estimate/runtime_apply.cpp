@@ -98,6 +98,10 @@ std::vector<std::string> apply_runtime(const RuntimeRecord& record, const std::s
   return notes;
 }
 
+ImportRules import_rules(const RuntimeRecord& record) {
+  return {.fuse_activations = record.fuse_activations, .fold_batchnorm = !record.conv_batchnorm_apart};
+}
+
 void override_rates(OwnRates& base, const OwnRates& given) {
   for (const auto& [kind, value] : given) {
     const auto it =

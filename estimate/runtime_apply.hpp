@@ -7,6 +7,7 @@
 
 #include "core/profile.hpp"
 #include "estimate/estimator.hpp"
+#include "estimate/onnx_import.hpp"
 
 namespace truepeak::estimate {
 
@@ -27,6 +28,10 @@ Device runtime_device(const Device& device, const RuntimeRecord& record);
 // Returns notes for the user (a dtype the runtime was not calibrated for).
 std::vector<std::string> apply_runtime(const RuntimeRecord& record, const std::string& key,
                                        Options& options);
+
+// What the runtime folds of an ONNX graph as it runs it: its activations into products
+// (fuse_activations), a convolution's batch norm unless it runs it apart (conv_batchnorm_apart).
+ImportRules import_rules(const RuntimeRecord& record);
 
 // `base` with each kind of `given` set to its value there (added where `base` lacks it).
 void override_rates(OwnRates& base, const OwnRates& given);

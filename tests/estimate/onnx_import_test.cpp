@@ -44,7 +44,7 @@ TEST(OnnxImport, BatchNormAfterConvStaysAnOpWhereNotFolded) {
   OnnxOptions options;
   options.batch = 4;
   const auto folded = load_onnx(fixture("tiny_cnn.onnx"), options);
-  options.fold_batchnorm = false;
+  options.rules.fold_batchnorm = false;
   const auto result = load_onnx(fixture("tiny_cnn.onnx"), options);
   const auto& graph = result.model.forward;
   EXPECT_EQ(result.fusions.count("batchnorm folded into conv"), 0u);
@@ -113,7 +113,7 @@ TEST(OnnxImport, CnnMapsConvPoolGemmAndFoldsBatchNorm) {
 TEST(OnnxImport, ActivationEpiloguesFoldWhenAsked) {
   OnnxOptions options;
   options.batch = 1;
-  options.fuse_activations = true;
+  options.rules.fuse_activations = true;
   const auto result = load_onnx(fixture("tiny_cnn.onnx"), options);
   const auto& graph = result.model.forward;
   EXPECT_EQ(count_kind(graph, OpKind::elementwise), 0);
@@ -219,7 +219,7 @@ TEST(OnnxImport, GeluEpilogueFoldsIntoTheLinearWhenAsked) {
   OnnxOptions options;
   options.batch = 1;
   options.seq = 3;
-  options.fuse_activations = true;
+  options.rules.fuse_activations = true;
   const auto result = load_onnx(fixture("tiny_transformer.onnx"), options);
   const auto& graph = result.model.forward;
   EXPECT_EQ(count_kind(graph, OpKind::elementwise, "gelu"), 0);
