@@ -1,5 +1,6 @@
 // `truepeak calibrate`: measure this machine's devices into a profile.
 #include <atomic>
+#include <cstdlib>
 #include <csignal>
 #include <filesystem>
 #include <iostream>
@@ -106,6 +107,11 @@ void add_runtimes(const CalibrateArgs& args, const std::vector<RuntimeRequest>& 
 
   install_interrupt_handler();
   const auto summary = run_runtime_probes(profile, plan, options);
+  // The records just measured are in this truepeak's format: an older profile takes its schema
+  // version, so that a reader knows to expect their fields (its other figures are as they were).
+  const auto dot = profile.schema_version.find('.');
+  const int minor = dot == std::string::npos ? 0 : std::atoi(profile.schema_version.c_str() + dot + 1);
+  if (!summary.measured.empty() && minor < kSchemaMinor) profile.schema_version = schema_version_string();
   if (!summary.measured.empty()) write_profile(args.add_to, profile);
   std::cout << report::runtimes_summary(profile);
   if (summary.interrupted) {
@@ -195,7 +201,7 @@ void add_calibrate_command(CLI::App& app, const Context& context) {
                   ".venv where it imports the framework, else /usr/bin/python3)");
   cmd->add_option("--add-to", args->add_to,
                   "With --runtime: measure only the runtimes and add them to this profile (written back in "
-                  "place)");
+                  "place, at this truepeak's schema version)");
   cmd->footer(
       "The default suite takes about 3 minutes on a 2-core CPU. On the CPU both suites aim to end by a\n"
       "time goal (170 s, --quick 27 s): on a busy host the optional second looks and re-measures give\n"

@@ -60,6 +60,8 @@ cp "$data/../estimate/data/fixture_cpu.json" "$profile"
 grep -q "fake probes: -m runtimes --runtime torch-jit --device cpu --threads 2 --quick" "$tmp/add.log" ||
   fail "the probes' stderr is not passed through: $(cat "$tmp/add.log")"
 grep -q '"torch-jit:fake"' "$profile" || fail "no record in the profile"
+# The record is in this truepeak's format: the 1.0 profile takes its schema version.
+grep -q '"schema_version": "1.0"' "$profile" && fail "schema version kept: $(grep schema_version "$profile")"
 "$tp" estimate --profile "$profile" --model resnet50 --runtime torch-jit:fake >/dev/null || fail "estimate of the added record"
 ls "$tmp" | grep -q "profile.json.tmp" && fail "temp file left behind"
 
