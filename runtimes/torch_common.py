@@ -394,6 +394,17 @@ def _conv_call(torch, shape, dtype, device, channels_last, seed=0):
     return conv, x
 
 
+def check_conv(name, conv, x, shape, rtol, atol):
+    """conv(x) against the same convolution in float64, the absolute tolerance grown with the
+    square root of the products summed into each output (a conv shape's channels a group times
+    its window)."""
+    from torch import nn
+    want = nn.functional.conv2d(x.double(), conv.weight.double(), conv.bias.double(), conv.stride, conv.padding,
+                                conv.dilation, conv.groups)
+    reach = shape["c"] // shape["groups"] * shape["r"] * shape["s"]
+    harness.check_close(name, conv(x), want, rtol, max(atol, rtol * reach ** 0.5))
+
+
 def conv_points(torch, dtype, device, fixed_s, budget, progress, quick, sync=None, time_group=None,
                 channels_last=False):
     """The runtime's own convolution points in the profile's point format: nn.Conv2d (with bias)
@@ -407,7 +418,6 @@ def conv_points(torch, dtype, device, fixed_s, budget, progress, quick, sync=Non
     charges), at least half of measured. Where a rule is found on the CPU, each path's per-call
     cost is measured too (dispatch_path_costs) and kept in the rule: the least a call there takes.
     Returns (points, probe points, rule or None)."""
-    from torch import nn
     label = dtype_label(torch, dtype)
     rtol, atol = tolerance(torch, dtype)
     shapes = grids.conv_grid(quick) + grids.image_input_grid(quick)
@@ -420,10 +430,7 @@ def conv_points(torch, dtype, device, fixed_s, budget, progress, quick, sync=Non
             key = (shape["r"], shape["stride"], shape["c"] // shape["groups"] if shape["groups"] > 1 else 0,
                    shape["c"] == shape["k"])
             if key not in checked:
-                want = nn.functional.conv2d(x.double(), conv.weight.double(), conv.bias.double(), conv.stride,
-                                            conv.padding, conv.dilation, conv.groups)
-                reach = shape["c"] // shape["groups"] * shape["r"] * shape["s"]
-                harness.check_close(f"conv {names[i]}", conv(x), want, rtol, max(atol, rtol * reach ** 0.5))
+                check_conv(f"conv {names[i]}", conv, x, shape, rtol, atol)
                 checked.add(key)
         calls[i] = _synced(conv, [x], sync)
         impls[i] = conv_impl(torch, conv, x)
@@ -631,7 +638,6 @@ def dispatch_path_costs(torch, rule, dtype, device, budget, progress, quick, cha
     tenfold: PyTorch's own small-call path, against a library call that sets its primitive up
     and reorders its operands each time. Returns ({"op_s": s, "others_op_s": s} for the paths
     measured, probe points)."""
-    from torch import nn
     label = dtype_label(torch, dtype)
     rtol, atol = tolerance(torch, dtype)
     small, others = path_cost_shapes(rule)
@@ -646,9 +652,7 @@ def dispatch_path_costs(torch, rule, dtype, device, budget, progress, quick, cha
     costs, probes = {}, []
     with torch.inference_mode():
         for key, (shape, conv, x) in calls.items():
-            want = nn.functional.conv2d(x.double(), conv.weight.double(), conv.bias.double(), conv.stride,
-                                        conv.padding, conv.dilation, conv.groups)
-            harness.check_close(f"path cost conv {key}", conv(x), want, rtol, max(atol, rtol * shape["c"] ** 0.5))
+            check_conv(f"path cost conv {key}", conv, x, shape, rtol, atol)
             name = (f"{'rule' if key == 'op_s' else 'other'} path conv mb{shape['n']}ic{shape['c']}ih{shape['h']}"
                     f"kh{shape['r']}g{shape['groups']} {label}")
             costs[key], points = chain_probe(torch, name, chain_of(conv, x), grids.chain_links(quick), 1, budget)
