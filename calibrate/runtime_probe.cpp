@@ -92,6 +92,10 @@ const std::vector<std::string>& runtime_names() {
   return names;
 }
 
+std::string RuntimeRequest::dtype() const {
+  return label == "f32" || label == "bf16" || label == "f16" ? label : std::string();
+}
+
 std::vector<RuntimeRequest> parse_runtime_list(const std::string& text) {
   std::vector<RuntimeRequest> out;
   std::size_t start = 0;
@@ -388,6 +392,8 @@ ProbeOutcome run_runtime_probe(const RuntimeRequest& request, const RuntimeProbe
   spec.argv = {options.python,    "-m",         "runtimes",
                "--runtime",       request.name, "--device",
                options.device_id, "--threads",  std::to_string(options.threads)};
+  if (const auto dtype = request.dtype(); !dtype.empty())
+    spec.argv.insert(spec.argv.end(), {"--dtype", dtype});
   if (options.quick) spec.argv.push_back("--quick");
   spec.env = environment_with("PYTHONPATH", options.python_path, true);
   spec.timeout_s = options.timeout_s;

@@ -26,6 +26,9 @@ struct RuntimeRequest {
   std::string name;
   std::string label;
   std::string key() const { return label.empty() ? name : name + ":" + label; }
+  // A label that names a dtype (f32, bf16, f16) asks the runtime to run in it ("" otherwise):
+  // torch-eager:bf16 is eager PyTorch on a model converted to bf16.
+  std::string dtype() const;
 };
 
 // "torch-jit,onnxruntime:ort117". Throws InputError on an unknown name (listing the known ones),
@@ -110,7 +113,7 @@ struct ProbeOutcome {
   std::string message;                  // one line, for the others
 };
 
-// Runs `PYTHON -m runtimes --runtime NAME --device DEV --threads N [--quick]`, reads the record
+// Runs `PYTHON -m runtimes --runtime NAME --device DEV --threads N [--dtype D] [--quick]`, reads the record
 // from its stdout, records the interpreter in it, checks it against the profile schema and that
 // it is the runtime and device asked for. Never throws for what the child does.
 ProbeOutcome run_runtime_probe(const RuntimeRequest& request, const RuntimeProbeOptions& options);

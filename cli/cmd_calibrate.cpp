@@ -195,7 +195,9 @@ void add_calibrate_command(CLI::App& app, const Context& context) {
   cmd->add_option("--runtime", args->runtimes,
                   "Also calibrate these runtimes, NAME[:LABEL],... (torch-jit, torch-eager, torch-compile, "
                   "torch-cudagraph, onnxruntime): the framework's own costs, measured by its probes in Python "
-                  "(docs/runtimes.md); a LABEL keeps a second calibration of one runtime apart");
+                  "(docs/runtimes.md); a LABEL keeps a second calibration of one runtime apart, and a LABEL "
+                  "that names a dtype runs it in that dtype (torch-eager:bf16; torch-eager runs f32 on a CPU "
+                  "otherwise)");
   cmd->add_option("--python", args->python,
                   "With --runtime: the Python interpreter that has the framework (default: the project's "
                   ".venv where it imports the framework, else /usr/bin/python3)");

@@ -1,4 +1,5 @@
-"""The probes' command line: python -m runtimes --runtime NAME --device DEV --threads N [--quick].
+"""The probes' command line: python -m runtimes --runtime NAME --device DEV --threads N [--dtype D]
+[--quick].
 
 Exit status: 0 with the record on stdout; 2 on bad arguments; 3 when the runtime's framework is
 missing or too old (or its device absent), the last line of stderr naming the command that
@@ -31,14 +32,16 @@ class _Parser(argparse.ArgumentParser):
 
 
 def parse_args(argv):
-    """The options as a namespace (runtime, device, threads, quick); harness.UsageError, one
-    line, on bad arguments."""
+    """The options as a namespace (runtime, device, threads, dtype, quick); harness.UsageError,
+    one line, on bad arguments."""
     parser = _Parser(prog="python -m runtimes", description="Measures what a framework runtime adds "
                      "to the machine's figures and prints one JSON record (docs/runtimes.md).")
     parser.add_argument("--runtime", required=True, help=f"one of {', '.join(RUNTIMES)}")
     parser.add_argument("--device", default="cpu", help="cpu (default) or cuda:N")
     parser.add_argument("--threads", default=None, help="threads the runtime may use (default: every core "
                         "this process may run on)")
+    parser.add_argument("--dtype", default=None, help="the dtype the runtime runs a model in, where it takes "
+                        "one (torch-eager: f32, bf16 or f16; default: its own choice)")
     parser.add_argument("--quick", action="store_true", help="fewer, shorter points (a few seconds)")
     args = parser.parse_args(argv)
     if args.runtime not in RUNTIMES:
@@ -63,7 +66,8 @@ def parse_args(argv):
 
 def options_for(args, started):
     """What a runtime module's calibrate() gets: the arguments, the budget and progress."""
-    return types.SimpleNamespace(runtime=args.runtime, device=args.device, threads=args.threads, quick=args.quick,
+    return types.SimpleNamespace(runtime=args.runtime, device=args.device, threads=args.threads,
+                                 dtype=args.dtype, quick=args.quick,
                                  started=started, budget=harness.Budget(args.quick, started=started),
                                  progress=harness.Progress(args.runtime, started))
 
@@ -88,6 +92,11 @@ def main(argv, started=None):
         if device_kind not in module.DEVICES:
             raise harness.UsageError(f"runtimes: {name} runs on {' or '.join(module.DEVICES)}, "
                                      f"not --device {args.device}")
+        dtypes = getattr(module, "DTYPES", ())
+        if args.dtype is not None and args.dtype not in dtypes:
+            raise harness.UsageError(
+                f"runtimes: {name} --dtype {args.dtype}: " + (f"expected one of {', '.join(dtypes)}" if dtypes else
+                                                              "this runtime picks its dtype itself"))
         options = options_for(args, started)
         doc = module.calibrate(options)
         doc["calibration_s"] = time.perf_counter() - started

@@ -1,7 +1,8 @@
 """torch-eager: a model as eager PyTorch runs it, module.eval() under torch.inference_mode(): on
-the CPU in bf16 where its bf16 kernels work and beat f32 (derived here, never assumed), else in
-f32; on a GPU in bf16 where the device supports it. In bf16 a layer norm computes in f32, as
-mixed-precision inference does (prepare()).
+the CPU in f32, the dtype a plain script's model has; on a GPU in bf16 where the device supports
+it. --dtype names another (bf16 or f16: the model converted, as a script that calls
+.to(torch.bfloat16) runs it), once its kernels pass their output check here. In bf16 a layer norm
+computes in f32, as mixed-precision inference does (prepare()).
 
 Probes: the fixed cost of one op (chains of linears too small for oneDNN: the dispatch every
 eager op pays); the costs of the kinds that pay more or less than that (products that reach
@@ -20,8 +21,10 @@ from runtimes import grids, harness, record, torch_common
 RUNTIME = "torch-eager"
 DEVICES = ("cpu", "cuda")
 MINIMUM_TORCH = (1, 9)  # torch.inference_mode
+# The dtypes --dtype may name.
+DTYPES = ("f32", "bf16", "f16")
 
-# The dtype decision's linear: rows x width -> width.
+# The dtype check's linear: rows x width -> width.
 DTYPE_PROBE_ROWS, DTYPE_PROBE_WIDTH = 256, 512
 # op_s: linears of 1 x TINY_WIDTH -> TINY_WIDTH, below the size PyTorch sends to oneDNN.
 TINY_WIDTH = 16
@@ -54,14 +57,14 @@ QUICK_IMAGE_KINDS = ("pool:max", "norm:batchnorm")
 
 def prepare(module, example_inputs, dtype=None):
     """`module` run as torch-eager runs it: a copy in eval mode in `dtype` (a torch dtype; None:
-    the dtype this machine's calibration chose, see choose_dtype), its layer norms computing in
+    the runtime's default on that device, see default_dtype), its layer norms computing in
     f32 when the dtype is bf16 or f16, on the device of `example_inputs`. Returns a
     callable(*inputs) that runs it under torch.inference_mode(), floating-point inputs
     converted to the dtype."""
     torch = torch_common.require_torch(RUNTIME, MINIMUM_TORCH)
     device = example_inputs[0].device if example_inputs else torch.device("cpu")
     if dtype is None:
-        dtype, _ = choose_dtype(torch, str(device), harness.Budget(quick=True), lambda message: None)
+        dtype = default_dtype(torch, str(device))
     model = copy.deepcopy(module).eval().to(device, dtype)
     if dtype in (torch.bfloat16, torch.float16):
         torch_common.MixedPrecisionLayerNorm.replace_in(model)
@@ -79,29 +82,32 @@ def _linear(torch, rows, width, dtype, device, bias=True, seed=0):
     return layer, harness.random_input("torch", (rows, width), dtype, device, seed=seed)
 
 
-def choose_dtype(torch, device, budget, progress):
-    """bf16 where its kernels work (output checked) and a linear of DTYPE_PROBE_ROWS x
-    DTYPE_PROBE_WIDTH runs faster in bf16 than in f32 (on a GPU: where the device supports
-    bf16), else f32. Returns (dtype, probe points)."""
-    if device.startswith("cuda"):
-        return (torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float32), []
-    times, probes = {}, []
-    for dtype in (torch.float32, torch.bfloat16):
-        layer, x = _linear(torch, DTYPE_PROBE_ROWS, DTYPE_PROBE_WIDTH, dtype, device)
-        try:
-            with torch.inference_mode():
-                harness.check_close(f"linear {dtype}", layer(x), torch.nn.functional.linear(
-                    x.double(), layer.weight.double(), layer.bias.double()), *torch_common.tolerance(torch, dtype))
-                times[dtype] = harness.time_call(lambda: layer(x), budget)
-        except (RuntimeError, harness.CheckFailed) as error:
-            if dtype == torch.float32:
-                raise
-            progress(f"bf16 linear unusable here: {str(error).splitlines()[0]}")
-            continue
-        probes.append(record.probe_point(f"dtype choice linear {torch_common.dtype_label(torch, dtype)}",
-                                         f"{DTYPE_PROBE_ROWS}x{DTYPE_PROBE_WIDTH}x{DTYPE_PROBE_WIDTH}", times[dtype]))
-    bf16 = torch.bfloat16 in times and times[torch.bfloat16].time_s < times[torch.float32].time_s
-    return (torch.bfloat16 if bf16 else torch.float32), probes
+def default_dtype(torch, device):
+    """What a plain script runs in: f32 on the CPU; on a GPU, bf16 where the device supports it
+    (serving there converts the model), else f32."""
+    if device.startswith("cuda") and torch.cuda.is_bf16_supported():
+        return torch.bfloat16
+    return torch.float32
+
+
+def pick_dtype(torch, device, asked):
+    """The torch dtype for --dtype `asked` (a label; None: default_dtype). A half-precision
+    dtype must pass a linear's output check on this device first: harness.UsageError, one line,
+    where it does not."""
+    if asked is None:
+        return default_dtype(torch, device)
+    dtype = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}[asked]
+    if dtype == torch.float32:
+        return dtype
+    layer, x = _linear(torch, DTYPE_PROBE_ROWS, DTYPE_PROBE_WIDTH, dtype, device)
+    try:
+        with torch.inference_mode():
+            harness.check_close(f"linear {asked}", layer(x), torch.nn.functional.linear(
+                x.double(), layer.weight.double(), layer.bias.double()), *torch_common.tolerance(torch, dtype))
+    except (RuntimeError, harness.CheckFailed) as error:
+        raise harness.UsageError(f"runtimes: {RUNTIME} --dtype {asked}: this PyTorch's {asked} linear does not "
+                                 f"work on {device}: {str(error).splitlines()[0]}") from error
+    return dtype
 
 
 def fixed_costs(torch, dtype, device, budget, progress, quick, sync=None):
@@ -327,7 +333,7 @@ def calibrate(options):
     sync = torch.cuda.synchronize if gpu else None
     timer = CudaTimer(torch) if gpu else None
 
-    dtype, probes = choose_dtype(torch, device, budget, progress)
+    dtype = pick_dtype(torch, device, options.dtype)
     label = torch_common.dtype_label(torch, dtype)
     progress(f"dtype {label}")
     op_s, kind_op_s, fixed_probes = fixed_costs(torch, dtype, device, budget, progress, options.quick, sync)
@@ -361,7 +367,7 @@ def calibrate(options):
         threads=torch.get_num_threads(), dtypes=[label], settings=settings, op_s=op_s, kind_op_s=kind_op_s,
         own_kernels=own, layout=None, conv_layout="nchw", linears_as_convolutions=False, in_place=[],
         fuse_activations=False, memory_levels=[level], gemm=gemm, conv=conv, conv_dispatch=dispatch,
-        conv_batchnorm_apart=batchnorm_apart, probes=probes + fixed_probes + own_probes + gemm_probes + conv_probes + [memory_probe], calibration_s=0.0)
+        conv_batchnorm_apart=batchnorm_apart, probes=fixed_probes + own_probes + gemm_probes + conv_probes + [memory_probe], calibration_s=0.0)
 
 
 def _gpu_memory_level(torch, dtype, device, working, budget, timer, progress):

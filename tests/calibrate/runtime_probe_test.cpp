@@ -56,6 +56,11 @@ TEST(RuntimeList, ParsesNamesAndLabels) {
   EXPECT_EQ(r[1].name, "onnxruntime");
   EXPECT_EQ(r[1].label, "ort117");
   EXPECT_EQ(r[2].key(), "torch-jit:v2");
+  // A label that names a dtype asks for it; any other keeps the runtime's own.
+  EXPECT_EQ(r[2].dtype(), "");
+  EXPECT_EQ(parse_runtime_list("torch-eager:bf16")[0].dtype(), "bf16");
+  EXPECT_EQ(parse_runtime_list("torch-eager:f32")[0].dtype(), "f32");
+  EXPECT_EQ(parse_runtime_list("torch-eager")[0].dtype(), "");
 }
 
 TEST(RuntimeList, BadItemsAreOneLineNamingWhatIsKnown) {
@@ -182,6 +187,14 @@ TEST_F(FakeProbe, RecordIsReadCheckedAndNamesItsInterpreter) {
             "-m runtimes --runtime torch-jit --device cpu --threads 3 --quick");
   EXPECT_EQ(r.settings.at("pythonpath").get<std::string>().rfind("/opt/truepeak-src", 0), 0u);
   EXPECT_NE(progress.find("fake probes: done"), std::string::npos);
+}
+
+TEST_F(FakeProbe, ADtypeLabelReachesTheProbesCommandLine) {
+  mode("ok");
+  const auto outcome = run_runtime_probe({"torch-jit", "bf16"}, options());
+  ASSERT_EQ(outcome.status, Status::measured) << outcome.message;
+  EXPECT_EQ(outcome.record->settings.at("argv"),
+            "-m runtimes --runtime torch-jit --device cpu --threads 3 --dtype bf16 --quick");
 }
 
 TEST_F(FakeProbe, MissingFrameworkIsItsLastStderrLine) {

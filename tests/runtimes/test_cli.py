@@ -17,9 +17,11 @@ from runtimes import cli, harness, record  # noqa: E402
 FAKE = "truepeak_fake_runtime"
 
 
-def fake_module(calibrate, devices=("cpu",)):
+def fake_module(calibrate, devices=("cpu",), dtypes=None):
     module = types.ModuleType(FAKE)
     module.DEVICES = devices
+    if dtypes is not None:
+        module.DTYPES = dtypes
     module.calibrate = calibrate
     return module
 
@@ -41,7 +43,7 @@ def run_main(argv, module):
 class ParseArgsTest(unittest.TestCase):
     def test_defaults(self):
         args = cli.parse_args(["--runtime", "torch-jit"])
-        self.assertEqual((args.device, args.threads, args.quick), ("cpu", harness.cpu_count(), False))
+        self.assertEqual((args.device, args.threads, args.dtype, args.quick), ("cpu", harness.cpu_count(), None, False))
         self.assertEqual(cli.parse_args(["--runtime", "torch-eager", "--device", "cuda"]).device, "cuda:0")
         args = cli.parse_args(["--runtime", "onnxruntime", "--threads", "3", "--quick", "--device", "cuda:1"])
         self.assertEqual((args.device, args.threads, args.quick), ("cuda:1", 3, True))
@@ -67,6 +69,24 @@ class MainTest(unittest.TestCase):
         doc = json.loads(out)
         self.assertEqual((doc["runtime"], doc["threads"]), ("fake", 2))
         self.assertGreater(doc["calibration_s"], 0)
+
+    def test_the_dtype_asked_reaches_the_runtime(self):
+        seen = []
+
+        def keep(options):
+            seen.append(options.dtype)
+            return good_record(options)
+        for argv, expected in (([], None), (["--dtype", "bf16"], "bf16")):
+            status, _, err = run_main(["--runtime", "fake"] + argv, fake_module(keep, dtypes=("f32", "bf16")))
+            self.assertEqual(status, 0, err)
+            self.assertEqual(seen[-1], expected)
+
+    def test_a_dtype_the_runtime_does_not_take_is_a_usage_error(self):
+        for dtypes, text in ((("f32", "bf16"), "expected one of f32, bf16"), (None, "this runtime picks its dtype itself")):
+            status, out, err = run_main(["--runtime", "fake", "--dtype", "f16"], fake_module(good_record, dtypes=dtypes))
+            self.assertEqual((status, out), (2, ""))
+            self.assertIn("fake --dtype f16: " + text, err)
+            self.assertEqual(len(err.strip().splitlines()), 1)
 
     def test_a_missing_framework_is_exit_3_and_one_line(self):
         def missing(options):
