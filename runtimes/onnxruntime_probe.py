@@ -108,6 +108,15 @@ class Graphs:
             return [node.op_type for node in self.onnx.load(path).graph.node]
 
 
+def time_sessions(runs, budget, weight=1.0):
+    """Each callable of `runs` (key -> a call of its own session) timed on its own, one after
+    another, where the other probes interleave theirs (harness.time_calls): a session's thread
+    pool spins a while after each run before its threads sleep, and while another session runs
+    those threads take its cores. Interleaved, two sessions' convolutions on the 2-core Zen 5
+    VM ran at half the rate each gets alone. Returns key -> Timing."""
+    return {key: harness.time_call(call, budget, weight) for key, call in runs.items()}
+
+
 # ---- the fixed costs ---------------------------------------------------------------------------
 
 def relu_add_chain(g, links):
@@ -140,7 +149,7 @@ def fixed_costs(g, budget, progress, quick):
         harness.check_close(f"Add+Relu chain x{n}", run()[0], want)
         runs[n] = run
         nodes[n] = len(g.optimized_node_types(model))
-    timings = harness.time_calls(runs, budget, weight=3.0)
+    timings = time_sessions(runs, budget, weight=3.0)
     per_link = nodes[links] / links
     op_s = harness.chain_cost(timings[1].time_s, timings[links].time_s, links, per_link)
     call_s = max(0.0, timings[1].time_s - nodes[1] * op_s)
@@ -291,7 +300,7 @@ def conv_points(g, op_s, call_s, budget, progress, quick):
             checked.add(key)
         (pair, x, _), (alone, x2) = conv_models(g, shape, 10 * i)
         runs = {"pair": g.runner(pair, {"x": x})[0], "alone": g.runner(alone, {"x": x2})[0]}
-        timings = harness.time_calls(runs, budget)
+        timings = time_sessions(runs, budget)
         kernel_s, method = pair_kernel_s(timings["pair"].time_s, timings["alone"].time_s, op_s, call_s)
         median_s, _ = pair_kernel_s(timings["pair"].median_s, timings["alone"].median_s, op_s, call_s)
         blocked = "ReorderInput" in g.optimized_node_types(alone)
@@ -451,7 +460,7 @@ def own_kernel_rates(g, budget, progress, quick):
             work[i] = elements * window
             moved[i] = 4 * (elements + operands * grids_elements(in_shape))  # f32 in and out
             runs[i] = run
-        timings = harness.time_calls(runs, budget, 0.5)
+        timings = time_sessions(runs, budget, 0.5)
         rate, method = harness.slope_rate(
             harness.within_cache([(work[i], timings[i].time_s, moved[i]) for i in runs], cache_bytes))
         entries.append({"kind": kind, "dtype": "f32", "elements_per_s": rate})

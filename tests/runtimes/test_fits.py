@@ -33,3 +33,16 @@ class PairKernelTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TimeSessionsTest(unittest.TestCase):
+    def test_each_session_runs_all_its_calls_before_the_next_starts(self):
+        # One session's thread pool spins after its runs: interleaved, it slows the other's.
+        order = []
+        runs = {"pair": lambda: order.append("pair"), "alone": lambda: order.append("alone")}
+        timings = onnxruntime_probe.time_sessions(runs, onnxruntime_probe.harness.Budget(quick=True))
+        self.assertEqual(set(timings), {"pair", "alone"})
+        first_alone = order.index("alone")
+        self.assertGreater(first_alone, 1)
+        self.assertNotIn("pair", order[first_alone:])
+        self.assertEqual(timings["pair"].count + 1, first_alone)  # its one warm-up call untimed
