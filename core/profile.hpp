@@ -15,7 +15,7 @@
 namespace truepeak {
 
 inline constexpr int kSchemaMajor = 1;
-inline constexpr int kSchemaMinor = 16;  // 1.1: gemm points record their layout; 1.2: cold weights;
+inline constexpr int kSchemaMinor = 17;  // 1.1: gemm points record their layout; 1.2: cold weights;
                                         // 1.3: cold weights on conv points; 1.4: vector_ops;
                                         // 1.5: the gelu_tanh vector op; 1.6: the add vector op;
                                         // 1.7: the reorder_blocked and reorder_plain vector ops;
@@ -28,7 +28,8 @@ inline constexpr int kSchemaMinor = 16;  // 1.1: gemm points record their layout
                                         // 1.14: a runtime record's convolution dispatch rule
                                         // 1.15: a runtime record's conv_batchnorm_apart
                                         // 1.16: a dispatch rule's per-call costs of its two paths
-std::string schema_version_string();  // "1.16"
+                                        // 1.17: a runtime record's fused_activations
+std::string schema_version_string();  // "1.17"
 
 // Timing statistics of one measured point. time_s is the fastest sample (the capability figure);
 // rates derive from it. median_s sits beside it. typical_s (since 1.8; 0: not recorded) is the
@@ -187,6 +188,9 @@ struct RuntimeRecord {
   bool linears_as_convolutions = false;
   std::vector<std::string> in_place;  // elementwise kinds run in place
   bool fuse_activations = false;
+  // With fuse_activations: the activations (the estimator's names: "relu", "silu", ...) that
+  // fold into the product before them; empty: every one the estimator folds (since 1.17).
+  std::vector<std::string> fused_activations;
   // The runtime runs a batch norm that follows a convolution as an op of its own, where an ONNX
   // export and the library fold it into the convolution's weights (since 1.15).
   bool conv_batchnorm_apart = false;

@@ -93,7 +93,7 @@ const std::set<std::string>& record_fields() {
   static const std::set<std::string> names = {
       "runtime", "device",      "framework", "versions",        "python",      "threads",
       "dtypes",  "settings",    "op_s",      "kind_op_s",       "own_kernels", "layout",
-      "conv_layout", "linears_as_convolutions", "in_place", "fuse_activations", "conv_batchnorm_apart", "fusion", "conv_dispatch", "memory",
+      "conv_layout", "linears_as_convolutions", "in_place", "fuse_activations", "fused_activations", "conv_batchnorm_apart", "fusion", "conv_dispatch", "memory",
       "gemm",    "conv",        "probes",    "calibration_s"};
   return names;
 }
@@ -169,6 +169,7 @@ RuntimeRecord record_from_json(const Reader& r, const json& obj, const std::stri
   rec.linears_as_convolutions = r.optional_boolean(obj, path, "linears_as_convolutions");
   rec.in_place = string_list(r, obj, path, "in_place");
   rec.fuse_activations = r.optional_boolean(obj, path, "fuse_activations");
+  rec.fused_activations = string_list(r, obj, path, "fused_activations");
   rec.conv_batchnorm_apart = r.optional_boolean(obj, path, "conv_batchnorm_apart");
   if (const auto* fusion = r.optional_field(obj, path, "fusion")) {
     const auto p = path + "/fusion";

@@ -191,6 +191,7 @@ nlohmann::json to_json(const RuntimeRecord& rec) {
               {"conv", conv_json(rec.conv)},
               {"probes", rec.probes},
               {"calibration_s", optional_number(rec.calibration_s)}});
+  if (!rec.fused_activations.empty()) out["fused_activations"] = rec.fused_activations;
   return out;
 }
 

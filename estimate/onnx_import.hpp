@@ -62,6 +62,9 @@ struct ImportRules {
   // them as their own (in-place) kernels, also in a frozen TorchScript graph on oneDNN.
   // Bias epilogues are always applied.
   bool fuse_activations = false;
+  // With fuse_activations, the activations that fold (names as Op::fn: "relu", "silu", ...);
+  // empty: every activation the importer can fold.
+  std::vector<std::string> fused_activations;
   // Fold a batch norm that follows a convolution into the convolution's weights, as an ONNX
   // export in inference mode, a graph optimizer and the library do. Off: the batch norm stays
   // an op of its own (norm), as a runtime that runs the module as written computes it.

@@ -42,8 +42,10 @@ Op Mapper::make_op(const Node& node, OpKind kind, std::string fn) {
 
 void Mapper::push(Op op) {
   // Epilogue fusion: an activation whose input is the single-use result of a GEMM/conv.
+  const auto& only = options_.rules.fused_activations;
   if (options_.rules.fuse_activations && op.kind == OpKind::elementwise && op.inputs.size() == 1 &&
-      op.weights.empty() && epilogue_activations().count(op.fn)) {
+      op.weights.empty() && epilogue_activations().count(op.fn) &&
+      (only.empty() || std::find(only.begin(), only.end(), op.fn) != only.end())) {
     const auto it = op_writing_.find(op.inputs[0].name);
     if (it != op_writing_.end() && effective_uses(op.inputs[0].name) == 1) {
       Op& gemm = result_.model.forward.ops[it->second];

@@ -99,7 +99,9 @@ std::vector<std::string> apply_runtime(const RuntimeRecord& record, const std::s
 }
 
 ImportRules import_rules(const RuntimeRecord& record) {
-  return {.fuse_activations = record.fuse_activations, .fold_batchnorm = !record.conv_batchnorm_apart};
+  return {.fuse_activations = record.fuse_activations,
+          .fused_activations = record.fused_activations,
+          .fold_batchnorm = !record.conv_batchnorm_apart};
 }
 
 void override_rates(OwnRates& base, const OwnRates& given) {

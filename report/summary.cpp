@@ -155,7 +155,10 @@ std::string runtime_layout_summary(const RuntimeRecord& r) {
   parts.push_back("convolutions " + (r.conv_layout.empty() ? std::string("fastest") : r.conv_layout));
   if (r.linears_as_convolutions) parts.push_back("linears as convolutions");
   if (!r.in_place.empty()) parts.push_back(fmt::format("{} in place", r.in_place.size()));
-  if (r.fuse_activations) parts.push_back("activations fused");
+  if (r.fuse_activations)
+    parts.push_back(r.fused_activations.empty()
+                        ? std::string("activations fused")
+                        : fmt::format("activations fused ({})", fmt::join(r.fused_activations, "/")));
   if (r.conv_batchnorm_apart) parts.push_back("a convolution's batch norm apart");
   return fmt::format("{}", fmt::join(parts, ", "));
 }

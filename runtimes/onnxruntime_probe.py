@@ -472,21 +472,87 @@ def own_kernel_rates(g, budget, progress, quick):
 
 # ---- fusions and memory ------------------------------------------------------------------------
 
-def fuses_activations(g):
-    """Whether onnxruntime folds a Relu into the Conv before it: a FusedConv node (or no Relu
-    left) in the graph it optimizes from Conv+Relu. Returns (bool, probe point)."""
+def activation_nodes(g, name, source, target):
+    """The ONNX nodes of activation `name` (the estimator's name) from `source` to `target`, as
+    an exporter writes them, and their constants. None where ONNX cannot spell it here."""
+    make, np = g.helper.make_node, g.np
+    single = {"relu": ("Relu", {}), "sigmoid": ("Sigmoid", {}), "tanh": ("Tanh", {}),
+              "leakyrelu": ("LeakyRelu", {"alpha": 0.01}), "elu": ("Elu", {"alpha": 1.0}),
+              "hardswish": ("HardSwish", {})}
+    if name in single:
+        op, attrs = single[name]
+        return [make(op, [source], [target], **attrs)], []
+    if name == "clip":  # ReLU6
+        return [make("Clip", [source, "clip_lo", "clip_hi"], [target])], \
+            [("clip_lo", np.array(0.0)), ("clip_hi", np.array(6.0))]
+    if name == "silu":  # x * sigmoid(x)
+        return [make("Sigmoid", [source], ["act_s"]), make("Mul", [source, "act_s"], [target])], []
+    if name == "gelu":  # 0.5 x (1 + erf(x / sqrt 2))
+        return [make("Div", [source, "gelu_root2"], ["act_d"]), make("Erf", ["act_d"], ["act_e"]),
+                make("Add", ["act_e", "gelu_one"], ["act_p"]), make("Mul", [source, "act_p"], ["act_m"]),
+                make("Mul", ["act_m", "gelu_half"], [target])], \
+            [("gelu_root2", np.array(2.0 ** 0.5)), ("gelu_one", np.array(1.0)), ("gelu_half", np.array(0.5))]
+    return None
+
+
+def activation_reference(np, name, x):
+    """Activation `name` of the numpy array `x`, in float64."""
+    import math
+    if name == "relu":
+        return np.maximum(x, 0)
+    if name == "clip":
+        return np.clip(x, 0, 6)
+    if name == "sigmoid":
+        return 1 / (1 + np.exp(-x))
+    if name == "tanh":
+        return np.tanh(x)
+    if name == "leakyrelu":
+        return np.where(x > 0, x, 0.01 * x)
+    if name == "elu":
+        return np.where(x > 0, x, np.expm1(x))
+    if name == "hardswish":
+        return x * np.clip(x + 3, 0, 6) / 6
+    if name == "silu":
+        return x / (1 + np.exp(-x))
+    if name == "gelu":
+        return 0.5 * x * (1 + np.vectorize(math.erf)(x / 2 ** 0.5))
+    raise ValueError(name)
+
+
+# The activations whose folding into a convolution is probed, by the estimator's names.
+ACTIVATIONS = ("relu", "clip", "sigmoid", "tanh", "leakyrelu", "elu", "hardswish", "silu", "gelu")
+# What an optimized graph may hold besides the activation's own nodes: the convolution, fused
+# or not, and the reorders of the blocked layout around it.
+CONV_NODES = {"Conv", "FusedConv", "NchwcConv", "ReorderInput", "ReorderOutput"}
+
+
+def folded(node_types):
+    """Whether the optimized graph of a convolution and an activation holds nothing but the
+    convolution: the activation runs inside it."""
+    return bool(node_types) and all(t in CONV_NODES for t in node_types)
+
+
+def fused_activations(g):
+    """The activations onnxruntime folds into the Conv before them: each Conv+activation graph
+    optimized, its output checked against numpy. Returns (names, probe points)."""
+    np = g.np
     x = harness.random_input("numpy", (1, 16, 8, 8))
-    w = harness.random_input("numpy", (16, 16, 3, 3), seed=1)
+    w = harness.random_input("numpy", (16, 16, 3, 3), seed=1) * (16 * 9) ** -0.5
     b = harness.random_input("numpy", (16,), seed=2)
-    nodes = [g.helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
-             g.helper.make_node("Relu", ["c"], ["y"])]
-    model = g.model(nodes, [("x", x.shape)], [("y", x.shape)], [("w", w), ("b", b)])
-    run, _ = g.runner(model, {"x": x})
-    harness.check_close("Conv+Relu", run()[0], g.np.maximum(conv_reference(g.np, x, w, b, 1, 1, 1), 0), 1e-4, 1e-3)
-    types = g.optimized_node_types(model)
-    fused = "FusedConv" in types or "Relu" not in types
-    return fused, record.probe_point("fusion Conv+Relu", "1x16x8x8 3x3", optimized_nodes=" ".join(types),
-                                     fused=int(fused))
+    conv = conv_reference(np, x.astype(np.float64), w, b, 1, 1, 1)
+    names, probes = [], []
+    for name in ACTIVATIONS:
+        nodes, consts = activation_nodes(g, name, "c", "y")
+        nodes = [g.helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1])] + nodes
+        model = g.model(nodes, [("x", x.shape)], [("y", x.shape)], [("w", w), ("b", b)] + consts)
+        run, _ = g.runner(model, {"x": x})
+        harness.check_close(f"Conv+{name}", run()[0], activation_reference(np, name, conv), 1e-4, 1e-3)
+        types = g.optimized_node_types(model)
+        if folded(types):
+            names.append(name)
+        probes.append(record.probe_point(f"fusion Conv+{name}", "1x16x8x8 3x3", optimized_nodes=" ".join(types),
+                                         fused=int(folded(types))))
+    return names, probes
 
 
 def dram_level(g, budget, progress):
@@ -529,7 +595,8 @@ def calibrate(options):
              f"{layout['group_reorder_widths']}" if layout else ""))
     conv, conv_probes = conv_points(g, op_s, call_s, budget, progress, options.quick)
     own, own_probes = own_kernel_rates(g, budget, progress, options.quick)
-    fused, fusion_probe = fuses_activations(g)
+    fused, fusion_probes = fused_activations(g)
+    progress("activations folded into a convolution: " + (", ".join(fused) or "none"))
     level, memory_probe = dram_level(g, budget, progress)
     settings = {"execution_provider": PROVIDERS[0], "session_options": "default"}
     # onnxruntime's default: one intra-op thread per physical core.
@@ -541,6 +608,7 @@ def calibrate(options):
         runtime=RUNTIME, device="cpu", framework=f"onnxruntime {ort.__version__}",
         versions={"onnxruntime": ort.__version__, "onnx": onnx.__version__, "numpy": np.__version__},
         threads=threads, dtypes=["f32"], settings=settings, op_s=op_s, own_kernels=own, layout=layout,
-        conv_layout=conv_layout, linears_as_convolutions=False, in_place=[], fuse_activations=fused,
-        memory_levels=[level], gemm=gemm, conv=conv,
-        probes=probes + gemm_probes + layout_probes + conv_probes + own_probes + [fusion_probe, memory_probe], calibration_s=0.0)
+        conv_layout=conv_layout, linears_as_convolutions=False, in_place=[], fuse_activations=bool(fused),
+        fused_activations=fused, memory_levels=[level], gemm=gemm, conv=conv,
+        probes=probes + gemm_probes + layout_probes + conv_probes + own_probes + fusion_probes + [memory_probe],
+        calibration_s=0.0)

@@ -41,7 +41,8 @@ def probe_point(name, shape, timing=None, **fields):
 def build_record(runtime, device, framework, versions, threads, dtypes, settings, op_s, probes,
                  calibration_s, kind_op_s=(), own_kernels=(), layout=None, conv_layout="",
                  linears_as_convolutions=False, in_place=(), fuse_activations=False, memory_levels=(),
-                 gemm=(), conv=(), fusion=None, conv_dispatch=None, conv_batchnorm_apart=None):
+                 gemm=(), conv=(), fusion=None, conv_dispatch=None, conv_batchnorm_apart=None,
+                 fused_activations=None):
     """The record, its fields in docs/runtimes.md's order. `versions` gets the interpreter's
     version where it lacks one; `settings` the allocator (the C library's default: the probes
     never change it)."""
@@ -79,6 +80,8 @@ def build_record(runtime, device, framework, versions, threads, dtypes, settings
         out["conv_dispatch"] = dict(conv_dispatch)
     if conv_batchnorm_apart is not None:
         out["conv_batchnorm_apart"] = bool(conv_batchnorm_apart)
+    if fused_activations:
+        out["fused_activations"] = sorted(fused_activations)
     return out
 
 
@@ -148,6 +151,9 @@ def problems(record):
     for key in ("linears_as_convolutions", "fuse_activations", "conv_batchnorm_apart"):
         if not isinstance(record.get(key, False), bool):
             out.append(f"{key}: not true or false")
+    fused = record.get("fused_activations", [])
+    if not isinstance(fused, list) or not all(isinstance(a, str) and re.fullmatch(r"[a-z0-9_]+", a) for a in fused):
+        out.append(f"fused_activations: {fused!r} (a list of activation names, e.g. relu)")
     fusion = record.get("fusion")
     if fusion is not None:
         if not isinstance(fusion, dict):

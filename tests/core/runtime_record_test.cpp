@@ -1,4 +1,4 @@
-// Runtime records (schema 1.12; fusion since 1.13, conv_dispatch since 1.14, conv_batchnorm_apart since 1.15, the dispatch paths' costs since 1.16): the reader and writer keep every field, the
+// Runtime records (schema 1.12; fusion since 1.13, conv_dispatch since 1.14, conv_batchnorm_apart since 1.15, the dispatch paths' costs since 1.16, fused_activations since 1.17): the reader and writer keep every field, the
 // schema accepts what a probe writes and rejects a broken record naming the path, and profiles
 // without runtimes read and write as before.
 #include <gtest/gtest.h>
@@ -54,7 +54,7 @@ std::string joined(const std::vector<std::string>& errors) {
          << "no message at " << path << " containing \"" << what << "\"; got:" << joined(errors);
 }
 
-TEST(RuntimeRecord, SchemaVersionIsOneSixteen) { EXPECT_EQ(schema_version_string(), "1.16"); }
+TEST(RuntimeRecord, SchemaVersionIsOneSeventeen) { EXPECT_EQ(schema_version_string(), "1.17"); }
 
 TEST(RuntimeRecord, FixtureValidatesAndReadsEveryField) {
   const json doc = record_fixture();
@@ -277,6 +277,25 @@ TEST(RuntimeRecord, BatchnormApartRoundTripsAndIsRefusedWhenNotABoolean) {
             "p.json: /devices/0/runtimes/torch-eager/conv_batchnorm_apart: expected true or false, got string");
   json bad = doc;
   bad["conv_batchnorm_apart"] = 1;
+  EXPECT_FALSE(validate_runtime_record_json(bad).empty());
+}
+
+TEST(RuntimeRecord, FusedActivationsRoundTripAndAreRefusedWhenNotNames) {
+  json doc = record_fixture();
+  EXPECT_TRUE(runtime_record_from_json(doc, "record.json").fused_activations.empty());  // absent
+  EXPECT_FALSE(to_json(runtime_record_from_json(doc, "record.json")).contains("fused_activations"));
+  doc["fuse_activations"] = true;
+  doc["fused_activations"] = {"clip", "relu"};
+  ASSERT_TRUE(validate_runtime_record_json(doc).empty()) << joined(validate_runtime_record_json(doc));
+  const RuntimeRecord r = runtime_record_from_json(doc, "record.json");
+  EXPECT_EQ(r.fused_activations, (std::vector<std::string>{"clip", "relu"}));
+  const json written = to_json(r);
+  EXPECT_EQ(written.at("fused_activations"), doc.at("fused_activations"));
+  EXPECT_EQ(to_json(runtime_record_from_json(written, "again")), written);
+  EXPECT_EQ(field_error("onnxruntime", "fused_activations", "relu"),
+            "p.json: /devices/0/runtimes/onnxruntime/fused_activations: expected an array of strings");
+  json bad = doc;
+  bad["fused_activations"] = {"Relu!"};
   EXPECT_FALSE(validate_runtime_record_json(bad).empty());
 }
 

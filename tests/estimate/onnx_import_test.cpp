@@ -123,6 +123,20 @@ TEST(OnnxImport, ActivationEpiloguesFoldWhenAsked) {
   EXPECT_EQ(result.fusions.at("clip epilogue into conv2d"), 1);
 }
 
+TEST(OnnxImport, OnlyTheActivationsARuntimeFoldsFold) {
+  OnnxOptions options;
+  options.batch = 1;
+  options.rules.fuse_activations = true;
+  options.rules.fused_activations = {"relu"};
+  const auto result = load_onnx(fixture("tiny_cnn.onnx"), options);
+  const auto& graph = result.model.forward;
+  EXPECT_EQ(find_op(graph, "conv1").output.name, "r1");
+  EXPECT_NE(find_op(graph, "dwconv").output.name, "r2");  // its clip runs as an op of its own
+  EXPECT_EQ(count_kind(graph, OpKind::elementwise), 1);
+  EXPECT_EQ(result.fusions.at("relu epilogue into conv2d"), 1);
+  EXPECT_EQ(result.fusions.count("clip epilogue into conv2d"), 0u);
+}
+
 TEST(OnnxImport, TransformerRebuildsFrameworkOpsAndCountsUnknownNodes) {
   OnnxOptions options;
   options.batch = 2;

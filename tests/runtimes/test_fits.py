@@ -2,6 +2,7 @@
 only where they run them)."""
 import os
 import sys
+import types
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
@@ -46,3 +47,22 @@ class TimeSessionsTest(unittest.TestCase):
         self.assertGreater(first_alone, 1)
         self.assertNotIn("pair", order[first_alone:])
         self.assertEqual(timings["pair"].count + 1, first_alone)  # its one warm-up call untimed
+
+
+class FoldedTest(unittest.TestCase):
+    def test_an_activation_is_folded_when_only_the_convolution_and_its_reorders_are_left(self):
+        self.assertTrue(onnxruntime_probe.folded(["ReorderInput", "Conv", "ReorderOutput"]))
+        self.assertTrue(onnxruntime_probe.folded(["FusedConv"]))
+        self.assertFalse(onnxruntime_probe.folded(["ReorderInput", "Conv", "QuickGelu", "ReorderOutput"]))
+        self.assertFalse(onnxruntime_probe.folded(["Conv", "HardSigmoid", "Mul"]))
+        self.assertFalse(onnxruntime_probe.folded([]))
+
+    def test_every_probed_activation_has_nodes_from_the_convolution_to_the_output(self):
+        def make_node(op, inputs, outputs, **attrs):
+            return (op, tuple(inputs), tuple(outputs))
+        graphs = types.SimpleNamespace(helper=types.SimpleNamespace(make_node=make_node),
+                                       np=types.SimpleNamespace(array=lambda value: value))
+        for name in onnxruntime_probe.ACTIVATIONS:
+            nodes, _ = onnxruntime_probe.activation_nodes(graphs, name, "c", "y")
+            self.assertEqual(nodes[-1][2], ("y",), name)
+            self.assertIn("c", nodes[0][1], name)

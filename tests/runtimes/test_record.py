@@ -110,6 +110,14 @@ class ProblemsTest(unittest.TestCase):
         self.assertProblem(a_record(threads=0), "threads")
         self.assertProblem(a_record(fuse_activations="yes"), "fuse_activations")
         self.assertProblem(a_record(conv_batchnorm_apart=1), "conv_batchnorm_apart")
+        self.assertProblem(dict(a_record(), fused_activations="relu"), "fused_activations")
+        self.assertProblem(dict(a_record(), fused_activations=["Relu!"]), "fused_activations")
+        self.assertEqual(record.problems(a_record(fuse_activations=True, fused_activations=["silu", "relu"])), [])
+        built = record.build_record(runtime="onnxruntime", device="cpu", framework="onnxruntime 1.32.0", versions={},
+                                    threads=2, dtypes=["f32"], settings={}, op_s=2.5e-7, probes=[], calibration_s=1.0,
+                                    fuse_activations=True, fused_activations=["silu", "relu"])
+        self.assertEqual(built["fused_activations"], ["relu", "silu"])
+        self.assertEqual(record.problems(built), [])
         self.assertProblem(a_record(kind_op_s=[{"kind": "linear", "op_s": 1e-6}]), "kind_op_s[0]")
         self.assertProblem(a_record(kind_op_s=[{"kind": "linear", "dtype": "half", "op_s": 1e-6}]),
                            "kind_op_s[0].dtype")
