@@ -50,6 +50,38 @@ def gemm_grid(quick):
     return [(m, w) for m in GEMM_ROWS for w in GEMM_WIDTHS if 2 * m * w * w <= GEMM_MAX_FLOPS]
 
 
+# Cold weights: the skinny products (at most COLD_ROWS rows) whose weights have at least
+# COLD_MIN_WEIGHTS elements again, each call on the next of enough copies of its layer to span
+# COLD_SPAN_CACHES times the last-level cache, at most COLD_SPAN_MAX bytes but never under twice
+# the cache (the span the native backend's cold points use: twice the cache still leaves some of
+# a layer's weights there for its next call): a model whose weights outgrow the caches streams
+# each layer's weights from memory, at whatever rate the product reads them.
+COLD_ROWS, COLD_MIN_WEIGHTS = 8, 2 ** 18
+COLD_SPAN_CACHES, COLD_SPAN_MAX = 8, 2 ** 30
+# Without a cache size from the OS, the copies' span.
+COLD_FALLBACK_BYTES = 256 * 2 ** 20
+# The first copy's seed, past the grid's.
+COLD_SEED = 1000
+
+
+def cold_product(rows, width):
+    """Whether the product rows x width x width of gemm_grid is timed again with cold weights."""
+    return rows <= COLD_ROWS and width * width >= COLD_MIN_WEIGHTS
+
+
+def cold_span_bytes(cache_bytes):
+    """The bytes the copies of a cold-weights point span, from the last-level cache's bytes
+    (None: COLD_FALLBACK_BYTES)."""
+    if not cache_bytes:
+        return COLD_FALLBACK_BYTES
+    return max(2 * cache_bytes, min(COLD_SPAN_CACHES * cache_bytes, COLD_SPAN_MAX))
+
+
+def cold_copy_count(weight_bytes, span_bytes):
+    """Copies of a layer of `weight_bytes` that span `span_bytes`: at least 2."""
+    return max(2, -(-span_bytes // weight_bytes))
+
+
 # Batched products between activations: [batch, s, s] x [batch, s, s], batch 2 and 16, side 64 and
 # 256.
 BATCHED_MATMULS = ((2, 64), (2, 256), (16, 64), (16, 256))

@@ -197,6 +197,55 @@ def gemm_points(g, fixed_s, budget, progress, quick):
     return points, probes
 
 
+def cold_chain(g, rows, width, links):
+    """A chain of `links` MatMuls of [rows, width] by constant weights [width, width], each of
+    its own (scaled to keep the values near 1), and its input. Returns (model bytes, x, weights)."""
+    x = harness.random_input("numpy", (rows, width), seed=grids.COLD_SEED - 1)
+    weights = [harness.random_input("numpy", (width, width), seed=grids.COLD_SEED + j) * width ** -0.5
+               for j in range(links)]
+    names = ["x"] + [f"h{j}" for j in range(1, links)] + ["y"]
+    nodes = [g.helper.make_node("MatMul", [names[j], f"b{j}"], [names[j + 1]]) for j in range(links)]
+    model = g.model(nodes, [("x", (rows, width))], [("y", (rows, width))],
+                    [(f"b{j}", w) for j, w in enumerate(weights)])
+    return model, x, weights
+
+
+def cold_gemm_points(g, op_s, call_s, budget, progress, quick):
+    """The skinny MatMuls of grids.gemm_grid again with their weights read from main memory
+    (grids.cold_product), as a model whose weights outgrow the caches reads each layer's: one
+    session runs a chain of copies of the layer spanning grids.cold_span_bytes, each copy with
+    weights of its own. A link's kernel time is the chain's less the session call, over the
+    links, less one op. Returns (points, probe points)."""
+    np = g.np
+    span = grids.cold_span_bytes(harness.last_level_cache_bytes())
+    points, probes = [], []
+    for m, w in grids.gemm_grid(quick):
+        if not grids.cold_product(m, w):
+            continue
+        links = grids.cold_copy_count(4 * w * w, span)
+        model, x, weights = cold_chain(g, m, w, links)
+        run, session = g.runner(model, {"x": x})
+        want = x.astype(np.float64)
+        for b in weights:
+            want = want @ b
+        harness.check_close(f"MatMul chain of {links} {m}x{w}x{w}", run()[0], want, 1e-3, 1e-3)
+        timing = harness.time_call(run, budget)
+        link_s = max(timing.time_s - call_s, 0.0) / links
+        kernel_s = harness.kernel_time_s(link_s, op_s, KERNEL_FLOOR)
+        median_s = harness.kernel_time_s(max(timing.median_s - call_s, 0.0) / links, op_s, KERNEL_FLOOR)
+        flops = 2.0 * m * w * w
+        points.append({"dtype": "f32", "m": m, "n": w, "k": w, "batch": 1, "layout": "row-major, weights [k][n]",
+                       "time_s": kernel_s, "median_s": max(median_s, kernel_s), "flops_per_s": flops / kernel_s,
+                       "cv": timing.cv, "samples": timing.count, "impl": "mlas", "cold_weights": True,
+                       "links": links, "measured_s": timing.time_s})
+        probes.append(record.probe_point("gemm MatMul cold weights f32", f"{links}x{m}x{w}x{w}", timing))
+        del run, session, model, weights
+    if points:
+        progress(f"{len(points)} gemm points with cold weights, weights read at "
+                 + ", ".join(f"{4 * p['n'] * p['k'] / p['time_s'] / 1e9:.0f}" for p in points) + " GB/s")
+    return points, probes
+
+
 def conv_reference(np, x, w, b, stride, pad, groups):
     """A grouped 2-D convolution in float64 (NCHW), for the output checks."""
     from numpy.lib.stride_tricks import sliding_window_view
@@ -589,6 +638,8 @@ def calibrate(options):
     op_s, call_s, probes = fixed_costs(g, budget, progress, options.quick)
     fixed_s = call_s + op_s
     gemm, gemm_probes = gemm_points(g, fixed_s, budget, progress, options.quick)
+    cold, cold_probes = cold_gemm_points(g, op_s, call_s, budget, progress, options.quick)
+    gemm, gemm_probes = gemm + cold, gemm_probes + cold_probes
     layout, conv_layout, layout_probes = onnxruntime_layout.probe(g, own_kernel_table(g))
     progress(f"layout: convolutions {conv_layout}" + (f", {len(layout['blocked_ops'])} kinds blocked, copies "
              f"{layout['to_plain_copies']}/{layout['to_blocked_copies']}, group widths "

@@ -39,18 +39,6 @@ VIEW_SIDE = 16
 NORM_WIDTH = 64
 # A GEMM point's kernel time is at least this fraction of its measured time.
 KERNEL_FLOOR = 0.5
-# Cold weights: the skinny products (at most COLD_ROWS rows) whose weights have at least
-# COLD_MIN_WEIGHTS elements again, each call on the next of enough copies of its layer to span
-# COLD_SPAN_CACHES times the last-level cache, at most COLD_SPAN_MAX bytes but never under twice
-# the cache (the span the native backend's cold points use: twice the cache still leaves some of
-# a layer's weights there for its next call): a model whose weights outgrow the caches streams
-# each layer's weights from memory, at whatever rate the product reads them.
-COLD_ROWS, COLD_MIN_WEIGHTS = 8, 2 ** 18
-COLD_SPAN_CACHES, COLD_SPAN_MAX = 8, 2 ** 30
-# Without a cache size from the OS, the copies' span.
-COLD_FALLBACK_BYTES = 256 * 2 ** 20
-# The first copy's seed, past the grid's.
-COLD_SEED = 1000
 QUICK_ROW_KINDS = ("elementwise:gelu", "elementwise:add", "softmax", "norm:layernorm", "linear:bias")
 QUICK_IMAGE_KINDS = ("pool:max", "norm:batchnorm")
 
@@ -201,9 +189,9 @@ def gemm_points(torch, dtype, device, kind_costs, budget, progress, quick, time_
         layer, x = _linear(torch, m, w, dtype, device, bias=False, seed=i)
         ref = (lambda layer=layer, x=x: x.double() @ layer.weight.double().t()) if i == 0 else None
         point("linear", 1, m, w, w, lambda layer=layer, x=x: layer(x), "row-major, weights [n][k]", ref)
-        if device == "cpu" and m <= COLD_ROWS and layer.weight.numel() >= COLD_MIN_WEIGHTS:
+        if device == "cpu" and grids.cold_product(m, w):
             if w not in cold_copies:
-                cold_copies[w] = cold_layer_copies(torch, layer, cold_span_bytes(cache_bytes))
+                cold_copies[w] = cold_layer_copies(torch, layer, grids.cold_span_bytes(cache_bytes))
             call, check = _rotating(cold_copies[w], x)
             point("linear", 1, m, w, w, call, "row-major, weights [n][k]", check, cold=True)
     for i, (batch, side) in enumerate(grids.batched_matmul_grid(quick)):
@@ -232,26 +220,13 @@ def gemm_points(torch, dtype, device, kind_costs, budget, progress, quick, time_
     return points, probes
 
 
-def cold_span_bytes(cache_bytes):
-    """The bytes the copies of a cold-weights point span, from the last-level cache's bytes
-    (None: COLD_FALLBACK_BYTES)."""
-    if not cache_bytes:
-        return COLD_FALLBACK_BYTES
-    return max(2 * cache_bytes, min(COLD_SPAN_CACHES * cache_bytes, COLD_SPAN_MAX))
-
-
-def cold_copy_count(weight_bytes, span_bytes):
-    """Copies of a layer of `weight_bytes` that span `span_bytes`: at least 2."""
-    return max(2, -(-span_bytes // weight_bytes))
-
-
 def cold_layer_copies(torch, layer, span_bytes):
     """Copies of a bias-free square linear `layer` (as _linear makes), each from a seed of its
     own, cold_copy_count of them."""
     weight_bytes = layer.weight.numel() * layer.weight.element_size()
     return [_linear(torch, 1, layer.in_features, layer.weight.dtype, layer.weight.device, bias=False,
-                    seed=COLD_SEED + i)[0]
-            for i in range(cold_copy_count(weight_bytes, span_bytes))]
+                    seed=grids.COLD_SEED + i)[0]
+            for i in range(grids.cold_copy_count(weight_bytes, span_bytes))]
 
 
 def _rotating(copies, x):

@@ -5,7 +5,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-from runtimes import grids, torch_eager  # noqa: E402
+from runtimes import grids  # noqa: E402
 
 # Sizes that single out well-known models: BERT/GPT-2's widths and heads, ImageNet's image,
 # ResNet's first stage.
@@ -113,20 +113,21 @@ class ColdSpanTest(unittest.TestCase):
     MIB = 2 ** 20
 
     def test_eight_caches_capped_but_never_under_two(self):
-        self.assertEqual(torch_eager.cold_span_bytes(32 * self.MIB), 256 * self.MIB)
-        self.assertEqual(torch_eager.cold_span_bytes(512 * self.MIB), 1024 * self.MIB)  # capped
-        self.assertEqual(torch_eager.cold_span_bytes(1024 * self.MIB), 2048 * self.MIB)  # twice, cap or not
-        self.assertEqual(torch_eager.cold_span_bytes(None), torch_eager.COLD_FALLBACK_BYTES)
+        self.assertEqual(grids.cold_span_bytes(32 * self.MIB), 256 * self.MIB)
+        self.assertEqual(grids.cold_span_bytes(512 * self.MIB), 1024 * self.MIB)  # capped
+        self.assertEqual(grids.cold_span_bytes(1024 * self.MIB), 2048 * self.MIB)  # twice, cap or not
+        self.assertEqual(grids.cold_span_bytes(None), grids.COLD_FALLBACK_BYTES)
 
     def test_copies_span_it_and_are_at_least_two(self):
-        self.assertEqual(torch_eager.cold_copy_count(self.MIB, 256 * self.MIB), 256)
-        self.assertEqual(torch_eager.cold_copy_count(3 * self.MIB, 256 * self.MIB), 86)
-        self.assertEqual(torch_eager.cold_copy_count(64 * self.MIB, 64 * self.MIB), 2)
+        self.assertEqual(grids.cold_copy_count(self.MIB, 256 * self.MIB), 256)
+        self.assertEqual(grids.cold_copy_count(3 * self.MIB, 256 * self.MIB), 86)
+        self.assertEqual(grids.cold_copy_count(64 * self.MIB, 64 * self.MIB), 2)
 
     def test_the_quick_grid_has_a_cold_point_in_any_dtype(self):
         # A layer of COLD_MIN_WEIGHTS elements or more, at most COLD_ROWS rows.
-        self.assertTrue(any(m <= torch_eager.COLD_ROWS and w * w >= torch_eager.COLD_MIN_WEIGHTS
-                            for m, w in grids.gemm_grid(True)))
+        self.assertTrue(any(grids.cold_product(m, w) for m, w in grids.gemm_grid(True)))
+        self.assertFalse(grids.cold_product(grids.COLD_ROWS + 1, 4096))
+        self.assertFalse(grids.cold_product(1, 64))
 
 
 if __name__ == "__main__":
