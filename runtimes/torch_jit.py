@@ -1,8 +1,9 @@
 """torch-jit: a model as frozen TorchScript runs it on the CPU, in f32: torch.jit.trace,
 torch.jit.freeze, torch.jit.optimize_for_inference (convolutions on oneDNN, channel-blocked),
-with every nn.Linear run as the same product in a 1x1 convolution (prepare()).
+with every nn.Linear run as the same product in a 1x1 convolution where this PyTorch's frozen
+linear is the slower of the two (prepare(), linears_run_as_convolutions()).
 
-Probes: the fixed cost of one op (chains of 1x1 convolutions, 16 channels, 4x4, in a frozen
+Probes: which of a frozen linear and the same product as a 1x1 convolution is faster; the fixed cost of one op (chains of 1x1 convolutions, 16 channels, 4x4, in a frozen
 graph); the cost of each elementwise kind that runs blocked, beside a convolution (chains of
 conv+op links less the convolutions'); the layout rules, in-place kinds and activation folding
 (the layout probe, runtimes/torch_layout.py, in a child process with ONEDNN_VERBOSE=1); the
@@ -30,6 +31,9 @@ ROW_KINDS = ("softmax", "norm:layernorm", "transpose", "transpose:inner", "eleme
 QUICK_IMAGE_KINDS = ("elementwise:relu", "elementwise:add", "elementwise:silu", "pool:max", "norm:batchnorm")
 QUICK_ROW_KINDS = ("softmax", "norm:layernorm")
 CHAIN_CHANNELS, CHAIN_SIDE = 16, 4
+# The product the linears' decision times: LINEAR_ROWS x LINEAR_WIDTH -> LINEAR_WIDTH, a point of
+# the GEMM grid.
+LINEAR_ROWS, LINEAR_WIDTH = 8, 512
 
 
 def freeze(torch, module, example_inputs):
@@ -41,21 +45,49 @@ def freeze(torch, module, example_inputs):
         return torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.trace(module.eval(), example_inputs)))
 
 
-def prepare(module, example_inputs, dtype=None):
-    """`module` run as torch-jit runs it: a copy with every nn.Linear as the same 1x1
-    convolution, in f32, traced on `example_inputs` (a tuple), frozen and optimized for
-    inference. Returns a callable(*inputs) that runs it without autograd. `dtype`: None or
-    torch.float32 (the runtime's only dtype)."""
+def prepare(module, example_inputs, dtype=None, linears_as_convolutions=True):
+    """`module` run as torch-jit runs it: a copy in f32 (with `linears_as_convolutions`, as
+    the runtime's record says, every nn.Linear as the same 1x1 convolution), traced on
+    `example_inputs` (a tuple), frozen and optimized for inference. Returns a callable(*inputs)
+    that runs it without autograd. `dtype`: None or torch.float32 (the runtime's only dtype)."""
     torch = torch_common.require_torch(RUNTIME, MINIMUM_TORCH)
     if dtype not in (None, torch.float32):
         raise ValueError(f"{RUNTIME} runs in f32, not {dtype}")
-    model = torch_common.linears_as_convolutions(copy.deepcopy(module)).float().eval()
+    model = copy.deepcopy(module)
+    if linears_as_convolutions:
+        model = torch_common.linears_as_convolutions(model)
+    model = model.float().eval()
     graph = freeze(torch, model, tuple(example_inputs))
 
     def run(*inputs):
         with torch.no_grad():
             return graph(*inputs)
     return run
+
+
+def linears_run_as_convolutions(torch, budget, progress):
+    """Whether a frozen graph runs a product faster as a 1x1 convolution (oneDNN, weights
+    prepacked at freezing) than as nn.Linear (PyTorch's BLAS): a linear of LINEAR_ROWS x
+    LINEAR_WIDTH both ways, each output checked, timed interleaved. Debian's torch 1.13 sends
+    f32 linears to a reference BLAS (8 x 512 x 512 on the 2-core Zen 5 VM: 525 us as a linear,
+    58 us as a convolution); PyPI's 2.15 to MKL (55 and 93 us). Returns (bool, probe points)."""
+    from torch import nn
+    torch.manual_seed(harness.SEED)
+    layer = nn.Sequential(nn.Linear(LINEAR_WIDTH, LINEAR_WIDTH)).eval()
+    x = harness.random_input("torch", (LINEAR_ROWS, LINEAR_WIDTH))
+    graphs = {"linear": freeze(torch, copy.deepcopy(layer), (x,)),
+              "conv1x1": freeze(torch, torch_common.linears_as_convolutions(copy.deepcopy(layer)), (x,))}
+    want = torch.nn.functional.linear(x.double(), layer[0].weight.double(), layer[0].bias.double())
+    with torch.no_grad():
+        for name, graph in graphs.items():
+            harness.check_close(f"frozen {name} {LINEAR_ROWS}x{LINEAR_WIDTH}", graph(x), want,
+                                *torch_common.tolerance(torch, torch.float32))
+        timings = harness.time_calls({name: (lambda g=graph: g(x)) for name, graph in graphs.items()}, budget)
+    as_convs = timings["conv1x1"].time_s < timings["linear"].time_s
+    shape = f"{LINEAR_ROWS}x{LINEAR_WIDTH}x{LINEAR_WIDTH}"
+    progress(f"a frozen linear of {shape} takes {timings['linear'].time_s * 1e6:.0f} us, as a 1x1 convolution "
+             f"{timings['conv1x1'].time_s * 1e6:.0f} us: linears run as " + ("convolutions" if as_convs else "linears"))
+    return as_convs, [record.probe_point(f"frozen {name} f32", shape, timings[name]) for name in graphs]
 
 
 def start_layout_probe(threads):
@@ -193,13 +225,15 @@ def calibrate(options):
                                                          torch.float32, budget, progress)
     level, memory_probe = torch_common.dram_level(torch, torch.float32, budget, progress)
     batchnorm_apart = torch_common.conv_batchnorm_apart(torch, prepare, torch.float32, progress)
+    as_convs, linear_probes = linears_run_as_convolutions(torch, budget, progress)
 
     return record.build_record(
         runtime=RUNTIME, device="cpu", framework=torch_common.framework(torch),
         versions=torch_common.versions(torch), threads=torch.get_num_threads(), dtypes=["f32"],
-        settings={"linears_as_convolutions": True, "conv_layout": findings["conv_layout"],
+        settings={"linears_as_convolutions": as_convs, "conv_layout": findings["conv_layout"],
                   "freeze": "torch.jit.trace, torch.jit.freeze, torch.jit.optimize_for_inference"},
         op_s=op_s, kind_op_s=kind_op_s, own_kernels=own + own_rows, layout=layout,
-        conv_layout=findings["conv_layout"], linears_as_convolutions=True, in_place=findings["in_place"],
+        conv_layout=findings["conv_layout"], linears_as_convolutions=as_convs, in_place=findings["in_place"],
         fuse_activations=findings["fuse_activations"], conv_batchnorm_apart=batchnorm_apart, memory_levels=[level],
-        probes=probes + layout_probes + own_probes + row_probes + [memory_probe], calibration_s=0.0)
+        probes=probes + layout_probes + own_probes + row_probes + [memory_probe] + linear_probes,
+        calibration_s=0.0)

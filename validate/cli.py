@@ -209,7 +209,8 @@ def plan_cases(args, key, manifest):
 
 def time_runtime(args, key, runtime, cases, dtype):
     plan = {"runtime": key, "threads": runtime["threads"], "dtype": dtype, "rounds": args.rounds, "runs": args.runs,
-            "visit_s": args.visit_ms / 1e3, "warmup": args.warmup, "cases": cases}
+            "visit_s": args.visit_ms / 1e3, "warmup": args.warmup, "cases": cases,
+            "linears_as_convolutions": bool(runtime["record"].get("linears_as_convolutions"))}
     saved = os.path.join(args.timings_dir, f"timing-{profile.slug(key)}.json") if args.timings_dir else None
     if saved and args.reuse_timings:
         earlier = children.read_timing(saved)
@@ -231,11 +232,12 @@ def time_runtime(args, key, runtime, cases, dtype):
 
 def timing_matches(timing, plan, python):
     """Whether an earlier timing document holds every case of `plan`, timed alike (dtype, threads,
-    rounds, runs, the interpreter), each without an error."""
+    rounds, runs, the record's settings, the interpreter), each without an error."""
     if not isinstance(timing, dict) or not isinstance(timing.get("plan"), dict):
         return False
     earlier = timing["plan"]
-    same = all(earlier.get(k) == plan[k] for k in ("runtime", "threads", "dtype", "rounds", "runs", "warmup"))
+    same = all(earlier.get(k) == plan[k] for k in ("runtime", "threads", "dtype", "rounds", "runs", "warmup",
+                                                   "linears_as_convolutions"))
     results = timing.get("results") or {}
     return (same and os.path.realpath(earlier.get("python") or "") == os.path.realpath(python) and
             all(c["key"] in results and "error" not in results[c["key"]] for c in plan["cases"]))

@@ -33,9 +33,10 @@ def framework_version(name):
     return f"onnxruntime {onnxruntime.__version__}"
 
 
-def prepare_case(name, case, dtype, threads):
+def prepare_case(name, case, dtype, threads, linears_as_convolutions=True):
     """A callable that runs one whole inference of `case` (a dict of the timing plan): the
-    runtime's prepare() on the model, called on the case's inputs (floating ones in `dtype`)."""
+    runtime's prepare() on the model, called on the case's inputs (floating ones in `dtype`);
+    torch-jit's with the record's `linears_as_convolutions`."""
     module = runtime_module(name)
     if not uses_torch(name):
         import numpy
@@ -51,7 +52,10 @@ def prepare_case(name, case, dtype, threads):
     built = models.build(case["model"], case["batch"], case.get("seq") or models.SEQ,
                          case.get("context") or models.CONTEXT)
     inputs = tuple(t.to(torch_dtype) if t.is_floating_point() else t for t in built.inputs)
-    run = module.prepare(built.module, inputs, torch_dtype)
+    if name == "torch-jit":
+        run = module.prepare(built.module, inputs, torch_dtype, linears_as_convolutions=linears_as_convolutions)
+    else:
+        run = module.prepare(built.module, inputs, torch_dtype)
     return lambda: run(*inputs)
 
 

@@ -33,7 +33,8 @@ def main(argv=None):
     for case in plan["cases"]:
         print(f"validate: {plan['runtime']}: preparing {case['key']}", file=sys.stderr, flush=True)
         try:
-            prepared.append((case["key"], prepare_case(name, case, plan["dtype"], plan["threads"])))
+            prepared.append((case["key"], prepare_case(name, case, plan["dtype"], plan["threads"],
+                                                       plan.get("linears_as_convolutions", True))))
         except Exception as error:  # the framework's: this case fails, the others are timed
             failed[case["key"]] = {"error": f"{type(error).__name__}: {error}".splitlines()[0]}
     results = {}

@@ -4,7 +4,9 @@ torch-compile with the torch 2.x of the project's venv (.venv/bin/python, or TRU
 and TRUEPEAK_TORCH2_PYTHON, see scripts/setup-venv.sh). Each record must pass the record checks;
 torch-compile's must carry its fusion rules, torch-eager's its image kernels, image-input
 convolutions and cold-weights GEMM points, and both the implementation of each convolution point;
-torch-eager must find that it runs a convolution's batch norm apart, torch-jit that it folds it.
+onnxruntime's its cold-weights GEMM points and a relu folded into a convolution; torch-jit's the
+two timings behind its linears' choice; torch-eager must find that it runs a convolution's batch
+norm apart, torch-jit that it folds it.
 Each runtime whose framework is missing is skipped, saying why; exit 77 (skipped) when none ran."""
 import json
 import os
@@ -66,6 +68,15 @@ def run(runtime, python):
             return None, f"{runtime}: the record has no image-input convolution point"
         if not any(g["cold_weights"] for g in doc["gemm"]):
             return None, f"{runtime}: the record has no cold-weights GEMM point"
+    if runtime == "onnxruntime":
+        if not any(g["cold_weights"] for g in doc["gemm"]):
+            return None, f"{runtime}: the record has no cold-weights GEMM point"
+        if "relu" not in doc.get("fused_activations", []):
+            return None, f"{runtime}: a relu after a convolution is not folded ({doc.get('fused_activations')})"
+    if runtime == "torch-jit":
+        timed = {p["name"] for p in doc["probes"] if p["name"].startswith("frozen ")}
+        if timed != {"frozen linear f32", "frozen conv1x1 f32"}:
+            return None, f"{runtime}: the linears' choice lacks its timings ({sorted(timed)})"
     # Eager PyTorch runs a module as written; a frozen graph folds a convolution's batch norm.
     expected_apart = {"torch-eager": True, "torch-jit": False}.get(runtime)
     if expected_apart is not None and doc.get("conv_batchnorm_apart") is not expected_apart:

@@ -73,6 +73,17 @@ class UserPathTest(Fixture):
         eager = [e["plan"] for e in self.entries("plan") if e["plan"]["runtime"] == "torch-eager"][0]
         self.assertEqual(eager["dtype"], "bf16")
 
+    def test_torch_jit_runs_linears_as_its_record_says(self):
+        for setting in (True, False):
+            with open(self.profile) as f:
+                doc = json.load(f)
+            doc["devices"][0]["runtimes"]["torch-jit"]["linears_as_convolutions"] = setting
+            with open(self.profile, "w") as f:
+                json.dump(doc, f)
+            rc, _, err = self.validate("--profile", self.profile, "--runtimes", "torch-jit", "--batches", "1")
+            self.assertEqual(rc, 0, err)
+            self.assertEqual(self.entries("plan")[-1]["plan"]["linears_as_convolutions"], setting)
+
     def test_runs_use_the_interpreter_the_profile_records(self):
         other = fakes.executable(os.path.join(self.dir, "other-python"), fakes.PYTHON)
         with open(self.profile) as f:
@@ -195,10 +206,21 @@ class TimingsTest(Fixture):
         self.assertEqual([r["measured_ms"] for r in self.table("validation-public-torch-jit")["rows"]],
                          [r["measured_ms"] for r in first])
 
+        # Another setting of the record: timed anew.
+        with open(self.profile) as f:
+            doc = json.load(f)
+        doc["devices"][0]["runtimes"]["torch-jit"]["linears_as_convolutions"] = \
+            not doc["devices"][0]["runtimes"]["torch-jit"].get("linears_as_convolutions")
+        with open(self.profile, "w") as f:
+            json.dump(doc, f)
+        rc, _, err = self.validate(*args, "--reuse-timings")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(len(self.timing_runs()), 2, "timings of another setting were reused")
+
         # Another batch is another case: timed anew.
         rc, _, err = self.validate(*args[:-4], "--batches", "1,8", "--timings-dir", timings, "--reuse-timings")
         self.assertEqual(rc, 0, err)
-        self.assertEqual(len(self.timing_runs()), 2)
+        self.assertEqual(len(self.timing_runs()), 3)
 
     def test_reuse_needs_the_folder(self):
         rc, _, err = self.validate("--profile", self.profile, "--reuse-timings")
