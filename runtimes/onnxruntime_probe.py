@@ -210,40 +210,52 @@ def cold_chain(g, rows, width, links):
     return model, x, weights
 
 
-def cold_gemm_points(g, op_s, call_s, budget, progress, quick):
+class ColdGemm:
     """The skinny MatMuls of grids.gemm_grid again with their weights read from main memory
     (grids.cold_product), as a model whose weights outgrow the caches reads each layer's: one
-    session runs a chain of copies of the layer spanning grids.cold_span_bytes, each copy with
-    weights of its own. A link's kernel time is the chain's less the session call, over the
-    links, less one op. Returns (points, probe points)."""
-    np = g.np
-    span = grids.cold_span_bytes(harness.last_level_cache_bytes())
-    points, probes = [], []
-    for m, w in grids.gemm_grid(quick):
-        if not grids.cold_product(m, w):
-            continue
-        links = grids.cold_copy_count(4 * w * w, span)
-        model, x, weights = cold_chain(g, m, w, links)
-        run, session = g.runner(model, {"x": x})
-        want = x.astype(np.float64)
-        for b in weights:
-            want = want @ b
-        harness.check_close(f"MatMul chain of {links} {m}x{w}x{w}", run()[0], want, 1e-3, 1e-3)
-        timing = harness.time_call(run, budget)
-        link_s = max(timing.time_s - call_s, 0.0) / links
-        kernel_s = harness.kernel_time_s(link_s, op_s, KERNEL_FLOOR)
-        median_s = harness.kernel_time_s(max(timing.median_s - call_s, 0.0) / links, op_s, KERNEL_FLOOR)
-        flops = 2.0 * m * w * w
-        points.append({"dtype": "f32", "m": m, "n": w, "k": w, "batch": 1, "layout": "row-major, weights [k][n]",
-                       "time_s": kernel_s, "median_s": max(median_s, kernel_s), "flops_per_s": flops / kernel_s,
-                       "cv": timing.cv, "samples": timing.count, "impl": "mlas", "cold_weights": True,
-                       "links": links, "measured_s": timing.time_s})
-        probes.append(record.probe_point("gemm MatMul cold weights f32", f"{links}x{m}x{w}x{w}", timing))
-        del run, session, model, weights
-    if points:
-        progress(f"{len(points)} gemm points with cold weights, weights read at "
-                 + ", ".join(f"{4 * p['n'] * p['k'] / p['time_s'] / 1e9:.0f}" for p in points) + " GB/s")
-    return points, probes
+    session a product runs a chain of copies of the layer spanning grids.cold_span_bytes, each
+    copy with weights of its own. Their sweeps run between the other probes, seconds apart: main
+    memory's bandwidth on a shared host comes in spells (on the Zen 5 VM a triad got 60-74 or
+    141-157 GB/s, in spells of up to 40 s), and a point takes its fastest sweep."""
+
+    def __init__(self, g, quick):
+        np = g.np
+        span = grids.cold_span_bytes(harness.last_level_cache_bytes())
+        self.shapes, calls, self.sessions = {}, {}, []
+        for m, w in grids.gemm_grid(quick):
+            if not grids.cold_product(m, w):
+                continue
+            links = grids.cold_copy_count(4 * w * w, span)
+            model, x, weights = cold_chain(g, m, w, links)
+            run, session = g.runner(model, {"x": x})
+            want = x.astype(np.float64)
+            for b in weights:
+                want = want @ b
+            harness.check_close(f"MatMul chain of {links} {m}x{w}x{w}", run()[0], want, 1e-3, 1e-3)
+            self.shapes[(m, w)] = links
+            calls[(m, w)] = run
+            self.sessions.append(session)
+        self.sweeps = harness.Sweeps(calls)
+
+    def finish(self, op_s, call_s, budget, progress):
+        """(points, probe points): a link's kernel time is the chain's less the session call,
+        over the links, less one op."""
+        points, probes = [], []
+        for (m, w), timing in self.sweeps.finish(budget).items():
+            links = self.shapes[(m, w)]
+            kernel_s = harness.kernel_time_s(max(timing.time_s - call_s, 0.0) / links, op_s, KERNEL_FLOOR)
+            median_s = harness.kernel_time_s(max(timing.median_s - call_s, 0.0) / links, op_s, KERNEL_FLOOR)
+            flops = 2.0 * m * w * w
+            points.append({"dtype": "f32", "m": m, "n": w, "k": w, "batch": 1, "layout": "row-major, weights [k][n]",
+                           "time_s": kernel_s, "median_s": max(median_s, kernel_s), "flops_per_s": flops / kernel_s,
+                           "cv": timing.cv, "samples": timing.count, "impl": "mlas", "cold_weights": True,
+                           "links": links, "measured_s": timing.time_s})
+            probes.append(record.probe_point("gemm MatMul cold weights f32", f"{links}x{m}x{w}x{w}", timing))
+        self.sweeps, self.sessions = None, []
+        if points:
+            progress(f"{len(points)} gemm points with cold weights, weights read at "
+                     + ", ".join(f"{4 * p['n'] * p['k'] / p['time_s'] / 1e9:.0f}" for p in points) + " GB/s")
+        return points, probes
 
 
 def conv_reference(np, x, w, b, stride, pad, groups):
@@ -638,16 +650,19 @@ def calibrate(options):
     op_s, call_s, probes = fixed_costs(g, budget, progress, options.quick)
     fixed_s = call_s + op_s
     gemm, gemm_probes = gemm_points(g, fixed_s, budget, progress, options.quick)
-    cold, cold_probes = cold_gemm_points(g, op_s, call_s, budget, progress, options.quick)
-    gemm, gemm_probes = gemm + cold, gemm_probes + cold_probes
+    cold = ColdGemm(g, options.quick)
+    cold.sweeps.sweep(budget)
     layout, conv_layout, layout_probes = onnxruntime_layout.probe(g, own_kernel_table(g))
     progress(f"layout: convolutions {conv_layout}" + (f", {len(layout['blocked_ops'])} kinds blocked, copies "
              f"{layout['to_plain_copies']}/{layout['to_blocked_copies']}, group widths "
              f"{layout['group_reorder_widths']}" if layout else ""))
     conv, conv_probes = conv_points(g, op_s, call_s, budget, progress, options.quick)
+    cold.sweeps.sweep(budget)
     own, own_probes = own_kernel_rates(g, budget, progress, options.quick)
     fused, fusion_probes = fused_activations(g)
     progress("activations folded into a convolution: " + (", ".join(fused) or "none"))
+    cold_gemm, cold_probes = cold.finish(op_s, call_s, budget, progress)
+    gemm, gemm_probes = gemm + cold_gemm, gemm_probes + cold_probes
     level, memory_probe = dram_level(g, budget, progress)
     settings = {"execution_provider": PROVIDERS[0], "session_options": "default"}
     # onnxruntime's default: one intra-op thread per physical core.
