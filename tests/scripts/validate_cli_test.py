@@ -41,6 +41,17 @@ class Fixture(unittest.TestCase):
     def entries(self, who):
         return [e for e in fakes.read_log(self.log) if e["who"] == who]
 
+    def change_record(self, runtime, **fields):
+        """Sets `fields` in the profile's record of `runtime`; returns the record before."""
+        with open(self.profile) as f:
+            doc = json.load(f)
+        record = doc["devices"][0]["runtimes"][runtime]
+        before = dict(record)
+        record.update(fields)
+        with open(self.profile, "w") as f:
+            json.dump(doc, f)
+        return before
+
 
 class UserPathTest(Fixture):
     def test_every_estimate_is_exactly_the_user_command(self):
@@ -75,22 +86,14 @@ class UserPathTest(Fixture):
 
     def test_torch_jit_runs_linears_as_its_record_says(self):
         for setting in (True, False):
-            with open(self.profile) as f:
-                doc = json.load(f)
-            doc["devices"][0]["runtimes"]["torch-jit"]["linears_as_convolutions"] = setting
-            with open(self.profile, "w") as f:
-                json.dump(doc, f)
+            self.change_record("torch-jit", linears_as_convolutions=setting)
             rc, _, err = self.validate("--profile", self.profile, "--runtimes", "torch-jit", "--batches", "1")
             self.assertEqual(rc, 0, err)
             self.assertEqual(self.entries("plan")[-1]["plan"]["linears_as_convolutions"], setting)
 
     def test_runs_use_the_interpreter_the_profile_records(self):
         other = fakes.executable(os.path.join(self.dir, "other-python"), fakes.PYTHON)
-        with open(self.profile) as f:
-            doc = json.load(f)
-        doc["devices"][0]["runtimes"]["onnxruntime"]["python"] = other
-        with open(self.profile, "w") as f:
-            json.dump(doc, f)
+        self.change_record("onnxruntime", python=other)
         rc, _, err = self.validate("--profile", self.profile, "--batches", "1", "--runtimes", "torch-jit,onnxruntime")
         self.assertEqual(rc, 0, err)
         timing = [(e["path"], e["argv"][1]) for e in self.entries("python") if e["argv"][1] == "validate.timing"]
@@ -207,12 +210,8 @@ class TimingsTest(Fixture):
                          [r["measured_ms"] for r in first])
 
         # Another setting of the record: timed anew.
-        with open(self.profile) as f:
-            doc = json.load(f)
-        doc["devices"][0]["runtimes"]["torch-jit"]["linears_as_convolutions"] = \
-            not doc["devices"][0]["runtimes"]["torch-jit"].get("linears_as_convolutions")
-        with open(self.profile, "w") as f:
-            json.dump(doc, f)
+        before = self.change_record("torch-jit", linears_as_convolutions=True)
+        self.assertFalse(before.get("linears_as_convolutions"))
         rc, _, err = self.validate(*args, "--reuse-timings")
         self.assertEqual(rc, 0, err)
         self.assertEqual(len(self.timing_runs()), 2, "timings of another setting were reused")
@@ -290,11 +289,7 @@ class UsageTest(Fixture):
         self.assertIn(f"truepeak calibrate --runtime onnxruntime --add-to {self.profile}", err)
 
     def test_a_record_without_its_interpreter(self):
-        with open(self.profile) as f:
-            doc = json.load(f)
-        del doc["devices"][0]["runtimes"]["torch-jit"]["python"]
-        with open(self.profile, "w") as f:
-            json.dump(doc, f)
+        self.change_record("torch-jit", python=None)
         self.refused("--profile", self.profile, "--runtimes", "torch-jit", says="names no interpreter")
 
     def test_unreadable_profile(self):
