@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <thread>
 
 #include "core/error.hpp"
@@ -474,9 +475,14 @@ std::vector<PlannedProbe> plan_runtime_probes(const std::vector<RuntimeRequest>&
                                               const std::vector<std::string>& device_ids,
                                               const std::string& given_python) {
   std::vector<PlannedProbe> plan;
+  // The interpreter of each framework, chosen once: the choice imports the framework, a second
+  // or more for torch.
+  std::map<std::string, std::string> chosen;
   for (const auto& r : requests) {
     const auto kinds = runtime_device_kinds(r.name);
-    const std::string python = choose_python(given_python, r.name, truepeak_source_dir());
+    const auto module = runtime_framework_module(r.name);
+    if (!chosen.count(module)) chosen[module] = choose_python(given_python, r.name, truepeak_source_dir());
+    const std::string python = chosen.at(module);
     bool any = false;
     for (const auto& id : device_ids) {
       const std::string kind = id.rfind("cuda", 0) == 0 ? "gpu" : "cpu";

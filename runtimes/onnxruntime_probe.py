@@ -220,7 +220,7 @@ class ColdGemm:
 
     def __init__(self, g, quick):
         np = g.np
-        span = grids.cold_span_bytes(harness.last_level_cache_bytes())
+        span = grids.cold_span_bytes(harness.last_level_cache_bytes(), quick)
         self.shapes, calls, self.sessions = {}, {}, []
         for m, w in grids.gemm_grid(quick):
             if not grids.cold_product(m, w):

@@ -118,6 +118,11 @@ class ColdSpanTest(unittest.TestCase):
         self.assertEqual(grids.cold_span_bytes(1024 * self.MIB), 2048 * self.MIB)  # twice, cap or not
         self.assertEqual(grids.cold_span_bytes(None), grids.COLD_FALLBACK_BYTES)
 
+    def test_quick_spans_twice_the_cache(self):
+        self.assertEqual(grids.cold_span_bytes(32 * self.MIB, quick=True), 64 * self.MIB)
+        self.assertEqual(grids.cold_span_bytes(1024 * self.MIB, quick=True), 2048 * self.MIB)
+        self.assertEqual(grids.cold_span_bytes(None, quick=True), 64 * self.MIB)
+
     def test_copies_span_it_and_are_at_least_two(self):
         self.assertEqual(grids.cold_copy_count(self.MIB, 256 * self.MIB), 256)
         self.assertEqual(grids.cold_copy_count(3 * self.MIB, 256 * self.MIB), 86)
