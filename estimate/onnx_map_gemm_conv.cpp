@@ -49,6 +49,10 @@ Mapper::Window Mapper::window_of(const Node& node, const Dims& x, const Dims& ke
 void Mapper::emit_conv(int index, const Node& node) {
   const auto& x = shape_of(node.inputs.at(0), node);
   const auto& w = shape_of(node.inputs.at(1), node);
+  if (x.size() < 3)
+    fail(node, fmt::format("its input '{}' has {} dimension(s), where a convolution's has a batch, channels and "
+                           "at least one spatial axis",
+                           node.inputs[0], x.size()));
   if (x.size() != 4 && x.size() != 3) {
     result_.warnings.push_back(fmt::format("{}: {}-D convolution costed memory-bound (only 1-D and 2-D are modelled)",
                                            node.name, x.size() < 2 ? 0 : x.size() - 2));

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -98,6 +100,30 @@ void check_attributes(const onnx::GraphProto& graph, const std::string& where) {
         }
       }
     }
+  }
+}
+
+void fill_kernel_shapes(onnx::GraphProto& graph) {
+  // The input that holds each convolution's weight.
+  static const std::map<std::string, int> weight_input = {
+      {"Conv", 1}, {"ConvTranspose", 1}, {"ConvInteger", 1}, {"DeformConv", 1}, {"QLinearConv", 3}};
+  std::map<std::string, const onnx::TensorProto*> initializers;
+  for (const auto& init : graph.initializer()) initializers[init.name()] = &init;
+  for (auto& node : *graph.mutable_node()) {
+    for (auto& attr : *node.mutable_attribute()) {
+      if (attr.has_g()) fill_kernel_shapes(*attr.mutable_g());
+      for (auto& g : *attr.mutable_graphs()) fill_kernel_shapes(g);
+    }
+    const auto op = weight_input.find(node.op_type());
+    if (!domain_of(node.domain()).empty() || op == weight_input.end() || node.input_size() <= op->second) continue;
+    const bool has_kernel = std::any_of(node.attribute().begin(), node.attribute().end(),
+                                        [](const auto& a) { return a.name() == "kernel_shape"; });
+    const auto weight = initializers.find(node.input(op->second));
+    if (has_kernel || weight == initializers.end()) continue;
+    auto* kernel = node.add_attribute();
+    kernel->set_name("kernel_shape");
+    kernel->set_type(onnx::AttributeProto::INTS);
+    for (int i = 2; i < weight->second->dims_size(); ++i) kernel->add_ints(weight->second->dims(i));
   }
 }
 

@@ -47,6 +47,13 @@ void check_structure(const onnx::GraphProto& graph, const std::string& where);
 // least 1. Each failure is one line naming the node and the attribute.
 void check_attributes(const onnx::GraphProto& graph, const std::string& where);
 
+// Gives a convolution without kernel_shape the one of its weight initializer (its dimensions
+// past the first two), in the graph and in the bodies of If/Loop/Scan nodes. ONNX shape
+// inference takes a missing kernel shape from the weight and then indexes the input's spatial
+// axes by it unchecked, which reads past them when the input has fewer; with the attribute set,
+// it compares the two and fails in one line.
+void fill_kernel_shapes(onnx::GraphProto& graph);
+
 // ---- onnx_parse_no_schema.cpp -----------------------------------------------------------------
 
 // Output shapes that ONNX shape inference cannot give because this ONNX library has no schema for

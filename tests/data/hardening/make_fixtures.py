@@ -76,6 +76,7 @@ ONNX = {
     "conv_group0": lambda: conv(kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=0),
     "conv_group_mismatch": lambda: conv(kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=3),
     "conv_dilations0": lambda: conv(kernel_shape=[3, 3], dilations=[0, 0]),
+    "conv_input_rank2": lambda: conv(x_dims=("batch", 113), group=2, pads=[1, 1, 1, 1]),
     "maxpool_kernel0": lambda: pool(kernel_shape=[0, 0]),
     "maxpool_no_kernel": lambda: pool(),
     "matmul_negative_dim": matmul_negative_dim,
