@@ -107,8 +107,18 @@ void fill_kernel_shapes(onnx::GraphProto& graph) {
   // The input that holds each convolution's weight.
   static const std::map<std::string, int> weight_input = {
       {"Conv", 1}, {"ConvTranspose", 1}, {"ConvInteger", 1}, {"DeformConv", 1}, {"QLinearConv", 3}};
+  // Ops whose output has their first input's shape: a quantized model's weight reaches its
+  // convolution through them (DequantizeLinear of an int8 initializer).
+  static const std::set<std::string> same_shape = {"DequantizeLinear", "QuantizeLinear", "Identity", "Cast"};
   std::map<std::string, const onnx::TensorProto*> initializers;
   for (const auto& init : graph.initializer()) initializers[init.name()] = &init;
+  for (const auto& node : graph.node()) {
+    if (domain_of(node.domain()).empty() && same_shape.count(node.op_type()) && node.input_size() > 0 &&
+        node.output_size() > 0) {
+      const auto source = initializers.find(node.input(0));
+      if (source != initializers.end()) initializers.emplace(node.output(0), source->second);
+    }
+  }
   for (auto& node : *graph.mutable_node()) {
     for (auto& attr : *node.mutable_attribute()) {
       if (attr.has_g()) fill_kernel_shapes(*attr.mutable_g());

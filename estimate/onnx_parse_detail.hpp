@@ -48,7 +48,8 @@ void check_structure(const onnx::GraphProto& graph, const std::string& where);
 void check_attributes(const onnx::GraphProto& graph, const std::string& where);
 
 // Gives a convolution without kernel_shape the one of its weight initializer (its dimensions
-// past the first two), in the graph and in the bodies of If/Loop/Scan nodes. ONNX shape
+// past the first two; also through a DequantizeLinear, QuantizeLinear, Identity or Cast of one),
+// in the graph and in the bodies of If/Loop/Scan nodes. ONNX shape
 // inference takes a missing kernel shape from the weight and then indexes the input's spatial
 // axes by it unchecked, which reads past them when the input has fewer; with the attribute set,
 // it compares the two and fails in one line.
