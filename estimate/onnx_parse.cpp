@@ -163,6 +163,7 @@ ParsedGraph parse_onnx(const std::string& bytes, const std::string& where, const
     try {
       graph->clear_value_info();
       for (const auto& [name, value] : assumed) *graph->add_value_info() = value;
+      fill_kernel_shapes(*graph);
       std::unordered_map<std::string, onnx::TensorShapeProto> propagated;
       onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), inference_options, &propagated);
     } catch (const std::exception& e) {

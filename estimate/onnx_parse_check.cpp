@@ -110,13 +110,26 @@ void fill_kernel_shapes(onnx::GraphProto& graph) {
   // Ops whose output has their first input's shape: a quantized model's weight reaches its
   // convolution through them (DequantizeLinear of an int8 initializer).
   static const std::set<std::string> same_shape = {"DequantizeLinear", "QuantizeLinear", "Identity", "Cast"};
-  std::map<std::string, const onnx::TensorProto*> initializers;
-  for (const auto& init : graph.initializer()) initializers[init.name()] = &init;
+  // The shapes known before inference: the initializers' and those the graph's value_info gives
+  // in full (the shapes assumed for the outputs of ops without a schema).
+  std::map<std::string, std::vector<std::int64_t>> known;
+  for (const auto& init : graph.initializer())
+    known[init.name()] = std::vector<std::int64_t>(init.dims().begin(), init.dims().end());
+  for (const auto& info : graph.value_info()) {
+    if (!info.type().has_tensor_type() || !info.type().tensor_type().has_shape()) continue;
+    std::vector<std::int64_t> dims;
+    for (const auto& d : info.type().tensor_type().shape().dim()) {
+      if (!d.has_dim_value()) break;
+      dims.push_back(d.dim_value());
+    }
+    if (static_cast<int>(dims.size()) == info.type().tensor_type().shape().dim_size())
+      known.emplace(info.name(), std::move(dims));
+  }
   for (const auto& node : graph.node()) {
     if (domain_of(node.domain()).empty() && same_shape.count(node.op_type()) && node.input_size() > 0 &&
         node.output_size() > 0) {
-      const auto source = initializers.find(node.input(0));
-      if (source != initializers.end()) initializers.emplace(node.output(0), source->second);
+      const auto source = known.find(node.input(0));
+      if (source != known.end()) known.emplace(node.output(0), source->second);
     }
   }
   for (auto& node : *graph.mutable_node()) {
@@ -128,12 +141,12 @@ void fill_kernel_shapes(onnx::GraphProto& graph) {
     if (!domain_of(node.domain()).empty() || op == weight_input.end() || node.input_size() <= op->second) continue;
     const bool has_kernel = std::any_of(node.attribute().begin(), node.attribute().end(),
                                         [](const auto& a) { return a.name() == "kernel_shape"; });
-    const auto weight = initializers.find(node.input(op->second));
-    if (has_kernel || weight == initializers.end()) continue;
+    const auto weight = known.find(node.input(op->second));
+    if (has_kernel || weight == known.end()) continue;
     auto* kernel = node.add_attribute();
     kernel->set_name("kernel_shape");
     kernel->set_type(onnx::AttributeProto::INTS);
-    for (int i = 2; i < weight->second->dims_size(); ++i) kernel->add_ints(weight->second->dims(i));
+    for (std::size_t i = 2; i < weight->second.size(); ++i) kernel->add_ints(weight->second[i]);
   }
 }
 

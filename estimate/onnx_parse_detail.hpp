@@ -47,9 +47,11 @@ void check_structure(const onnx::GraphProto& graph, const std::string& where);
 // least 1. Each failure is one line naming the node and the attribute.
 void check_attributes(const onnx::GraphProto& graph, const std::string& where);
 
-// Gives a convolution without kernel_shape the one of its weight initializer (its dimensions
-// past the first two; also through a DequantizeLinear, QuantizeLinear, Identity or Cast of one),
-// in the graph and in the bodies of If/Loop/Scan nodes. ONNX shape
+// Gives a convolution without kernel_shape the one of its weight (its dimensions past the first
+// two) where the weight's shape is known before inference: an initializer, a value_info given in
+// full (the shapes assumed for ops without a schema), or a DequantizeLinear, QuantizeLinear,
+// Identity or Cast of one; in the graph and in the bodies of If/Loop/Scan nodes. Run before
+// every pass of inference. ONNX shape
 // inference takes a missing kernel shape from the weight and then indexes the input's spatial
 // axes by it unchecked, which reads past them when the input has fewer; with the attribute set,
 // it compares the two and fails in one line.

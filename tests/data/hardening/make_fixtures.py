@@ -37,11 +37,12 @@ def conv(name="conv", x_dims=("batch", 4, 8, 8), w_dims=(8, 4, 3, 3), **attrs):
                  [weight("w", *w_dims)])
 
 
-def conv_qdq_input_rank2():
-    """A Conv on a 2-D input whose weight is a DequantizeLinear of an int8 initializer, no kernel_shape."""
+def conv_qdq_input_rank2(op="DequantizeLinear"):
+    """A Conv on a 2-D input whose weight is an `op` (DequantizeLinear; an op without a schema,
+    whose output's shape the import assumes) of an int8 initializer, no kernel_shape."""
     w = helper.make_tensor("wq", onnx.TensorProto.INT8, [8, 4, 3, 3], [1] * (8 * 4 * 3 * 3))
     scale = helper.make_tensor("scale", F, [], [0.1])
-    return model([helper.make_node("DequantizeLinear", ["wq", "scale"], ["w"], name="dq"),
+    return model([helper.make_node(op, ["wq", "scale"], ["w"], name="dq"),
                   helper.make_node("Conv", ["x", "w"], ["y"], name="conv")],
                  [helper.make_tensor_value_info("x", F, ["batch", 113])],
                  [helper.make_tensor_value_info("y", F, None)], [w, scale])
@@ -88,6 +89,7 @@ ONNX = {
     "conv_dilations0": lambda: conv(kernel_shape=[3, 3], dilations=[0, 0]),
     "conv_input_rank2": lambda: conv(x_dims=("batch", 113), group=2, pads=[1, 1, 1, 1]),
     "conv_qdq_input_rank2": conv_qdq_input_rank2,
+    "conv_unknown_op_input_rank2": lambda: conv_qdq_input_rank2("NoSuchOp"),
     "maxpool_kernel0": lambda: pool(kernel_shape=[0, 0]),
     "maxpool_no_kernel": lambda: pool(),
     "matmul_negative_dim": matmul_negative_dim,
