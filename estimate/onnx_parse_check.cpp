@@ -126,6 +126,11 @@ void fill_kernel_shapes(onnx::GraphProto& graph) {
       known.emplace(info.name(), std::move(dims));
   }
   for (const auto& node : graph.node()) {
+    if (domain_of(node.domain()).empty() && node.op_type() == "Constant" && node.output_size() > 0) {
+      for (const auto& attr : node.attribute())
+        if (attr.name() == "value" && attr.has_t())
+          known.emplace(node.output(0), std::vector<std::int64_t>(attr.t().dims().begin(), attr.t().dims().end()));
+    }
     if (domain_of(node.domain()).empty() && same_shape.count(node.op_type()) && node.input_size() > 0 &&
         node.output_size() > 0) {
       const auto source = known.find(node.input(0));

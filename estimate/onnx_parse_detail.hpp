@@ -48,7 +48,7 @@ void check_structure(const onnx::GraphProto& graph, const std::string& where);
 void check_attributes(const onnx::GraphProto& graph, const std::string& where);
 
 // Gives a convolution without kernel_shape the one of its weight (its dimensions past the first
-// two) where the weight's shape is known before inference: an initializer, a value_info given in
+// two) where the weight's shape is known before inference: an initializer or Constant, a value_info given in
 // full (the shapes assumed for ops without a schema), or a DequantizeLinear, QuantizeLinear,
 // Identity or Cast of one; in the graph and in the bodies of If/Loop/Scan nodes. Run before
 // every pass of inference. ONNX shape

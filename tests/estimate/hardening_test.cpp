@@ -242,6 +242,7 @@ TEST(Hardening, OnnxFilesThatOnceCrashedAreOneInputError) {
       {"conv_input_rank2.onnx", "its input 'x' has 2 dimension(s)"},
       {"conv_qdq_input_rank2.onnx", "its input 'x' has 2 dimension(s)"},
       {"conv_unknown_op_input_rank2.onnx", "its input 'x' has 2 dimension(s)"},
+      {"conv_constant_input_rank2.onnx", "its input 'x' has 2 dimension(s)"},
       {"maxpool_kernel0.onnx", "kernel_shape 0,0"},
       {"maxpool_no_kernel.onnx", "pool"},
       {"matmul_negative_dim.onnx", "negative dimension (-64)"},

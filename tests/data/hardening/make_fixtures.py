@@ -48,6 +48,15 @@ def conv_qdq_input_rank2(op="DequantizeLinear"):
                  [helper.make_tensor_value_info("y", F, None)], [w, scale])
 
 
+def conv_constant_input_rank2():
+    """A Conv on a 2-D input whose weight is a Constant node, no kernel_shape."""
+    value = helper.make_tensor("wv", F, [8, 4, 3, 3], [0.5] * (8 * 4 * 3 * 3))
+    return model([helper.make_node("Constant", [], ["w"], name="const", value=value),
+                  helper.make_node("Conv", ["x", "w"], ["y"], name="conv")],
+                 [helper.make_tensor_value_info("x", F, ["batch", 113])],
+                 [helper.make_tensor_value_info("y", F, None)], [])
+
+
 def pool(op="MaxPool", **attrs):
     return model([helper.make_node(op, ["x"], ["y"], name="pool", **attrs)],
                  [helper.make_tensor_value_info("x", F, ["batch", 4, 8, 8])],
@@ -90,6 +99,7 @@ ONNX = {
     "conv_input_rank2": lambda: conv(x_dims=("batch", 113), group=2, pads=[1, 1, 1, 1]),
     "conv_qdq_input_rank2": conv_qdq_input_rank2,
     "conv_unknown_op_input_rank2": lambda: conv_qdq_input_rank2("NoSuchOp"),
+    "conv_constant_input_rank2": conv_constant_input_rank2,
     "maxpool_kernel0": lambda: pool(kernel_shape=[0, 0]),
     "maxpool_no_kernel": lambda: pool(),
     "matmul_negative_dim": matmul_negative_dim,
