@@ -161,15 +161,21 @@ def fixed_costs(g, budget, progress, quick):
 
 # ---- GEMM and convolution points ---------------------------------------------------------------
 
-def product_point(timing, fixed_s, flops, fields):
-    """A point in the profile's format: kernel time = measured less the fixed costs (a session
-    call and an op), at least KERNEL_FLOOR of measured."""
-    kernel_s = harness.kernel_time_s(timing.time_s, fixed_s, KERNEL_FLOOR)
-    median_s = harness.kernel_time_s(timing.median_s, fixed_s, KERNEL_FLOOR)
+def product_point(timing, fixed_s, flops, fields, links=1, chain_s=0.0, cold=False):
+    """A point in the profile's format. A timed call runs `links` products one after another
+    (each with weights of its own where `cold`) beside a fixed `chain_s`; a product's kernel time
+    is its share of the call less `fixed_s` (the fixed costs the estimator charges per op: a
+    session call and an op for a call of one product), at least KERNEL_FLOOR of that share."""
+    def share(measured_s):
+        return max(measured_s - chain_s, 0.0) / links
+    kernel_s = harness.kernel_time_s(share(timing.time_s), fixed_s, KERNEL_FLOOR)
+    median_s = harness.kernel_time_s(share(timing.median_s), fixed_s, KERNEL_FLOOR)
     point = dict(fields)
     point.update({"time_s": kernel_s, "median_s": median_s, "flops_per_s": flops / kernel_s, "cv": timing.cv,
-                  "samples": timing.count, "impl": "mlas", "cold_weights": False, "measured_s": timing.time_s,
-                  "fixed_s_taken_off": timing.time_s - kernel_s})
+                  "samples": timing.count, "impl": "mlas", "cold_weights": cold, "measured_s": timing.time_s,
+                  "fixed_s_taken_off": share(timing.time_s) - kernel_s})
+    if links != 1:
+        point["links"] = links
     return point
 
 
@@ -221,20 +227,19 @@ class ColdGemm:
     def __init__(self, g, quick):
         np = g.np
         span = grids.cold_span_bytes(harness.last_level_cache_bytes(), quick)
-        self.shapes, calls, self.sessions = {}, {}, []
+        self.shapes, calls = {}, {}
         for m, w in grids.gemm_grid(quick):
             if not grids.cold_product(m, w):
                 continue
             links = grids.cold_copy_count(4 * w * w, span)
             model, x, weights = cold_chain(g, m, w, links)
-            run, session = g.runner(model, {"x": x})
+            run, _ = g.runner(model, {"x": x})  # the call keeps its session
             want = x.astype(np.float64)
             for b in weights:
                 want = want @ b
             harness.check_close(f"MatMul chain of {links} {m}x{w}x{w}", run()[0], want, 1e-3, 1e-3)
             self.shapes[(m, w)] = links
             calls[(m, w)] = run
-            self.sessions.append(session)
         self.sweeps = harness.Sweeps(calls)
 
     def finish(self, op_s, call_s, budget, progress):
@@ -243,15 +248,12 @@ class ColdGemm:
         points, probes = [], []
         for (m, w), timing in self.sweeps.finish(budget).items():
             links = self.shapes[(m, w)]
-            kernel_s = harness.kernel_time_s(max(timing.time_s - call_s, 0.0) / links, op_s, KERNEL_FLOOR)
-            median_s = harness.kernel_time_s(max(timing.median_s - call_s, 0.0) / links, op_s, KERNEL_FLOOR)
-            flops = 2.0 * m * w * w
-            points.append({"dtype": "f32", "m": m, "n": w, "k": w, "batch": 1, "layout": "row-major, weights [k][n]",
-                           "time_s": kernel_s, "median_s": max(median_s, kernel_s), "flops_per_s": flops / kernel_s,
-                           "cv": timing.cv, "samples": timing.count, "impl": "mlas", "cold_weights": True,
-                           "links": links, "measured_s": timing.time_s})
+            points.append(product_point(timing, op_s, 2.0 * m * w * w,
+                                        {"dtype": "f32", "m": m, "n": w, "k": w, "batch": 1,
+                                         "layout": "row-major, weights [k][n]"},
+                                        links=links, chain_s=call_s, cold=True))
             probes.append(record.probe_point("gemm MatMul cold weights f32", f"{links}x{m}x{w}x{w}", timing))
-        self.sweeps, self.sessions = None, []
+        self.sweeps = None
         if points:
             progress(f"{len(points)} gemm points with cold weights, weights read at "
                      + ", ".join(f"{4 * p['n'] * p['k'] / p['time_s'] / 1e9:.0f}" for p in points) + " GB/s")
@@ -534,8 +536,8 @@ def own_kernel_rates(g, budget, progress, quick):
 # ---- fusions and memory ------------------------------------------------------------------------
 
 def activation_nodes(g, name, source, target):
-    """The ONNX nodes of activation `name` (the estimator's name) from `source` to `target`, as
-    an exporter writes them, and their constants. None where ONNX cannot spell it here."""
+    """The ONNX nodes of activation `name` (one of ACTIVATIONS, the estimator's names) from
+    `source` to `target`, as an exporter writes them, and their constants."""
     make, np = g.helper.make_node, g.np
     single = {"relu": ("Relu", {}), "sigmoid": ("Sigmoid", {}), "tanh": ("Tanh", {}),
               "leakyrelu": ("LeakyRelu", {"alpha": 0.01}), "elu": ("Elu", {"alpha": 1.0}),
@@ -553,7 +555,7 @@ def activation_nodes(g, name, source, target):
                 make("Add", ["act_e", "gelu_one"], ["act_p"]), make("Mul", [source, "act_p"], ["act_m"]),
                 make("Mul", ["act_m", "gelu_half"], [target])], \
             [("gelu_root2", np.array(2.0 ** 0.5)), ("gelu_one", np.array(1.0)), ("gelu_half", np.array(0.5))]
-    return None
+    raise ValueError(name)
 
 
 def activation_reference(np, name, x):
@@ -609,10 +611,11 @@ def fused_activations(g):
         run, _ = g.runner(model, {"x": x})
         harness.check_close(f"Conv+{name}", run()[0], activation_reference(np, name, conv), 1e-4, 1e-3)
         types = g.optimized_node_types(model)
-        if folded(types):
+        fused = folded(types)
+        if fused:
             names.append(name)
         probes.append(record.probe_point(f"fusion Conv+{name}", "1x16x8x8 3x3", optimized_nodes=" ".join(types),
-                                         fused=int(folded(types))))
+                                         fused=int(fused)))
     return names, probes
 
 
