@@ -74,8 +74,7 @@ def cold_span_bytes(cache_bytes, quick=False):
     (None: COLD_FALLBACK_BYTES); with `quick`, twice the cache, the least that leaves most of a
     layer's weights out of it for its next call (a probe that builds its copies anew pays for
     every byte of them)."""
-    if not cache_bytes:
-        return COLD_FALLBACK_BYTES // (COLD_SPAN_CACHES // 2) if quick else COLD_FALLBACK_BYTES
+    cache_bytes = cache_bytes or COLD_FALLBACK_BYTES // COLD_SPAN_CACHES
     if quick:
         return 2 * cache_bytes
     return max(2 * cache_bytes, min(COLD_SPAN_CACHES * cache_bytes, COLD_SPAN_MAX))
