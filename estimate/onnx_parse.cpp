@@ -126,7 +126,6 @@ ParsedGraph parse_onnx(const std::string& bytes, const std::string& where, const
   auto* graph = model.mutable_graph();
   check_structure(*graph, where);
   check_attributes(*graph, where);
-  fill_kernel_shapes(*graph);
   for (const auto& init : graph->initializer()) {
     parsed.initializers.insert(init.name());
     if (is_real_type(init.data_type())) parsed.float_tensors.insert(init.name());

@@ -48,13 +48,12 @@ void check_structure(const onnx::GraphProto& graph, const std::string& where);
 void check_attributes(const onnx::GraphProto& graph, const std::string& where);
 
 // Gives a convolution without kernel_shape the one of its weight (its dimensions past the first
-// two) where the weight's shape is known before inference: an initializer or Constant, a value_info given in
-// full (the shapes assumed for ops without a schema), or a DequantizeLinear, QuantizeLinear,
-// Identity or Cast of one; in the graph and in the bodies of If/Loop/Scan nodes. Run before
-// every pass of inference. ONNX shape
-// inference takes a missing kernel shape from the weight and then indexes the input's spatial
-// axes by it unchecked, which reads past them when the input has fewer; with the attribute set,
-// it compares the two and fails in one line.
+// two) where the weight's shape is known before inference: an initializer or Constant, a
+// value_info given in full (the shapes assumed for ops without a schema), or a DequantizeLinear,
+// QuantizeLinear, Identity or Cast of one; in the graph and in the bodies of If/Loop/Scan nodes.
+// Run before every pass of inference. ONNX shape inference takes a missing kernel shape from the
+// weight and then indexes the input's spatial axes by it unchecked, which reads past them when
+// the input has fewer; with the attribute set, it compares the two and fails in one line.
 void fill_kernel_shapes(onnx::GraphProto& graph);
 
 // ---- onnx_parse_no_schema.cpp -----------------------------------------------------------------
