@@ -3,8 +3,8 @@ torch.jit.freeze, torch.jit.optimize_for_inference (convolutions on oneDNN, chan
 with every nn.Linear run as the same product in a 1x1 convolution where this PyTorch's frozen
 linear is the slower of the two (prepare(), linears_run_as_convolutions()).
 
-Probes: which of a frozen linear and the same product as a 1x1 convolution is faster; the fixed cost of one op (chains of 1x1 convolutions, 16 channels, 4x4, in a frozen
-graph); the cost of each elementwise kind that runs blocked, beside a convolution (chains of
+Probes: which of a frozen linear and the same product as a 1x1 convolution is faster; the fixed
+cost of one op (chains of 1x1 convolutions, 16 channels, 4x4, in a frozen graph); the cost of each elementwise kind that runs blocked, beside a convolution (chains of
 conv+op links less the convolutions'); the layout rules, in-place kinds and activation folding
 (the layout probe, runtimes/torch_layout.py, in a child process with ONEDNN_VERBOSE=1); the
 rates of PyTorch's own kernels, which run the ops a frozen graph leaves plain, over the size

@@ -33,7 +33,7 @@ def framework_version(name):
     return f"onnxruntime {onnxruntime.__version__}"
 
 
-def prepare_case(name, case, dtype, threads, linears_as_convolutions=True):
+def prepare_case(name, case, dtype, threads, linears_as_convolutions):
     """A callable that runs one whole inference of `case` (a dict of the timing plan): the
     runtime's prepare() on the model, called on the case's inputs (floating ones in `dtype`);
     torch-jit's with the record's `linears_as_convolutions`."""

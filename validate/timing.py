@@ -34,7 +34,7 @@ def main(argv=None):
         print(f"validate: {plan['runtime']}: preparing {case['key']}", file=sys.stderr, flush=True)
         try:
             prepared.append((case["key"], prepare_case(name, case, plan["dtype"], plan["threads"],
-                                                       plan.get("linears_as_convolutions", True))))
+                                                       plan["linears_as_convolutions"])))
         except Exception as error:  # the framework's: this case fails, the others are timed
             failed[case["key"]] = {"error": f"{type(error).__name__}: {error}".splitlines()[0]}
     results = {}
