@@ -6,12 +6,13 @@ computes in f32, as mixed-precision inference does (prepare()).
 
 Probes: the fixed cost of one op (chains of linears too small for oneDNN: the dispatch every
 eager op pays); the costs of the kinds that pay more or less than that (products that reach
-oneDNN, views, the mixed-precision layer norm); the rates of PyTorch's own kernels over the
-size grids (row-shaped, and image-shaped in NCHW: pools, the batch norm); the runtime's own GEMM
-points (linears and batched matmuls over a grid skinny to square, each less its kind's fixed
-cost, which kind_op_s charges; skinny linears again with cold weights); its convolution points
-(contiguous NCHW, the layout a model keeps unless asked for another, each less the conv2d kind's
-fixed cost); the main-memory bandwidth of its own kernels. On a GPU (unverified on hardware so far): issue times per op and kind from
+oneDNN, views, the eval-mode batch norm, the mixed-precision layer norm); the rates of
+PyTorch's own kernels over the size grids (row-shaped, and image-shaped in NCHW: pools, the
+batch norm); the runtime's own GEMM points (linears and batched matmuls over a grid skinny to
+square, each less its kind's fixed cost, which kind_op_s charges; skinny linears again with
+cold weights); its convolution points (contiguous NCHW, the layout a model keeps unless asked
+for another, each less the conv2d kind's fixed cost); the main-memory bandwidth of its own
+kernels. On a GPU (unverified on hardware so far): issue times per op and kind from
 synchronized chains, kernel rates and GEMM points from device time (CUDA events)."""
 import copy
 import time
@@ -151,6 +152,21 @@ def fixed_costs(torch, dtype, device, budget, progress, quick, sync=None):
             torch, f"kind chain conv1x1 {TINY_CHANNELS}ch {TINY_SIDE}x{TINY_SIDE} {label}",
             torch_common.chain_of(conv, c, sync), links, 1, budget)
         kinds.append({"kind": "conv2d", "dtype": label, "op_s": cost})
+        probes += points
+
+        # An eval-mode batch norm derives each channel's scale and shift from its running statistics
+        # on every call, a fixed cost well above a dispatch's: the chain's tensor is small enough for
+        # that to be all of its time.
+        batchnorm = nn.BatchNorm2d(TINY_CHANNELS).to(device, dtype).eval()
+        with torch.no_grad():
+            batchnorm.running_mean.copy_(harness.random_input("torch", (TINY_CHANNELS,), dtype, device, seed=3))
+            batchnorm.running_var.copy_(harness.random_input("torch", (TINY_CHANNELS,), dtype, device, seed=4,
+                                                             positive=True))
+        harness.check_close("batch norm", batchnorm(c), copy.deepcopy(batchnorm).double()(c.double()), rtol, atol)
+        cost, points = torch_common.chain_probe(
+            torch, f"kind chain batch norm {TINY_CHANNELS}ch {TINY_SIDE}x{TINY_SIDE} {label}",
+            torch_common.chain_of(batchnorm, c, sync), links, 1, budget)
+        kinds.append({"kind": "norm:batchnorm", "dtype": label, "op_s": cost})
         probes += points
 
         mixed = dtype in (torch.bfloat16, torch.float16)
