@@ -15,7 +15,7 @@
 namespace truepeak {
 
 inline constexpr int kSchemaMajor = 1;
-inline constexpr int kSchemaMinor = 17;  // 1.1: gemm points record their layout; 1.2: cold weights;
+inline constexpr int kSchemaMinor = 18;  // 1.1: gemm points record their layout; 1.2: cold weights;
                                         // 1.3: cold weights on conv points; 1.4: vector_ops;
                                         // 1.5: the gelu_tanh vector op; 1.6: the add vector op;
                                         // 1.7: the reorder_blocked and reorder_plain vector ops;
@@ -29,7 +29,8 @@ inline constexpr int kSchemaMinor = 17;  // 1.1: gemm points record their layout
                                         // 1.15: a runtime record's conv_batchnorm_apart
                                         // 1.16: a dispatch rule's per-call costs of its two paths
                                         // 1.17: a runtime record's fused_activations
-std::string schema_version_string();  // "1.17"
+                                        // 1.18: a runtime's cold_op_s, per op and per kind
+std::string schema_version_string();  // "1.18"
 
 // Timing statistics of one measured point. time_s is the fastest sample (the capability figure);
 // rates derive from it. median_s sits beside it. typical_s (since 1.8; 0: not recorded) is the
@@ -120,6 +121,9 @@ struct RuntimeKindCost {
   std::string kind;            // estimator row kind ("linear", "elementwise:relu", "reshape")
   std::optional<DType> dtype;  // nullopt: every dtype
   double op_s = 0;
+  // The same call after the caches were replaced, as inside a model whose pass outgrows them
+  // (since 1.18; nullopt: not measured).
+  std::optional<double> cold_op_s;
 };
 
 // The rate of one of the runtime's own kernels; elements are an op's outputs, a pool's its window
@@ -181,6 +185,9 @@ struct RuntimeRecord {
   std::vector<DType> dtypes;
   nlohmann::json settings = nlohmann::json::object();  // what differs from a plain script
   double op_s = 0;
+  // op_s of a call whose state the caches no longer hold (since 1.18; nullopt: not measured): a
+  // model whose pass outgrows the caches pays it on every op.
+  std::optional<double> cold_op_s;
   std::vector<RuntimeKindCost> kind_op_s;
   std::vector<RuntimeOwnKernel> own_kernels;
   std::optional<RuntimeLayout> layout;  // nullopt: every activation stays plain

@@ -93,7 +93,7 @@ const std::set<std::string>& record_fields() {
   static const std::set<std::string> names = {
       "runtime", "device",      "framework", "versions",        "python",      "threads",
       "dtypes",  "settings",    "op_s",      "kind_op_s",       "own_kernels", "layout",
-      "conv_layout", "linears_as_convolutions", "in_place", "fuse_activations", "fused_activations", "conv_batchnorm_apart", "fusion", "conv_dispatch", "memory",
+      "conv_layout", "linears_as_convolutions", "in_place", "fuse_activations", "fused_activations", "conv_batchnorm_apart", "cold_op_s", "fusion", "conv_dispatch", "memory",
       "gemm",    "conv",        "probes",    "calibration_s"};
   return names;
 }
@@ -128,6 +128,7 @@ RuntimeRecord record_from_json(const Reader& r, const json& obj, const std::stri
   }
   if (const auto* v = r.optional_field(obj, path, "settings")) rec.settings = *v;
   rec.op_s = r.number(obj, path, "op_s");
+  if (r.optional_field(obj, path, "cold_op_s")) rec.cold_op_s = r.number(obj, path, "cold_op_s");
   if (const auto* costs = r.optional_field(obj, path, "kind_op_s")) {
     if (!costs->is_array()) r.fail(path + "/kind_op_s", "expected an array");
     for (std::size_t i = 0; i < costs->size(); ++i) {
@@ -137,6 +138,7 @@ RuntimeRecord record_from_json(const Reader& r, const json& obj, const std::stri
       cost.kind = r.string(c, p, "kind");
       if (r.optional_field(c, p, "dtype")) cost.dtype = r.dtype(c, p);
       cost.op_s = r.number(c, p, "op_s");
+      if (r.optional_field(c, p, "cold_op_s")) cost.cold_op_s = r.number(c, p, "cold_op_s");
       rec.kind_op_s.push_back(std::move(cost));
     }
   }

@@ -128,6 +128,7 @@ nlohmann::json to_json(const RuntimeRecord& rec) {
     kind_op_s.push_back({{"kind", c.kind},
                          {"dtype", c.dtype ? json(std::string(to_string(*c.dtype))) : json(nullptr)},
                          {"op_s", c.op_s}});
+    if (c.cold_op_s) kind_op_s.back()["cold_op_s"] = *c.cold_op_s;
   }
   json own_kernels = json::array();
   for (const auto& k : rec.own_kernels) {
@@ -192,6 +193,7 @@ nlohmann::json to_json(const RuntimeRecord& rec) {
               {"probes", rec.probes},
               {"calibration_s", optional_number(rec.calibration_s)}});
   if (!rec.fused_activations.empty()) out["fused_activations"] = rec.fused_activations;
+  if (rec.cold_op_s) out["cold_op_s"] = *rec.cold_op_s;
   return out;
 }
 

@@ -113,14 +113,16 @@ Estimate estimate_with(const Model& model, const Device& device, const RateModel
     est.forward = run_forward(model.forward, b, e, rates, model.decode ? "prefill" : "forward",
                               rows, options.blocked_layout, options.linears_as_convolutions,
                               options.own_rates, options.in_place_ops, options.kind_overheads,
-                              forward_kernels ? &*forward_kernels : nullptr, graph_s);
+                              forward_kernels ? &*forward_kernels : nullptr, graph_s,
+                              options.cold_calls ? &*options.cold_calls : nullptr);
     est.latency_s = est.forward.time_s;
     est.naive_latency_s = est.forward.naive_s;
     if (model.decode) {
       est.decode = run_forward(*model.decode, b, e, rates, "decode", rows, options.blocked_layout,
                                options.linears_as_convolutions, options.own_rates,
                                options.in_place_ops, options.kind_overheads,
-                               decode_kernels ? &*decode_kernels : nullptr, graph_s);
+                               decode_kernels ? &*decode_kernels : nullptr, graph_s,
+                               options.cold_calls ? &*options.cold_calls : nullptr);
       est.throughput_per_s = n / est.decode->time_s;
       est.throughput_unit = "tokens/s";
     } else {

@@ -64,6 +64,15 @@ struct BlockedLayout {
 // "elementwise:gelu_tanh", or a whole kind: "pool"). Elements: an op's outputs, a pool's window
 // elements (outputs x window).
 using OwnRates = std::vector<std::pair<std::string, double>>;
+
+// A runtime's fixed costs of a call whose state the caches no longer hold: what every op pays in
+// a model whose pass (its weights and the activations it writes) outgrows the caches, since each
+// layer's call then finds its module, parameters and the library's state for it gone since the
+// pass before.
+struct ColdCalls {
+  std::optional<double> op_s;  // an op of a kind `kinds` lacks
+  OwnRates kinds;              // row kind -> seconds
+};
 // The own-rate kind of a runtime's bias copy into a linear's output before the product
 // accumulates into it (output elements per second).
 inline constexpr const char* kBiasFillKind = "linear:bias";
@@ -133,6 +142,9 @@ struct Options {
   // of a library product costs more than that of its other ops (PyTorch 1.13's eager linears and
   // matmuls through oneDNN: about 20 us a call against 4 us of an add).
   OwnRates kind_overheads;
+  // The same costs of a cold call (ColdCalls), in place of those two where the model's pass
+  // outgrows the caches (inference; unset: the warm costs hold whatever the model's size).
+  std::optional<ColdCalls> cold_calls;
   // The target runtime runs chains of ops as one generated kernel and calls its compiled graph
   // once a pass (inference); unset: every op runs as a kernel of its own.
   std::optional<FusionRules> fusion;

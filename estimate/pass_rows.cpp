@@ -161,7 +161,8 @@ Totals run_forward(const Graph& g, const Bindings& b, double e, const RateModel&
                    const std::string& phase, std::vector<OpRow>* rows,
                    const std::optional<BlockedLayout>& layout, bool linears_as_convolutions,
                    const OwnRates& own_rates, const std::vector<std::string>& in_place_kinds,
-                   const OwnRates& kind_overheads, const FusedGraph* kernels, double graph_s) {
+                   const OwnRates& kind_overheads, const FusedGraph* kernels, double graph_s,
+                   const ColdCalls* cold_calls) {
   Totals t;
   const auto in_place = runs_in_place(g, b, in_place_kinds);
   const double weight_bytes = count_params(g, b) * e;
@@ -178,6 +179,7 @@ Totals run_forward(const Graph& g, const Bindings& b, double e, const RateModel&
     pass_bytes += bytes;
   }
   for (const auto& op : g.ops) pass_bytes += sum_elems(op.state, b) * e;
+  const bool cold = cold_calls && pass_outgrows_caches(g, b, e, pass_bytes, rates);
   // A compiled graph's call (guards, wrapper) runs once before its kernels.
   if (graph_s > 0) {
     OpRow call;
@@ -209,6 +211,15 @@ Totals run_forward(const Graph& g, const Bindings& b, double e, const RateModel&
     // runtime's own kernel, at its own rate where one is given.
     const auto own = blocked ? std::nullopt : own_rate(own_rates, row_kind(op));
     const auto dispatch = own_rate(kind_overheads, row_kind(op));
+    // Its fixed cost: the kind's, else the runtime's per op (RateModel's); a cold call's where
+    // the pass outgrows the caches.
+    auto fixed = dispatch;
+    if (cold) {
+      if (const auto c = own_rate(cold_calls->kinds, row_kind(op)))
+        fixed = c;
+      else if (!dispatch && cold_calls->op_s)
+        fixed = cold_calls->op_s;
+    }
     auto works = forward_work(op, b, e);
     // A view moves nothing, but a runtime that runs each op as it comes (eager) still dispatches
     // it: where a cost is given for views, it is their row's.
@@ -229,7 +240,7 @@ Totals run_forward(const Graph& g, const Bindings& b, double e, const RateModel&
       w.input_bytes = std::min(first_read, std::max(0.0, w.bytes - w.weight_bytes));
       first_read = 0;  // the first of the op's works reads them
       if (own && w.engine == Engine::vector && w.elements > 0) w.own_elements_per_s = *own;
-      if (dispatch && !w.within_op) w.overhead_s = *dispatch;
+      if (fixed && !w.within_op) w.overhead_s = *fixed;
       if (op.kind == OpKind::matmul && w.engine == Engine::gemm && w.flops > 0) w.own_flops_per_s = own;
       if (in_place[index] && w.engine == Engine::vector && w.input_bytes == 0)
         w.in_place_bytes = std::min(w.bytes, static_cast<double>(num_elements(op.output.shape, b)) * e);
@@ -294,6 +305,14 @@ Totals run_forward(const Graph& g, const Bindings& b, double e, const RateModel&
     }
   }
   return t;
+}
+
+bool pass_outgrows_caches(const Graph& g, const Bindings& b, double e, double pass_bytes,
+                          const RateModel& rates) {
+  double bytes = pass_bytes;
+  for (const auto& op : g.ops)
+    if (op.kind != OpKind::reshape) bytes += static_cast<double>(num_elements(op.output.shape, b)) * e;
+  return bytes > rates.largest_cache_bytes();
 }
 
 Totals run_backward(const Graph& g, const Bindings& b, double e, const RateModel& rates,

@@ -70,6 +70,22 @@ std::vector<std::string> apply_runtime(const RuntimeRecord& record, const std::s
   override_rates(kind_overheads, of_dtype);
   options.kind_overheads = std::move(kind_overheads);
 
+  // The cold costs where measured, by the same precedence.
+  ColdCalls cold{record.cold_op_s, {}};
+  OwnRates cold_of_dtype;
+  for (const auto& c : record.kind_op_s) {
+    if (!c.cold_op_s) continue;
+    if (!c.dtype)
+      cold.kinds.emplace_back(c.kind, *c.cold_op_s);
+    else if (c.dtype == dtype)
+      cold_of_dtype.emplace_back(c.kind, *c.cold_op_s);
+  }
+  override_rates(cold.kinds, cold_of_dtype);
+  if (cold.op_s || !cold.kinds.empty())
+    options.cold_calls = std::move(cold);
+  else
+    options.cold_calls.reset();
+
   options.own_rates.clear();
   for (const auto& k : record.own_kernels)
     if (k.dtype == dtype) options.own_rates.emplace_back(k.kind, k.elements_per_s);

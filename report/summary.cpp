@@ -219,6 +219,14 @@ std::string runtimes_summary(const Profile& profile) {
       out += fmt::format("    layout: {}\n", runtime_layout_summary(r));
       if (r.fusion) out += fmt::format("    {}\n", runtime_fusion_summary(*r.fusion));
       if (r.conv_dispatch) out += fmt::format("    {}\n", runtime_dispatch_summary(r));
+      if (r.cold_op_s) {
+        // The kinds' cold costs beside the plain op's: what a pass that outgrows the caches pays.
+        std::vector<std::string> kinds;
+        for (const auto& c : r.kind_op_s)
+          if (c.cold_op_s) kinds.push_back(fmt::format("{} {}", c.kind, format_time_s(*c.cold_op_s)));
+        out += fmt::format("    cold calls (a pass that outgrows the caches): op {}{}{}\n", format_time_s(*r.cold_op_s),
+                           kinds.empty() ? "" : ", ", fmt::join(kinds, ", "));
+      }
     }
   }
   return out;

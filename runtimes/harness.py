@@ -239,6 +239,34 @@ def slope_rate(points):
     return 1.0 / slope, "slope"
 
 
+# Rounds of a cold-call measurement (each call of a round after an eviction of its own).
+COLD_CALL_ROUNDS, COLD_CALL_ROUNDS_QUICK = 6, 2
+# What an eviction writes where the OS gives no last-level cache size.
+EVICTION_FALLBACK_BYTES = 64 * 2 ** 20
+
+
+def eviction_bytes(llc_bytes):
+    """Bytes that replace the caches' lines: the last-level cache's size (as many bytes as a
+    pass that outgrows the cache moves between two calls of one layer), EVICTION_FALLBACK_BYTES
+    where the OS does not give it."""
+    return llc_bytes or EVICTION_FALLBACK_BYTES
+
+
+def time_cold_calls(calls, evict, rounds, clock=time.perf_counter):
+    """{key: Timing} of each of `calls` (callables, returning once their work is done), each
+    sample right after `evict()`, which writes memory the call does not use (its own time is not
+    counted). Rounds visit every call once, so that a spell of the host slows a few samples of
+    each."""
+    samples = {key: [] for key in calls}
+    for _ in range(max(1, rounds)):
+        for key, call in calls.items():
+            evict()
+            start = clock()
+            call()
+            samples[key].append(clock() - start)
+    return {key: Timing(s) for key, s in samples.items()}
+
+
 def kernel_time_s(measured_s, fixed_s, floor_fraction=0.5):
     """A measured call's kernel time: its time less the fixed cost the estimator charges per op
     (so that it is not counted twice), at least `floor_fraction` of the measured time, since a

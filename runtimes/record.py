@@ -42,7 +42,7 @@ def build_record(runtime, device, framework, versions, threads, dtypes, settings
                  calibration_s, kind_op_s=(), own_kernels=(), layout=None, conv_layout="",
                  linears_as_convolutions=False, in_place=(), fuse_activations=False, memory_levels=(),
                  gemm=(), conv=(), fusion=None, conv_dispatch=None, conv_batchnorm_apart=None,
-                 fused_activations=None):
+                 fused_activations=None, cold_op_s=None):
     """The record, its fields in docs/runtimes.md's order. `versions` gets the interpreter's
     version where it lacks one; `settings` the allocator (the C library's default: the probes
     never change it)."""
@@ -82,6 +82,8 @@ def build_record(runtime, device, framework, versions, threads, dtypes, settings
         out["conv_batchnorm_apart"] = bool(conv_batchnorm_apart)
     if fused_activations:
         out["fused_activations"] = sorted(fused_activations)
+    if cold_op_s is not None:
+        out["cold_op_s"] = cold_op_s
     return out
 
 
@@ -103,7 +105,7 @@ def _may_be_zero(path):
     """op_s and kind_op_s may be 0 (noise can leave an op's cost unmeasurable), and so what a
     GEMM or convolution point had taken off for it; so may a coefficient of variation, a
     convolution's padding and what a probe point records beside its times."""
-    return (path in ("op_s", "fusion.graph_s", "conv_dispatch.op_s", "conv_dispatch.others_op_s") or
+    return (path in ("op_s", "cold_op_s", "fusion.graph_s", "conv_dispatch.op_s", "conv_dispatch.others_op_s") or
             path.startswith("kind_op_s[") or path.endswith(".cv") or
             re.fullmatch(r"(gemm|conv)\[\d+\]\.fixed_s_taken_off", path) is not None or
             re.fullmatch(r"conv\[\d+\]\.pad", path) is not None or

@@ -38,6 +38,10 @@ TINY_CHANNELS, TINY_SIDE = 16, 4
 VIEW_SIDE = 16
 # The layer-norm chain's width.
 NORM_WIDTH = 64
+# cold_costs: the layers of a ring (each a shape of its own), and the kinds it measures (None: the
+# plain op).
+COLD_RING = 16
+COLD_KINDS = (None, "linear", "matmul", "reshape", "conv2d", "norm:batchnorm", "norm:layernorm")
 # A GEMM point's kernel time is at least this fraction of its measured time.
 KERNEL_FLOOR = 0.5
 QUICK_ROW_KINDS = ("elementwise:gelu", "elementwise:add", "softmax", "norm:layernorm", "linear:bias")
@@ -100,7 +104,9 @@ def pick_dtype(torch, device, asked):
 
 
 def fixed_costs(torch, dtype, device, budget, progress, quick, sync=None):
-    """op_s and kind_op_s from chains of tiny ops. Returns (op_s, kind_op_s, probe points)."""
+    """op_s and kind_op_s from chains of tiny ops; on the CPU, each also as a cold call
+    (cold_costs): kind_op_s entries gain cold_op_s. Returns (op_s, kind_op_s, probe points, the
+    plain op's cold cost or None)."""
     from torch import nn
     links = grids.chain_links(quick)
     label = torch_common.dtype_label(torch, dtype)
@@ -180,7 +186,91 @@ def fixed_costs(torch, dtype, device, budget, progress, quick, sync=None):
         kinds.append({"kind": "norm:layernorm", "dtype": label, "op_s": cost})
         probes += points
     progress(f"op_s {op_s * 1e6:.2f} us; " + ", ".join(f"{k['kind']} {k['op_s'] * 1e6:.2f} us" for k in kinds))
-    return op_s, kinds, probes
+    if device != "cpu":
+        return op_s, kinds, probes, None
+    cold, cold_probes = cold_costs(torch, dtype, device, label, quick)
+    for k in kinds:
+        k["cold_op_s"] = max(cold[k["kind"]], k["op_s"])
+    cold_op_s = max(cold[None], op_s)
+    progress(f"cold calls: op_s {cold_op_s * 1e6:.2f} us; " +
+             ", ".join(f"{k['kind']} {k['cold_op_s'] * 1e6:.2f} us" for k in kinds))
+    return op_s, kinds, probes + cold_probes, cold_op_s
+
+
+def cold_costs(torch, dtype, device, label, quick):
+    """What each call of the plain op (key None) and of each kind of kind_op_s costs inside a
+    model whose pass outgrows the caches: a ring of COLD_RING layers of the kind, each of a
+    shape of its own, the call of each followed by a write of 1/COLD_RING of the last-level
+    cache (harness.time_cold_calls), so that a layer's call comes back to its module, its
+    parameters and the library's state for its shape after a cache's worth of other traffic, as
+    a model's layer does a pass later, while the kind's own code, which every layer of the ring
+    runs, stays as warm as a model's many layers of the kind keep it. The figure is the median
+    over the ring's calls: a pass sums hundreds of such calls, typical ones rather than the
+    luckiest. Returns ({kind: seconds}, probe points)."""
+    size = harness.eviction_bytes(harness.last_level_cache_bytes())
+    buffers = [torch.empty(size // COLD_RING // 4, dtype=torch.float32) for _ in range(COLD_RING)]
+    rounds = harness.COLD_CALL_ROUNDS_QUICK if quick else harness.COLD_CALL_ROUNDS
+    rtol, atol = torch_common.tolerance(torch, dtype)
+    costs, probes = {}, []
+    with torch.inference_mode():
+        for kind in COLD_KINDS:
+            ring = [_cold_layer(torch, kind, i, dtype, device, rtol, atol) for i in range(COLD_RING)]
+            turn = [0]
+
+            def write():
+                buffers[turn[0] % COLD_RING].fill_(1.0)
+
+            def call():
+                ring[turn[0] % COLD_RING]()
+                turn[0] += 1
+            timing = harness.time_cold_calls({kind: call}, write, rounds * COLD_RING)[kind]
+            costs[kind] = timing.median_s
+            probes.append(record.probe_point(f"cold call {kind or 'op'} {label}",
+                                             f"ring of {COLD_RING}, {size // COLD_RING} bytes written between calls",
+                                             timing))
+    return costs, probes
+
+
+def _cold_layer(torch, kind, i, dtype, device, rtol, atol):
+    """The `i`th layer of a cold_costs ring for `kind` (None: the plain op's tiny linear), its
+    output checked: a callable making one call."""
+    from torch import nn
+    torch.manual_seed(harness.SEED + i)
+    step = 4 * i  # each layer's shape its own
+    if kind in (None, "linear"):
+        rows, width = (1, TINY_WIDTH + step) if kind is None else (PRODUCT_ROWS, PRODUCT_WIDTH + step)
+        layer, x = _linear(torch, rows, width, dtype, device, seed=i)
+        call = lambda: layer(x)  # noqa: E731
+        want = torch.nn.functional.linear(x.double(), layer.weight.double(), layer.bias.double())
+    elif kind == "matmul":
+        width = PRODUCT_WIDTH + step
+        a = harness.random_input("torch", (PRODUCT_BATCH, PRODUCT_ROWS, width), dtype, device, seed=i)
+        w = harness.random_input("torch", (PRODUCT_BATCH, width, width), dtype, device, seed=i + 1) / width ** 0.5
+        call = lambda: torch.matmul(a, w)  # noqa: E731
+        want = torch.matmul(a.double(), w.double())
+    elif kind == "reshape":
+        side = VIEW_SIDE + i
+        v = harness.random_input("torch", (1, side * side), dtype, device, seed=i)
+        call = lambda: v.view(side, side).transpose(0, 1)  # noqa: E731
+        want = v.double().view(side, side).transpose(0, 1)
+    else:
+        channels = TINY_CHANNELS + step
+        x = harness.random_input("torch", (1, channels, TINY_SIDE, TINY_SIDE), dtype, device, seed=i)
+        if kind == "conv2d":
+            layer = nn.Conv2d(channels, channels, 1).to(device, dtype).eval()
+        elif kind == "norm:batchnorm":
+            layer = nn.BatchNorm2d(channels).to(device, dtype).eval()
+            layer.running_var.copy_(harness.random_input("torch", (channels,), dtype, device, seed=i, positive=True))
+        else:  # norm:layernorm, over the last dimension of rows
+            mixed = dtype in (torch.bfloat16, torch.float16)
+            width = NORM_WIDTH + step
+            layer = (torch_common.MixedPrecisionLayerNorm.make(width) if mixed else nn.LayerNorm(width))
+            layer = layer.to(device, dtype).eval()
+            x = harness.random_input("torch", (1, width), dtype, device, seed=i)
+        call = lambda: layer(x)  # noqa: E731
+        want = copy.deepcopy(layer).double()(x.double())
+    harness.check_close(f"cold call {kind or 'op'} {i}", call(), want, rtol, atol)
+    return call
 
 
 def gemm_points(torch, dtype, device, kind_costs, budget, progress, quick, time_group=None):
@@ -327,7 +417,8 @@ def calibrate(options):
     dtype = pick_dtype(torch, device, options.dtype)
     label = torch_common.dtype_label(torch, dtype)
     progress(f"dtype {label}")
-    op_s, kind_op_s, fixed_probes = fixed_costs(torch, dtype, device, budget, progress, options.quick, sync)
+    op_s, kind_op_s, fixed_probes, cold_op_s = fixed_costs(torch, dtype, device, budget, progress, options.quick,
+                                                           sync)
     kernels = row_kernel_table(torch, dtype, options.quick)
     own, own_probes = torch_common.own_kernel_rates(torch, kernels, grids.row_shapes(options.quick), dtype, budget,
                                                     progress, device, time_group=timer)
@@ -358,7 +449,8 @@ def calibrate(options):
         threads=torch.get_num_threads(), dtypes=[label], settings=settings, op_s=op_s, kind_op_s=kind_op_s,
         own_kernels=own, layout=None, conv_layout="nchw", linears_as_convolutions=False, in_place=[],
         fuse_activations=False, memory_levels=[level], gemm=gemm, conv=conv, conv_dispatch=dispatch,
-        conv_batchnorm_apart=batchnorm_apart, probes=fixed_probes + own_probes + gemm_probes + conv_probes + [memory_probe], calibration_s=0.0)
+        conv_batchnorm_apart=batchnorm_apart, probes=fixed_probes + own_probes + gemm_probes + conv_probes + [memory_probe],
+        calibration_s=0.0, cold_op_s=cold_op_s)
 
 
 def _gpu_memory_level(torch, dtype, device, working, budget, timer, progress):

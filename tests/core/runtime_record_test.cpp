@@ -1,4 +1,4 @@
-// Runtime records (schema 1.12; fusion since 1.13, conv_dispatch since 1.14, conv_batchnorm_apart since 1.15, the dispatch paths' costs since 1.16, fused_activations since 1.17): the reader and writer keep every field, the
+// Runtime records (schema 1.12; fusion since 1.13, conv_dispatch since 1.14, conv_batchnorm_apart since 1.15, the dispatch paths' costs since 1.16, fused_activations since 1.17, cold_op_s since 1.18): the reader and writer keep every field, the
 // schema accepts what a probe writes and rejects a broken record naming the path, and profiles
 // without runtimes read and write as before.
 #include <gtest/gtest.h>
@@ -54,7 +54,7 @@ std::string joined(const std::vector<std::string>& errors) {
          << "no message at " << path << " containing \"" << what << "\"; got:" << joined(errors);
 }
 
-TEST(RuntimeRecord, SchemaVersionIsOneSeventeen) { EXPECT_EQ(schema_version_string(), "1.17"); }
+TEST(RuntimeRecord, SchemaVersionIsOneEighteen) { EXPECT_EQ(schema_version_string(), "1.18"); }
 
 TEST(RuntimeRecord, FixtureValidatesAndReadsEveryField) {
   const json doc = record_fixture();
@@ -296,6 +296,29 @@ TEST(RuntimeRecord, FusedActivationsRoundTripAndAreRefusedWhenNotNames) {
             "p.json: /devices/0/runtimes/onnxruntime/fused_activations: expected an array of strings");
   json bad = doc;
   bad["fused_activations"] = {"Relu!"};
+  EXPECT_FALSE(validate_runtime_record_json(bad).empty());
+}
+
+TEST(RuntimeRecord, ColdCostsRoundTripAndAreRefusedWhenNegative) {
+  json doc = record_fixture();
+  ASSERT_FALSE(doc["kind_op_s"].empty());
+  EXPECT_FALSE(runtime_record_from_json(doc, "record.json").cold_op_s);  // absent
+  EXPECT_FALSE(to_json(runtime_record_from_json(doc, "record.json")).contains("cold_op_s"));
+  doc["cold_op_s"] = 2.5e-5;
+  doc["kind_op_s"][0]["cold_op_s"] = 4.0e-5;
+  ASSERT_TRUE(validate_runtime_record_json(doc).empty()) << joined(validate_runtime_record_json(doc));
+  const RuntimeRecord r = runtime_record_from_json(doc, "record.json");
+  EXPECT_EQ(r.cold_op_s, 2.5e-5);
+  EXPECT_EQ(r.kind_op_s[0].cold_op_s, 4.0e-5);
+  const json written = to_json(r);
+  EXPECT_EQ(written.at("cold_op_s"), 2.5e-5);
+  EXPECT_EQ(written.at("kind_op_s")[0].at("cold_op_s"), 4.0e-5);
+  EXPECT_EQ(to_json(runtime_record_from_json(written, "again")), written);
+  json bad = doc;
+  bad["cold_op_s"] = -1e-6;
+  EXPECT_FALSE(validate_runtime_record_json(bad).empty());
+  bad = doc;
+  bad["kind_op_s"][0]["cold_op_s"] = "slow";
   EXPECT_FALSE(validate_runtime_record_json(bad).empty());
 }
 

@@ -400,6 +400,38 @@ TEST_F(Layout, ARuntimeThatDispatchesProductsAtACostOfItsOwnChargesItPerProduct)
                           [](const OpRow& row) { return row.kind == kBiasFillKind; }));
 }
 
+TEST_F(Layout, ColdCallsCostWhereThePassOutgrowsTheCaches) {
+  // x [N, 64] -> linear 64 -> relu -> linear 64: 16 KiB of weights each, the pass's activations
+  // 1 KiB a row. At batch 2 the pass fits the fixture's 1 MiB cache; at batch 4096 it writes 3 MiB.
+  GraphBuilder gb;
+  const auto& x = gb.input("x", {Dim::symbol("N"), 64});
+  const auto& h = gb.add(make_linear("fc1", x, 64, false));
+  const auto& r = gb.add(make_elementwise("relu", "relu", {h}));
+  gb.add(make_linear("fc2", r, 64, false));
+  Model m;
+  m.name = "cold";
+  m.forward = gb.take();
+  for (const std::int64_t n : {2, 4096}) {
+    Options o = batch(n);
+    o.op_overhead_s = 4e-6;
+    o.kind_overheads = {{"linear", 20e-6}};
+    const auto warm = estimate(m, cpu, o);
+    o.cold_calls = ColdCalls{30e-6, {{"linear", 50e-6}}};
+    const auto cold = estimate(m, cpu, o);
+    const bool outgrows = n == 4096;
+    ASSERT_EQ(cold.ops.size(), warm.ops.size());
+    for (std::size_t i = 0; i < cold.ops.size(); ++i) {
+      const auto& row = cold.ops[i];
+      // A cold pass: the linears take their kind's cold cost, the relu the plain op's.
+      const double want = !outgrows ? warm.ops[i].overhead_s : row.kind == "linear" ? 50e-6 : 30e-6;
+      EXPECT_DOUBLE_EQ(row.overhead_s, want) << row.kind << " at batch " << n;
+      EXPECT_DOUBLE_EQ(row.compute_s, warm.ops[i].compute_s) << row.kind;
+    }
+    EXPECT_NEAR(cold.latency_s - warm.latency_s, outgrows ? 2 * (50e-6 - 20e-6) + (30e-6 - 4e-6) : 0.0, 1e-12)
+        << n;
+  }
+}
+
 TEST_F(Layout, ARuntimeThatDispatchesViewsPaysForEach) {
   // x [N, 64] -> linear to 64 -> a view to [N, 8, 8] -> a view back -> relu.
   GraphBuilder gb;

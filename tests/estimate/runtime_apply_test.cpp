@@ -75,6 +75,27 @@ TEST(RuntimeApply, ADtypesOwnKindCostWinsOverEveryDtypes) {
   EXPECT_EQ(rate_of(o.kind_overheads, "matmul"), 7e-6);
 }
 
+TEST(RuntimeApply, ColdCostsFollowTheKindCostsPrecedence) {
+  RuntimeRecord r = record_fixture();
+  Options o = batch(1);
+  apply_runtime(r, "torch-jit", o);
+  EXPECT_FALSE(o.cold_calls.has_value());  // none measured
+  r.cold_op_s = 25e-6;
+  r.kind_op_s = {{"matmul", DType::f32, 7e-6, 40e-6},
+                 {"matmul", std::nullopt, 5e-6, 30e-6},
+                 {"linear", DType::bf16, 9e-6, 60e-6},
+                 {"conv2d", std::nullopt, 9e-6, std::nullopt}};
+  apply_runtime(r, "torch-jit", o);
+  ASSERT_TRUE(o.cold_calls.has_value());
+  EXPECT_EQ(o.cold_calls->op_s, 25e-6);
+  ASSERT_EQ(o.cold_calls->kinds.size(), 1u);  // bf16's and the unmeasured kind's left out
+  EXPECT_EQ(rate_of(o.cold_calls->kinds, "matmul"), 40e-6);
+  r.cold_op_s.reset();
+  r.kind_op_s.clear();
+  apply_runtime(r, "torch-jit", o);
+  EXPECT_FALSE(o.cold_calls.has_value());  // a record without them clears the last one's
+}
+
 TEST(RuntimeApply, PlainRuntimeClearsTheLayout) {
   RuntimeRecord r = record_fixture();
   r.layout.reset();

@@ -419,5 +419,21 @@ TEST(RuntimeSummary, DispatchNamesEachConditionThatExcludesACall) {
   EXPECT_NE(runtime_dispatch_summary(r).find("at least ? there, 83.4 us elsewhere"), std::string::npos);
 }
 
+TEST(RuntimeSummary, ColdCallsAreListedWhereMeasured) {
+  Profile p = cpu_fixture();
+  RuntimeRecord r;
+  r.framework = "torch 2.15.0";
+  r.threads = 2;
+  r.dtypes = {DType::f32};
+  r.op_s = 5e-6;
+  r.kind_op_s = {{"conv2d", DType::f32, 9.7e-6, 4.7e-5}, {"reshape", std::nullopt, 6e-7, std::nullopt}};
+  p.devices.at(0).runtimes["torch-eager"] = r;
+  EXPECT_EQ(runtimes_summary(p).find("cold calls"), std::string::npos);  // none measured
+  p.devices.at(0).runtimes["torch-eager"].cold_op_s = 2.4e-5;
+  EXPECT_NE(runtimes_summary(p).find("    cold calls (a pass that outgrows the caches): op 24 us, conv2d 47 us\n"),
+            std::string::npos)
+      << runtimes_summary(p);
+}
+
 }  // namespace
 }  // namespace truepeak::report

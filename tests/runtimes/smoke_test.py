@@ -3,8 +3,8 @@ Debian's PyTorch (/usr/bin/python3, or TRUEPEAK_TORCH_PYTHON), onnxruntime, and 
 torch-compile with the torch 2.x of the project's venv (.venv/bin/python, or TRUEPEAK_ORT_PYTHON
 and TRUEPEAK_TORCH2_PYTHON, see scripts/setup-venv.sh). Each record must pass the record checks;
 torch-compile's must carry its fusion rules; torch-eager's its image kernels, a batch norm's
-call cost, image-input convolutions and cold-weights GEMM points, and both the implementation
-of each convolution point; onnxruntime's its cold-weights GEMM points and a relu folded into a
+call cost, cold calls' costs, image-input convolutions and cold-weights GEMM points, and both
+the implementation of each convolution point; onnxruntime's its cold-weights GEMM points and a relu folded into a
 convolution; torch-jit's the two timings behind its linears' choice; torch-eager must find that
 it runs a convolution's batch norm apart, torch-jit that it folds it.
 Each runtime whose framework is missing is skipped, saying why; exit 77 (skipped) when none ran."""
@@ -67,6 +67,8 @@ def run(runtime, python):
         costed = {k["kind"] for k in doc["kind_op_s"]}
         if "norm:batchnorm" not in costed:
             return None, f"{runtime}: the record has no batch norm call cost ({sorted(costed)})"
+        if "cold_op_s" not in doc or any("cold_op_s" not in k for k in doc["kind_op_s"]):
+            return None, f"{runtime}: the record lacks a cold call's costs"
         if not any(c["c"] < c["k"] and c["groups"] == 1 for c in doc["conv"]):
             return None, f"{runtime}: the record has no image-input convolution point"
         if not any(g["cold_weights"] for g in doc["gemm"]):

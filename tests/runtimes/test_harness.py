@@ -166,6 +166,23 @@ class TimeInSweepsTest(unittest.TestCase):
         self.assertIn(5.0, timings["a"].samples)
 
 
+class TimeColdCallsTest(unittest.TestCase):
+    def test_every_sample_follows_an_eviction_and_leaves_it_out(self):
+        clock, log = FakeClock(), []
+        evict = clock.call([5e-3], log, "evict")  # an eviction takes time, never counted
+        calls = {"a": clock.call([2e-5, 3e-5, 4e-5], log, "a"), "b": clock.call([1e-5], log, "b")}
+        timings = harness.time_cold_calls(calls, evict, 3, clock)
+        self.assertEqual(log, ["evict", "a", "evict", "b"] * 3)
+        self.assertEqual(timings["a"].count, 3)
+        self.assertAlmostEqual(timings["a"].time_s, 2e-5)
+        self.assertAlmostEqual(timings["a"].median_s, 3e-5)
+        self.assertAlmostEqual(timings["b"].median_s, 1e-5)
+
+    def test_an_eviction_writes_the_last_level_cache(self):
+        self.assertEqual(harness.eviction_bytes(32 * 2 ** 20), 32 * 2 ** 20)
+        self.assertEqual(harness.eviction_bytes(None), harness.EVICTION_FALLBACK_BYTES)
+
+
 class BudgetTest(unittest.TestCase):
     def test_points_take_their_minimum_once_the_total_is_spent(self):
         clock = FakeClock()

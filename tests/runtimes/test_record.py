@@ -88,6 +88,20 @@ class ProblemsTest(unittest.TestCase):
         self.assertEqual(doc["conv"][0]["cv"], 0.0)
         self.assertEqual(record.problems(doc), [])
 
+    def test_cold_costs_are_kept_where_measured_and_must_be_finite(self):
+        self.assertNotIn("cold_op_s", a_record())
+        doc = record.build_record(runtime="torch-eager", device="cpu", framework="torch 2.15.0", versions={},
+                                  threads=2, dtypes=["f32"], settings={}, op_s=5e-6, probes=[], calibration_s=1.0,
+                                  kind_op_s=[{"kind": "conv2d", "dtype": "f32", "op_s": 1e-5, "cold_op_s": 4e-5}],
+                                  cold_op_s=2.4e-5)
+        self.assertEqual(doc["cold_op_s"], 2.4e-5)
+        self.assertEqual(doc["kind_op_s"][0]["cold_op_s"], 4e-5)
+        self.assertEqual(record.problems(doc), [])
+        doc["cold_op_s"] = float("inf")
+        doc["kind_op_s"][0]["cold_op_s"] = -1e-6
+        self.assertEqual(sorted(record.problems(doc)), ["cold_op_s: inf is not finite",
+                                                        "kind_op_s[0].cold_op_s: -1e-06 is not positive"])
+
     def test_a_point_may_have_had_nothing_taken_off(self):
         # A fixed cost that noise left at 0: the points' times are as measured.
         doc = a_record(op_s=0.0, gemm=[gemm_point(fixed_s_taken_off=0.0)], conv=[conv_point(fixed_s_taken_off=0.0)])
