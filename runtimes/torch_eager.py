@@ -113,6 +113,15 @@ def fixed_costs(torch, dtype, device, budget, progress, quick, sync=None):
     rtol, atol = torch_common.tolerance(torch, dtype)
     probes, kinds = [], []
 
+    def module_kind(kind, name, module, x):
+        """kind_op_s of `kind` from a chain of `module` on `x`, its output checked first."""
+        nonlocal probes
+        harness.check_close(name, module(x), copy.deepcopy(module).double()(x.double()), rtol, atol)
+        cost, points = torch_common.chain_probe(torch, f"kind chain {name}", torch_common.chain_of(module, x, sync),
+                                                links, 1, budget)
+        kinds.append({"kind": kind, "dtype": label, "op_s": cost})
+        probes += points
+
     def linear_step(rows, width):
         layer, x = _linear(torch, rows, width, dtype, device)
         harness.check_close(f"linear {rows}x{width}", layer(x), torch.nn.functional.linear(
@@ -168,23 +177,14 @@ def fixed_costs(torch, dtype, device, budget, progress, quick, sync=None):
             batchnorm.running_mean.copy_(harness.random_input("torch", (TINY_CHANNELS,), dtype, device, seed=3))
             batchnorm.running_var.copy_(harness.random_input("torch", (TINY_CHANNELS,), dtype, device, seed=4,
                                                              positive=True))
-        harness.check_close("batch norm", batchnorm(c), copy.deepcopy(batchnorm).double()(c.double()), rtol, atol)
-        cost, points = torch_common.chain_probe(
-            torch, f"kind chain batch norm {TINY_CHANNELS}ch {TINY_SIDE}x{TINY_SIDE} {label}",
-            torch_common.chain_of(batchnorm, c, sync), links, 1, budget)
-        kinds.append({"kind": "norm:batchnorm", "dtype": label, "op_s": cost})
-        probes += points
+        module_kind("norm:batchnorm", f"batch norm {TINY_CHANNELS}ch {TINY_SIDE}x{TINY_SIDE} {label}", batchnorm, c)
 
         mixed = dtype in (torch.bfloat16, torch.float16)
         norm = (torch_common.MixedPrecisionLayerNorm.make(NORM_WIDTH) if mixed else nn.LayerNorm(NORM_WIDTH))
         norm = norm.to(device, dtype).eval()
         n = harness.random_input("torch", (1, NORM_WIDTH), dtype, device)
-        harness.check_close("layer norm", norm(n), copy.deepcopy(norm).double()(n.double()), rtol, atol)
-        cost, points = torch_common.chain_probe(
-            torch, f"kind chain layer norm 1x{NORM_WIDTH} {label}{' computed in f32' if mixed else ''}",
-            torch_common.chain_of(norm, n, sync), links, 1, budget)
-        kinds.append({"kind": "norm:layernorm", "dtype": label, "op_s": cost})
-        probes += points
+        module_kind("norm:layernorm", f"layer norm 1x{NORM_WIDTH} {label}{' computed in f32' if mixed else ''}",
+                    norm, n)
     progress(f"op_s {op_s * 1e6:.2f} us; " + ", ".join(f"{k['kind']} {k['op_s'] * 1e6:.2f} us" for k in kinds))
     if device != "cpu":
         return op_s, kinds, probes, None
