@@ -68,7 +68,7 @@ TEST(RuntimeApply, AnotherDtypeTakesItsOwnFiguresAndSaysWhatIsMissing) {
 
 TEST(RuntimeApply, ADtypesOwnKindCostWinsOverEveryDtypes) {
   RuntimeRecord r = record_fixture();
-  r.kind_op_s = {{"matmul", DType::f32, 7e-6}, {"matmul", std::nullopt, 5e-6}};
+  r.kind_op_s = {{"matmul", DType::f32, 7e-6, std::nullopt}, {"matmul", std::nullopt, 5e-6, std::nullopt}};
   Options o = batch(1);
   apply_runtime(r, "torch-jit", o);
   ASSERT_EQ(o.kind_overheads.size(), 1u);
