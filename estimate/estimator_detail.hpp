@@ -37,11 +37,6 @@ Totals run_forward(const Graph& g, const Bindings& b, double e, const RateModel&
                    const OwnRates& kind_overheads = {}, const FusedGraph* kernels = nullptr,
                    double graph_s = 0, const ColdCalls* cold_calls = nullptr);
 
-// Whether a pass of `g` outgrows the caches: its weights, inputs and state (`pass_bytes`) and the
-// activations it writes together exceed the largest cache.
-bool pass_outgrows_caches(const Graph& g, const Bindings& b, double e, double pass_bytes,
-                          const RateModel& rates);
-
 // The backward pass of `g` as rows (data and weight gradients, in reverse op order).
 Totals run_backward(const Graph& g, const Bindings& b, double e, const RateModel& rates,
                     std::vector<OpRow>* rows);

@@ -155,6 +155,16 @@ std::vector<bool> runs_in_place(const Graph& g, const Bindings& b, const std::ve
   return out;
 }
 
+// Whether a pass of `g` outgrows the caches: its weights, inputs and state (`pass_bytes`) and the
+// activations it writes together exceed the largest cache.
+bool pass_outgrows_caches(const Graph& g, const Bindings& b, double e, double pass_bytes,
+                          const RateModel& rates) {
+  double bytes = pass_bytes;
+  for (const auto& op : g.ops)
+    if (op.kind != OpKind::reshape) bytes += static_cast<double>(num_elements(op.output.shape, b)) * e;
+  return bytes > rates.largest_cache_bytes();
+}
+
 }  // namespace
 
 Totals run_forward(const Graph& g, const Bindings& b, double e, const RateModel& rates,
@@ -305,14 +315,6 @@ Totals run_forward(const Graph& g, const Bindings& b, double e, const RateModel&
     }
   }
   return t;
-}
-
-bool pass_outgrows_caches(const Graph& g, const Bindings& b, double e, double pass_bytes,
-                          const RateModel& rates) {
-  double bytes = pass_bytes;
-  for (const auto& op : g.ops)
-    if (op.kind != OpKind::reshape) bytes += static_cast<double>(num_elements(op.output.shape, b)) * e;
-  return bytes > rates.largest_cache_bytes();
 }
 
 Totals run_backward(const Graph& g, const Bindings& b, double e, const RateModel& rates,

@@ -4,11 +4,32 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 #include "core/error.hpp"
 
 namespace truepeak::estimate {
+namespace {
+
+// The kinds' costs that `cost` gives (nullopt: not measured), for `dtype`: a kind's cost for this
+// dtype wins over its cost for every dtype.
+template <typename Cost>
+OwnRates kind_costs(const RuntimeRecord& record, DType dtype, Cost cost) {
+  OwnRates every, of_dtype;
+  for (const auto& c : record.kind_op_s) {
+    const std::optional<double> value = cost(c);
+    if (!value) continue;
+    if (!c.dtype)
+      every.emplace_back(c.kind, *value);
+    else if (c.dtype == dtype)
+      of_dtype.emplace_back(c.kind, *value);
+  }
+  override_rates(every, of_dtype);
+  return every;
+}
+
+}  // namespace
 
 const RuntimeRecord& find_runtime(const Device& device, const std::string& key,
                                   const std::string& profile_file) {
@@ -60,27 +81,11 @@ std::vector<std::string> apply_runtime(const RuntimeRecord& record, const std::s
   }
   options.op_overhead_s = record.op_s;
 
-  // A kind's cost for this dtype wins over its cost for every dtype.
-  OwnRates kind_overheads;
-  for (const auto& c : record.kind_op_s)
-    if (!c.dtype) kind_overheads.emplace_back(c.kind, c.op_s);
-  OwnRates of_dtype;
-  for (const auto& c : record.kind_op_s)
-    if (c.dtype == dtype) of_dtype.emplace_back(c.kind, c.op_s);
-  override_rates(kind_overheads, of_dtype);
-  options.kind_overheads = std::move(kind_overheads);
-
-  // The cold costs where measured, by the same precedence.
-  ColdCalls cold{record.cold_op_s, {}};
-  OwnRates cold_of_dtype;
-  for (const auto& c : record.kind_op_s) {
-    if (!c.cold_op_s) continue;
-    if (!c.dtype)
-      cold.kinds.emplace_back(c.kind, *c.cold_op_s);
-    else if (c.dtype == dtype)
-      cold_of_dtype.emplace_back(c.kind, *c.cold_op_s);
-  }
-  override_rates(cold.kinds, cold_of_dtype);
+  options.kind_overheads =
+      kind_costs(record, dtype, [](const RuntimeKindCost& c) -> std::optional<double> { return c.op_s; });
+  // The cold costs where measured.
+  ColdCalls cold{record.cold_op_s,
+                 kind_costs(record, dtype, [](const RuntimeKindCost& c) { return c.cold_op_s; })};
   if (cold.op_s || !cold.kinds.empty())
     options.cold_calls = std::move(cold);
   else

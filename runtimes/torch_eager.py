@@ -115,12 +115,11 @@ def fixed_costs(torch, dtype, device, budget, progress, quick, sync=None):
 
     def module_kind(kind, name, module, x):
         """kind_op_s of `kind` from a chain of `module` on `x`, its output checked first."""
-        nonlocal probes
         harness.check_close(name, module(x), copy.deepcopy(module).double()(x.double()), rtol, atol)
         cost, points = torch_common.chain_probe(torch, f"kind chain {name}", torch_common.chain_of(module, x, sync),
                                                 links, 1, budget)
         kinds.append({"kind": kind, "dtype": label, "op_s": cost})
-        probes += points
+        probes.extend(points)
 
     def linear_step(rows, width):
         layer, x = _linear(torch, rows, width, dtype, device)
