@@ -40,8 +40,9 @@ using nlohmann::json;
 // it exited (a grandchild holding them).
 constexpr double kTermGrace_s = 2.0;
 constexpr double kPipeGrace_s = 1.0;
-// What an import check may take (a cold `import torch` reads a few hundred MB).
-constexpr double kImportCheck_s = 120.0;
+// What the check that an interpreter has a framework may take: it finds the package without
+// importing it, but a cold interpreter on a slow disk still reads its standard library.
+constexpr double kImportCheck_s = 60.0;
 // Stderr kept to find its last line.
 constexpr std::size_t kStderrTail = 8192;
 
@@ -189,7 +190,11 @@ std::string choose_python(const std::string& given, const std::string& runtime,
   const std::string venv = source_dir + "/.venv/bin/python";
   if (is_executable_file(venv)) {
     ChildSpec check;
-    check.argv = {venv, "-c", "import " + runtime_framework_module(runtime)};
+    // Finding the package, not importing it: an import of torch takes seconds, and the runtime's
+    // own process says so in one line when an installed framework fails to import.
+    check.argv = {venv, "-c",
+                  "import importlib.util, sys; sys.exit(importlib.util.find_spec('" +
+                      runtime_framework_module(runtime) + "') is None)"};
     for (char** e = environ; e && *e; ++e) check.env.emplace_back(*e);
     check.timeout_s = kImportCheck_s;
     if (const auto r = run_child(check); r.end == ChildResult::End::exited && r.exit_status == 0)
@@ -475,8 +480,7 @@ std::vector<PlannedProbe> plan_runtime_probes(const std::vector<RuntimeRequest>&
                                               const std::vector<std::string>& device_ids,
                                               const std::string& given_python) {
   std::vector<PlannedProbe> plan;
-  // The interpreter of each framework, chosen once: the choice imports the framework, a second
-  // or more for torch.
+  // The interpreter of each framework, chosen once: the choice starts an interpreter.
   std::map<std::string, std::string> chosen;
   for (const auto& r : requests) {
     const auto kinds = runtime_device_kinds(r.name);

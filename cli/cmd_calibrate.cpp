@@ -200,7 +200,7 @@ void add_calibrate_command(CLI::App& app, const Context& context) {
                   "otherwise)");
   cmd->add_option("--python", args->python,
                   "With --runtime: the Python interpreter that has the framework (default: the project's "
-                  ".venv where it imports the framework, else /usr/bin/python3)");
+                  ".venv where it has the framework, else /usr/bin/python3)");
   cmd->add_option("--add-to", args->add_to,
                   "With --runtime: measure only the runtimes and add them to this profile (written back in "
                   "place, at this truepeak's schema version)");

@@ -479,6 +479,22 @@ def _quiet_stderr():
         os.close(saved)
 
 
+def recorded_op_names(torch, call):
+    """The names of the ops call() runs, in call order, as PyTorch's profiler records them. The
+    autograd profiler without Kineto records the same CPU-side op events, and starts in
+    milliseconds where Kineto's first start takes a second or more (it looks for devices); a
+    PyTorch without it takes torch.profiler."""
+    with _quiet_stderr():
+        try:
+            with torch.autograd.profiler.profile(use_kineto=False) as prof:
+                call()
+            return [event.name for event in prof.function_events]
+        except (TypeError, RuntimeError, AssertionError):
+            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+                call()
+            return [event.name for event in prof.events()]
+
+
 def innermost_conv_op(names):
     """The implementation among the op names a convolution call recorded, in call order: the last
     that names a convolution and is not one of CONV_WRAPPERS, without its namespace ("aten::thnn_conv2d",
@@ -494,10 +510,8 @@ def conv_impl(torch, conv, x):
     """The implementation PyTorch dispatches the call conv(x) to, as its profiler records it
     (mkldnn_convolution, _slow_conv2d_forward, cudnn_convolution, ...): a framework that picks
     its kernel by shape is read, never assumed to pick one."""
-    with torch.inference_mode(), _quiet_stderr():
-        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
-            conv(x)
-    return innermost_conv_op([event.name for event in prof.events()]) or "unknown"
+    with torch.inference_mode():
+        return innermost_conv_op(recorded_op_names(torch, lambda: conv(x))) or "unknown"
 
 
 def holds_batchnorm(names):
@@ -528,10 +542,7 @@ def conv_batchnorm_apart(torch, prepare, dtype, progress, device="cpu"):
     x = harness.random_input("torch", (1, c, side, side), dtype, device)
     run = prepare(module.to(device), (x,), dtype)
     run(x)
-    with _quiet_stderr():
-        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
-            run(x)
-    apart = holds_batchnorm([event.name for event in prof.events()])
+    apart = holds_batchnorm(recorded_op_names(torch, lambda: run(x)))
     progress(f"a convolution's batch norm runs {'apart' if apart else 'folded into it'}")
     return apart
 

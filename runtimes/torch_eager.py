@@ -296,7 +296,7 @@ def gemm_points(torch, dtype, device, kind_costs, budget, progress, quick, time_
         point("linear", 1, m, w, w, lambda layer=layer, x=x: layer(x), "row-major, weights [n][k]", ref)
         if device == "cpu" and grids.cold_product(m, w):
             if w not in cold_copies:
-                cold_copies[w] = cold_layer_copies(torch, layer, grids.cold_span_bytes(cache_bytes))
+                cold_copies[w] = cold_layer_copies(torch, layer, grids.cold_span_bytes(cache_bytes, quick))
             call, check = _rotating(cold_copies[w], x)
             point("linear", 1, m, w, w, call, "row-major, weights [n][k]", check, cold=True)
     for i, (batch, side) in enumerate(grids.batched_matmul_grid(quick)):

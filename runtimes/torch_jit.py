@@ -6,17 +6,13 @@ linear is the slower of the two (prepare(), linears_run_as_convolutions()).
 Probes: which of a frozen linear and the same product as a 1x1 convolution is faster; the fixed
 cost of one op (chains of 1x1 convolutions, 16 channels, 4x4, in a frozen graph); the cost of each elementwise kind that runs blocked, beside a convolution (chains of
 conv+op links less the convolutions'); the layout rules, in-place kinds and activation folding
-(the layout probe, runtimes/torch_layout.py, in a child process with ONEDNN_VERBOSE=1); the
+(the layout probe, runtimes/torch_layout.py, from oneDNN's verbose lines); the
 rates of PyTorch's own kernels, which run the ops a frozen graph leaves plain, over the size
 grids; and the main-memory bandwidth of its own kernels."""
 import copy
-import json
-import os
-import subprocess
-import sys
 import warnings
 
-from runtimes import frozen_graph, grids, harness, record, torch_common
+from runtimes import frozen_graph, grids, harness, record, torch_common, torch_layout
 
 RUNTIME = "torch-jit"
 DEVICES = ("cpu",)
@@ -90,31 +86,21 @@ def linears_run_as_convolutions(torch, budget, progress):
     return as_convs, [record.probe_point(f"frozen {name} f32", shape, timings[name]) for name in graphs]
 
 
-def start_layout_probe(threads):
-    """The layout probe as a child process with ONEDNN_VERBOSE=1 (oneDNN reads it once, when
-    torch loads); it builds and runs its nets while this process builds its own. It runs on the
-    runtime's threads: oneDNN may choose an implementation, and with it a layout, by the
-    thread count."""
-    package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, ONEDNN_VERBOSE="1", DNNL_VERBOSE="1",
-               PYTHONPATH=os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p))
-    return subprocess.Popen([sys.executable, "-m", "runtimes.torch_layout", "--threads", str(threads)], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def finish_layout_probe(child, timeout_s=300):
-    """(findings, layout, probe points) of the layout probe; RuntimeError, one line, on failure."""
+def layout_probe(torch, progress):
+    """(findings, layout, probe points) of the layout probe (runtimes/torch_layout.py), run in
+    this process on the runtime's threads: oneDNN may choose an implementation, and with it a
+    layout, by the thread count. RuntimeError, one line, when its lines cannot be read."""
+    if not hasattr(torch.backends.mkldnn, "verbose"):
+        raise harness.FrameworkMissing(f"{RUNTIME} reads oneDNN's verbose lines through torch.backends.mkldnn."
+                                       f"verbose, which torch {torch.__version__} lacks: "
+                                       f"{torch_common.install_hint()}")
+    findings, runs = torch_layout.probe(torch)
+    progress(f"running {len(runs)} layout nets under oneDNN's verbose log")
     try:
-        out, err = child.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        child.kill()
-        raise RuntimeError(f"the layout probe did not finish in {timeout_s} s") from None
-    lines = out.splitlines()
-    if child.returncode != 0 or not lines or not lines[-1].startswith("{"):
-        last = (err.strip().splitlines() or [f"exit status {child.returncode}"])[-1]
-        raise RuntimeError(f"the layout probe failed: {last}")
-    findings = json.loads(lines[-1])
-    layout, counts = frozen_graph.layout_of(findings, lines[:-1], grids.GROUP_REORDER_WIDTHS)
+        layout, counts = frozen_graph.layout_of(findings, torch_layout.verbose_lines(torch, runs),
+                                                grids.GROUP_REORDER_WIDTHS)
+    except ValueError as error:
+        raise RuntimeError(f"the layout probe failed: {error}") from None
     probes = [record.probe_point(f"layout reorders {name}", "to plain, to blocked", to_plain=c[0], to_blocked=c[1])
               for name, c in counts.items()]
     probes.append(record.probe_point("layout to_dense per conv-OP-conv graph", "16ch 16x16",
@@ -197,17 +183,11 @@ def calibrate(options):
     torch.manual_seed(harness.SEED)
     progress, budget = options.progress, options.budget
     torch_common.set_threads(torch, options.threads)
-    # The layout probe runs while this process builds its chains; timing starts once it is done.
-    child = start_layout_probe(options.threads)
-    try:
-        candidates = [k for k in torch_common.elementwise_modules() if not options.quick or k in QUICK_KINDS]
-        links = grids.chain_links(options.quick)
-        progress(f"building {len(candidates) + 2} frozen chains while the layout probe runs")
-        runs = build_chains(torch, links, candidates)
-        findings, layout, layout_probes = finish_layout_probe(child)
-    finally:
-        if child.poll() is None:
-            child.kill()
+    findings, layout, layout_probes = layout_probe(torch, progress)
+    candidates = [k for k in torch_common.elementwise_modules() if not options.quick or k in QUICK_KINDS]
+    links = grids.chain_links(options.quick)
+    progress(f"building {len(candidates) + 2} frozen chains")
+    runs = build_chains(torch, links, candidates)
     progress(f"layout: {len(layout['blocked_ops'])} kinds blocked, copies {layout['to_plain_copies']}/"
              f"{layout['to_blocked_copies']}, group widths {layout['group_reorder_widths']}")
     # An elementwise op that runs plain pays its layout changes (charged by the layout rules) and

@@ -1,7 +1,5 @@
-"""The layout probe of frozen TorchScript graphs, run as a child process with ONEDNN_VERBOSE=1
-set before torch loads (oneDNN reads it once):
-
-    ONEDNN_VERBOSE=1 python -m runtimes.torch_layout --threads N
+"""The layout probe of frozen TorchScript graphs, read from oneDNN's verbose lines, which
+torch.backends.mkldnn.verbose switches on for the runs that count only.
 
 For each op kind, a frozen, inference-optimized graph of conv-OP-conv (16 channels, 16x16): the
 op runs on channel-blocked tensors when its graph has no aten::to_dense beyond the one at the
@@ -10,12 +8,11 @@ the ReLU folds into the convolution. Then one run each, between marks on stdout,
 whose oneDNN reorders give the copies of a layout change (conv-ReLU-conv against conv-X-conv
 with an op X that runs plain), the expansion of a broadcast operand (a squeeze-excitation scale)
 and the group widths run in a layout of their own (grouped 3x3 convolutions over 128 channels
-against the same net with a dense one). The last line is the findings as JSON; runtimes/
-frozen_graph.py reads the rest."""
-import argparse
+against the same net with a dense one). runtimes/frozen_graph.py reads the lines."""
 import ctypes
-import json
 import os
+import sys
+import tempfile
 
 from runtimes import frozen_graph, grids, harness, torch_common
 
@@ -114,26 +111,29 @@ def probe(torch):
     return findings, runs
 
 
-def main():
-    parser = argparse.ArgumentParser(prog="python -m runtimes.torch_layout")
-    parser.add_argument("--threads", type=int, default=harness.cpu_count())
-    args = parser.parse_args()
-    import torch
-    torch.set_num_threads(args.threads)
-    torch.manual_seed(harness.SEED)
+def verbose_lines(torch, runs):
+    """oneDNN's verbose lines of one run of each net of `runs` (name -> (graph, input)), each
+    run between its mark and an end mark. oneDNN writes them to the process's standard output,
+    which goes to a temporary file meanwhile: this process's own output is its record."""
     libc = ctypes.CDLL(None)
-    findings, runs = probe(torch)
-    with torch.no_grad():
-        for name, (graph, x) in runs.items():
-            graph(x)  # the first runs make the primitives and their weights' layouts
-            graph(x)
+    sys.stdout.flush()
+    libc.fflush(None)
+    saved = os.dup(1)
+    with tempfile.TemporaryFile() as log:
+        os.dup2(log.fileno(), 1)
+        try:
+            with torch.no_grad():
+                for name, (graph, x) in runs.items():
+                    graph(x)  # the first runs make the primitives and their weights' layouts
+                    graph(x)
+                    os.write(1, f"{frozen_graph.mark(name)}\n".encode())
+                    with torch.backends.mkldnn.verbose(torch.backends.mkldnn.VERBOSE_ON):
+                        graph(x)
+                    libc.fflush(None)
+                    os.write(1, b"truepeak-layout-end\n")
+        finally:
             libc.fflush(None)
-            os.write(1, f"{frozen_graph.mark(name)}\n".encode())
-            graph(x)
-            libc.fflush(None)
-            os.write(1, b"truepeak-layout-end\n")
-    os.write(1, (json.dumps(findings) + "\n").encode())
-
-
-if __name__ == "__main__":
-    main()
+            os.dup2(saved, 1)
+            os.close(saved)
+        log.seek(0)
+        return log.read().decode(errors="replace").splitlines()

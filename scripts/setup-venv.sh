@@ -2,7 +2,7 @@
 # Creates the project's Python environment (.venv, from /usr/bin/python3, without the system's
 # site packages) and installs into it what the named runtimes' probes need, only what is missing:
 # running it again changes nothing. The probes (runtimes/, `truepeak calibrate --runtime`) use
-# this venv by default where it imports the framework.
+# this venv by default where it has the framework.
 #   onnxruntime: onnxruntime, onnx, numpy
 #   torch:       torch, torchvision from PyPI (torch 2.x: torch-compile needs it); PIP_INDEX_URL
 #                picks another index, e.g. https://download.pytorch.org/whl/cpu for CPU-only wheels
