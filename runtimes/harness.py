@@ -239,8 +239,10 @@ def slope_rate(points):
     return 1.0 / slope, "slope"
 
 
-# Rounds of a cold-call measurement (each call of a round after an eviction of its own).
+# Rounds of a cold-call measurement (each call of a round after an eviction of its own), and the
+# layers of a cold-call ring (each a shape of its own).
 COLD_CALL_ROUNDS, COLD_CALL_ROUNDS_QUICK = 6, 2
+COLD_RING = 16
 # What an eviction writes where the OS gives no last-level cache size.
 EVICTION_FALLBACK_BYTES = 64 * 2 ** 20
 

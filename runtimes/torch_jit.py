@@ -178,6 +178,55 @@ def chain_costs(torch, runs, links, kinds, budget, progress):
     return op_s, kind_op_s, probes
 
 
+def cold_op_cost(torch, links, quick, progress):
+    """What each op of a frozen graph costs inside a model whose pass outgrows the caches: two
+    rings of harness.COLD_RING frozen chains, of 1 and of `links` 1x1 convolutions (each chain of
+    channels of its own, CHAIN_SIDE square), called in turn, each call after a write of
+    1/COLD_RING of the last-level cache shared by the two rings (harness.time_cold_calls). A
+    chain's graph, weights and primitives so come back after a cache's worth of other traffic,
+    as a model's layers do a pass later. The op's cost is the slope between the two rings'
+    medians, as op_s is between the warm chains'; `links` is --quick's chain length in both
+    runs, since each chain of a ring is traced and frozen anew. Returns (seconds, probe points)."""
+    from torch import nn
+    ring_size = harness.COLD_RING
+    size = harness.eviction_bytes(harness.last_level_cache_bytes())
+    buffers = [torch.empty(size // (2 * ring_size) // 4, dtype=torch.float32) for _ in range(2 * ring_size)]
+    rings = {}
+    for n in (1, links):
+        rings[n] = []
+        for i in range(ring_size):
+            channels = CHAIN_CHANNELS + 4 * i
+            torch.manual_seed(harness.SEED + i)
+            chain = nn.Sequential(*[nn.Conv2d(channels, channels, 1) for _ in range(n)]).eval()
+            x = harness.random_input("torch", (1, channels, CHAIN_SIDE, CHAIN_SIDE), seed=i)
+            rings[n].append(frozen_checked(torch, f"cold chain {channels}ch x{n}", chain, x))
+    turns = {n: 0 for n in rings}
+    writes = [0]
+
+    def write():
+        buffers[writes[0] % len(buffers)].fill_(1.0)
+        writes[0] += 1
+
+    def caller(n):
+        def call():
+            rings[n][turns[n] % ring_size]()
+            turns[n] += 1
+        return call
+    rounds = harness.COLD_CALL_ROUNDS_QUICK if quick else harness.COLD_CALL_ROUNDS
+    with torch.no_grad():
+        for n in rings:  # a first call of each chain
+            for run in rings[n]:
+                run()
+        timings = harness.time_cold_calls({n: caller(n) for n in rings}, write, rounds * ring_size)
+    cost = harness.chain_cost(timings[1].median_s, timings[links].median_s, links)
+    probes = [record.probe_point(f"cold op chain conv1x1 x{n}",
+                                 f"ring of {ring_size}, {CHAIN_CHANNELS}-{CHAIN_CHANNELS + 4 * (ring_size - 1)}ch "
+                                 f"{CHAIN_SIDE}x{CHAIN_SIDE}, {size // (2 * ring_size)} bytes written between calls",
+                                 timings[n], links=n) for n in rings]
+    progress(f"cold calls: op_s {cost * 1e6:.2f} us")
+    return cost, probes
+
+
 def calibrate(options):
     torch = torch_common.require_torch(RUNTIME, MINIMUM_TORCH)
     torch.manual_seed(harness.SEED)
@@ -194,6 +243,7 @@ def calibrate(options):
     # its kernel (own_kernels) beside the convolutions: only the blocked ones have a cost of their own.
     blocked = [k for k in candidates if k in layout["blocked_ops"]]
     op_s, kind_op_s, probes = chain_costs(torch, runs, links, blocked, budget, progress)
+    cold_s, cold_probes = cold_op_cost(torch, grids.chain_links(quick=True), options.quick, progress)
 
     image_kinds = QUICK_IMAGE_KINDS if options.quick else None
     row_kinds = QUICK_ROW_KINDS if options.quick else ROW_KINDS
@@ -215,5 +265,5 @@ def calibrate(options):
         op_s=op_s, kind_op_s=kind_op_s, own_kernels=own + own_rows, layout=layout,
         conv_layout=findings["conv_layout"], linears_as_convolutions=as_convs, in_place=findings["in_place"],
         fuse_activations=findings["fuse_activations"], conv_batchnorm_apart=batchnorm_apart, memory_levels=[level],
-        probes=probes + layout_probes + own_probes + row_probes + [memory_probe] + linear_probes,
-        calibration_s=0.0)
+        probes=probes + cold_probes + layout_probes + own_probes + row_probes + [memory_probe] + linear_probes,
+        calibration_s=0.0, cold_op_s=max(cold_s, op_s))

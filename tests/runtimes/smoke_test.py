@@ -5,7 +5,8 @@ and TRUEPEAK_TORCH2_PYTHON, see scripts/setup-venv.sh). Each record must pass th
 torch-compile's must carry its fusion rules; torch-eager's its image kernels, a batch norm's
 call cost, cold calls' costs, image-input convolutions and cold-weights GEMM points, and both
 the implementation of each convolution point; onnxruntime's its cold-weights GEMM points and a relu folded into a
-convolution; torch-jit's the two timings behind its linears' choice; torch-eager must find that
+convolution; torch-jit's a cold call's cost and the two timings behind its linears' choice;
+torch-eager must find that
 it runs a convolution's batch norm apart, torch-jit that it folds it.
 Each runtime whose framework is missing is skipped, saying why; exit 77 (skipped) when none ran."""
 import json
@@ -79,6 +80,8 @@ def run(runtime, python):
         if "relu" not in doc.get("fused_activations", []):
             return None, f"{runtime}: a relu after a convolution is not folded ({doc.get('fused_activations')})"
     if runtime == "torch-jit":
+        if doc.get("cold_op_s", 0.0) < doc["op_s"]:
+            return None, f"{runtime}: the record lacks a cold call's cost, or it is under the warm one"
         timed = {p["name"] for p in doc["probes"] if p["name"].startswith("frozen ")}
         if timed != {"frozen linear f32", "frozen conv1x1 f32"}:
             return None, f"{runtime}: the linears' choice lacks its timings ({sorted(timed)})"
