@@ -401,6 +401,8 @@ ProbeOutcome run_runtime_probe(const RuntimeRequest& request, const RuntimeProbe
   if (const auto dtype = request.dtype(); !dtype.empty())
     spec.argv.insert(spec.argv.end(), {"--dtype", dtype});
   if (options.quick) spec.argv.push_back("--quick");
+  for (const auto& [name, version] : options.libraries)
+    spec.argv.insert(spec.argv.end(), {"--library", name + "=" + version});
   spec.env = environment_with("PYTHONPATH", options.python_path, true);
   spec.timeout_s = options.timeout_s;
   spec.max_stdout_bytes = options.max_output_bytes;
@@ -530,6 +532,9 @@ RuntimeRunSummary run_runtime_probes(Profile& profile, const std::vector<Planned
     if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     o.threads = threads;
     o.quick = options.quick;
+    if (device.libraries.is_object())
+      for (const auto& [name, version] : device.libraries.items())
+        if (version.is_string()) o.libraries[name] = version.get<std::string>();
     o.timeout_s = options.timeout_s.value_or(options.quick ? 1200.0 : 3600.0);
     o.stop = options.stop;
     o.on_stderr = options.on_stderr;

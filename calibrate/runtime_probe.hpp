@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstddef>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -100,6 +101,9 @@ struct RuntimeProbeOptions {
   std::string device_id;    // "cpu", "cuda:0"
   int threads = 1;
   bool quick = false;
+  // The libraries the profile measured the device with (name -> version), passed as --library
+  // NAME=VERSION: a runtime that bundles another version measures its own kernels' rates.
+  std::map<std::string, std::string> libraries;
   double timeout_s = 3600;
   std::size_t max_output_bytes = 16u << 20;
   const std::atomic<bool>* stop = nullptr;
@@ -113,7 +117,8 @@ struct ProbeOutcome {
   std::string message;                  // one line, for the others
 };
 
-// Runs `PYTHON -m runtimes --runtime NAME --device DEV --threads N [--dtype D] [--quick]`, reads the record
+// Runs `PYTHON -m runtimes --runtime NAME --device DEV --threads N [--dtype D] [--quick]
+// [--library NAME=VERSION ...]`, reads the record
 // from its stdout, records the interpreter in it, checks it against the profile schema and that
 // it is the runtime and device asked for. Never throws for what the child does.
 ProbeOutcome run_runtime_probe(const RuntimeRequest& request, const RuntimeProbeOptions& options);

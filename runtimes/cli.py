@@ -1,5 +1,5 @@
 """The probes' command line: python -m runtimes --runtime NAME --device DEV --threads N [--dtype D]
-[--quick].
+[--quick] [--library NAME=VERSION ...].
 
 Exit status: 0 with the record on stdout; 2 on bad arguments; 3 when the runtime's framework is
 missing or too old (or its device absent), the last line of stderr naming the command that
@@ -32,8 +32,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def parse_args(argv):
-    """The options as a namespace (runtime, device, threads, dtype, quick); harness.UsageError,
-    one line, on bad arguments."""
+    """The options as a namespace (runtime, device, threads, dtype, quick, library: name ->
+    version); harness.UsageError, one line, on bad arguments."""
     parser = _Parser(prog="python -m runtimes", description="Measures what a framework runtime adds "
                      "to the machine's figures and prints one JSON record (docs/runtimes.md).")
     parser.add_argument("--runtime", required=True, help=f"one of {', '.join(RUNTIMES)}")
@@ -43,7 +43,17 @@ def parse_args(argv):
     parser.add_argument("--dtype", default=None, help="the dtype the runtime runs a model in, where it takes "
                         "one (torch-eager: f32, bf16 or f16; default: its own choice)")
     parser.add_argument("--quick", action="store_true", help="fewer, shorter points (a few seconds)")
+    parser.add_argument("--library", action="append", default=[], metavar="NAME=VERSION",
+                        help="a library the profile measured the device with (onednn=2.6.3): a runtime "
+                        "that bundles another version of it measures its own kernels' rates")
     args = parser.parse_args(argv)
+    libraries = {}
+    for entry in args.library:
+        name, _, version = entry.partition("=")
+        if not name or not version:
+            raise harness.UsageError(f"runtimes: --library {entry}: expected NAME=VERSION")
+        libraries[name] = version
+    args.library = libraries
     if args.runtime not in RUNTIMES:
         raise harness.UsageError(f"runtimes: --runtime {args.runtime}: unknown (known: {', '.join(RUNTIMES)})")
     if args.device != "cpu" and not (args.device == "cuda" or (args.device.startswith("cuda:")
@@ -67,7 +77,7 @@ def parse_args(argv):
 def options_for(args, started):
     """What a runtime module's calibrate() gets: the arguments, the budget and progress."""
     return types.SimpleNamespace(runtime=args.runtime, device=args.device, threads=args.threads,
-                                 dtype=args.dtype, quick=args.quick,
+                                 dtype=args.dtype, quick=args.quick, libraries=args.library,
                                  started=started, budget=harness.Budget(args.quick, started=started),
                                  progress=harness.Progress(args.runtime, started))
 

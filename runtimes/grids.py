@@ -212,6 +212,24 @@ def conv_grid(quick):
     return shapes
 
 
+def conv_class(shape):
+    """"dense", "grouped" or "depthwise" (a group a channel): the estimator fits each apart."""
+    if shape["groups"] == 1:
+        return "dense"
+    return "depthwise" if shape["groups"] == shape["c"] == shape["k"] else "grouped"
+
+
+def out_side(shape):
+    return (shape["h"] + 2 * shape["pad"] - shape["r"]) // shape["stride"] + 1
+
+
+def follower(shape):
+    """The convolution after a point's in its chain: the same, stride 1, on the point's output
+    (as many FLOPs as the point, whatever its stride)."""
+    side = out_side(shape)
+    return dict(shape, c=shape["k"], h=side, w=side, stride=1)
+
+
 # The dispatch probe (torch_common.conv_dispatch): a dense 1x1 of DISPATCH_CHANNELS channels on a
 # DISPATCH_SIDE image, small enough for any framework's path for small calls; the input-element
 # bound bisected over channels on that image up to DISPATCH_MAX_CHANNELS (about half a million

@@ -192,6 +192,22 @@ def chain_cost(one_link_s, links_s, links, ops_per_link=1):
     return max(0.0, (links_s - one_link_s) / ((links - 1) * ops_per_link))
 
 
+def pair_kernel_s(pair_s, follower_s, op_s, call_s):
+    """A convolution point's kernel time from its pair (the point, then its follower,
+    grids.follower): the pair's time less the follower's alone and one op, so that the graph's
+    call and the layout changes at its ends drop out. The follower does the point's FLOPs, so
+    where that difference is under half of the pair's mean (the pair's time less a call and two
+    ops, halved), noise slowed the follower's time: the pair's mean stands instead. Returns
+    (seconds, method)."""
+    mean = (pair_s - call_s - 2 * op_s) / 2
+    if mean <= 0:
+        return pair_s / 2, "pair mean"
+    difference = pair_s - follower_s - op_s
+    if difference < 0.5 * mean:
+        return mean, "pair mean"
+    return difference, "difference"
+
+
 # The slope is trusted when the work added over the grid takes at least this fraction of the
 # smallest point's time; below it the difference is mostly noise.
 SLOPE_MIN_GROWTH = 0.25

@@ -286,26 +286,15 @@ def conv_layer(g, shape, source, target, prefix, seed):
     return node, [(f"{prefix}w", w), (f"{prefix}b", b)]
 
 
-def out_side(shape):
-    return (shape["h"] + 2 * shape["pad"] - shape["r"]) // shape["stride"] + 1
-
-
-def follower(shape):
-    """The convolution after a point's in its chain: the same, stride 1, on the point's output
-    (as many FLOPs as the point, whatever its stride)."""
-    side = out_side(shape)
-    return dict(shape, c=shape["k"], h=side, w=side, stride=1)
-
-
 def conv_models(g, shape, seed):
     """The models that time a convolution point: the point followed by its follower, and the
     follower alone; and the input of each. onnxruntime reorders a blocked region's input and
     output at the graph's ends: the difference of the two is the point's kernel and one op, in
     the layout onnxruntime runs it in inside a network."""
-    second = follower(shape)
+    second = grids.follower(shape)
     x = harness.random_input("numpy", (shape["n"], shape["c"], shape["h"], shape["w"]), seed=seed)
     x2 = harness.random_input("numpy", (second["n"], second["c"], second["h"], second["w"]), seed=seed + 5)
-    out = (shape["n"], shape["k"], out_side(shape), out_side(shape))
+    out = (shape["n"], shape["k"], grids.out_side(shape), grids.out_side(shape))
     a, a_consts = conv_layer(g, shape, "x", "h", "a", seed)
     b, b_consts = conv_layer(g, second, "h", "y", "b", seed + 3)
     pair = g.model([a, b], [("x", x.shape)], [("y", out)], a_consts + b_consts)
@@ -324,7 +313,7 @@ def check_conv_class(g, shape, seed):
     (pair, x, consts), _ = conv_models(g, small, seed)
     run, _ = g.runner(pair, {"x": x})
     c = dict(consts)
-    second = follower(small)
+    second = grids.follower(small)
     want = conv_reference(g.np, x, c["aw"], c["ab"], small["stride"], small["pad"], small["groups"])
     want = conv_reference(g.np, want, c["bw"], c["bb"], 1, second["pad"], second["groups"])
     harness.check_close(f"Conv {conv_name(small)} and its follower", run()[0], want, 1e-4, 1e-3)
@@ -334,20 +323,6 @@ def conv_name(shape):
     """oneDNN's benchdnn-style name of a convolution shape."""
     return (f"mb{shape['n']}g{shape['groups']}ic{shape['c']}oc{shape['k']}_ih{shape['h']}kh{shape['r']}"
             f"sh{shape['stride']}ph{shape['pad']}")
-
-
-def pair_kernel_s(pair_s, follower_s, op_s, call_s):
-    """A convolution point's kernel time from its chain (conv_models): the pair's time less the
-    follower's alone and one op. The follower does the point's FLOPs, so where that difference
-    is under half of the pair's mean (the pair's time less a call and two ops, halved), noise
-    slowed the follower's time: the pair's mean stands instead. Returns (seconds, method)."""
-    mean = (pair_s - call_s - 2 * op_s) / 2
-    if mean <= 0:
-        return pair_s / 2, "pair mean"
-    difference = pair_s - follower_s - op_s
-    if difference < 0.5 * mean:
-        return mean, "pair mean"
-    return difference, "difference"
 
 
 def conv_points(g, op_s, call_s, budget, progress, quick):
@@ -364,8 +339,8 @@ def conv_points(g, op_s, call_s, budget, progress, quick):
         (pair, x, _), (alone, x2) = conv_models(g, shape, 10 * i)
         runs = {"pair": g.runner(pair, {"x": x})[0], "alone": g.runner(alone, {"x": x2})[0]}
         timings = time_sessions(runs, budget)
-        kernel_s, method = pair_kernel_s(timings["pair"].time_s, timings["alone"].time_s, op_s, call_s)
-        median_s, _ = pair_kernel_s(timings["pair"].median_s, timings["alone"].median_s, op_s, call_s)
+        kernel_s, method = harness.pair_kernel_s(timings["pair"].time_s, timings["alone"].time_s, op_s, call_s)
+        median_s, _ = harness.pair_kernel_s(timings["pair"].median_s, timings["alone"].median_s, op_s, call_s)
         blocked = "ReorderInput" in g.optimized_node_types(alone)
         flops = grids.conv_flops(shape)
         point = dict(dtype="f32", **shape, layout="blocked" if blocked else "nchw")

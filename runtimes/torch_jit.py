@@ -10,6 +10,7 @@ conv+op links less the convolutions'); the layout rules, in-place kinds and acti
 rates of PyTorch's own kernels, which run the ops a frozen graph leaves plain, over the size
 grids; and the main-memory bandwidth of its own kernels."""
 import copy
+import statistics
 import warnings
 
 from runtimes import frozen_graph, grids, harness, record, torch_common, torch_layout
@@ -27,6 +28,10 @@ ROW_KINDS = ("softmax", "norm:layernorm", "transpose", "transpose:inner", "eleme
 QUICK_IMAGE_KINDS = ("elementwise:relu", "elementwise:add", "elementwise:silu", "pool:max", "norm:batchnorm")
 QUICK_ROW_KINDS = ("softmax", "norm:layernorm")
 CHAIN_CHANNELS, CHAIN_SIDE = 16, 4
+# A convolution graph's share of a point's sampling time: its pair and follower are two graphs
+# of a grid of over a hundred points, and the fastest of fifteen samples over three sweeps holds
+# a point's rate to within a few percent.
+CONV_POINT_WEIGHT = 0.3
 # The product the linears' decision times: LINEAR_ROWS x LINEAR_WIDTH -> LINEAR_WIDTH, a point of
 # the GEMM grid.
 LINEAR_ROWS, LINEAR_WIDTH = 8, 512
@@ -35,10 +40,12 @@ LINEAR_ROWS, LINEAR_WIDTH = 8, 512
 def freeze(torch, module, example_inputs):
     """`module` traced on `example_inputs`, frozen and optimized for inference. torch 2.x
     warns on each call that TorchScript is deprecated: the runtime is what is measured, so the
-    warning is silenced."""
+    warning is silenced. The trace is not checked by a second run of the module (check_trace):
+    the graph is the same, and the check takes most of a small module's trace time."""
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
-        return torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.trace(module.eval(), example_inputs)))
+        traced = torch.jit.trace(module.eval(), example_inputs, check_trace=False)
+        return torch.jit.optimize_for_inference(torch.jit.freeze(traced))
 
 
 def prepare(module, example_inputs, dtype=None, linears_as_convolutions=True):
@@ -227,6 +234,103 @@ def cold_op_cost(torch, links, quick, progress):
     return cost, probes
 
 
+def conv_pair(torch, shape, seed):
+    """A convolution point's frozen graphs: the point then its follower (grids.follower), and
+    the follower alone; each with its input, and the pair's eager module (for its check)."""
+    from torch import nn
+
+    def conv(s):
+        return nn.Conv2d(s["c"], s["k"], (s["r"], s["s"]), s["stride"], s["pad"], groups=s["groups"])
+    second = grids.follower(shape)
+    torch.manual_seed(harness.SEED + seed)
+    pair = nn.Sequential(conv(shape), conv(second)).eval()
+    x = harness.random_input("torch", (shape["n"], shape["c"], shape["h"], shape["w"]), seed=seed)
+    x2 = harness.random_input("torch", (second["n"], second["c"], second["h"], second["w"]), seed=seed + 1)
+    alone = nn.Sequential(pair[1]).eval()
+    return (freeze(torch, pair, x), x), (freeze(torch, alone, x2), x2), pair
+
+
+def check_conv_class(torch, shape, seed):
+    """Checks the frozen pair of a small convolution of the same class as `shape` (kernel,
+    stride, channels per group; two groups at most, few channels, a small image) against the
+    pair in float64."""
+    width = shape["c"] // shape["groups"]
+    groups = min(shape["groups"], 2)
+    small = grids.conv_shape(width * groups if shape["groups"] > 1 else min(shape["c"], 16),
+                             2 * shape["r"] + 3, shape["r"], shape["stride"], groups)
+    (graph, x), _, module = conv_pair(torch, small, seed)
+    with torch.no_grad():
+        harness.check_close(f"frozen conv pair r{small['r']} s{small['stride']} g{groups}", graph(x),
+                            copy.deepcopy(module).double()(x.double()), 1e-4, 1e-3)
+
+
+def pair_kernels(pairs, op_s):
+    """Kernel times of convolution points from their frozen pairs: [(FLOPs, class, pair's time,
+    follower's time)] -> [(seconds, fit)]. A point's kernel is the pair's time less the
+    follower's and one op ("difference"). A difference under one op's cost is within the noise
+    of two graphs' timings, whose calls and layout changes cost several ops: such a point runs
+    at the median rate of its class's timed points (grids.conv_class; of every class's where its
+    own has none), as a kernel too small to time beside its graph ("class median")."""
+    fitted = [(p - a - op_s, flops, cls) for flops, cls, p, a in pairs]
+    rates = {}
+    for kernel_s, flops, cls in fitted:
+        if kernel_s >= op_s and kernel_s > 0:
+            rates.setdefault(cls, []).append(flops / kernel_s)
+    every = [r for class_rates in rates.values() for r in class_rates]
+    out = []
+    for (kernel_s, flops, cls), (_, _, p, _) in zip(fitted, pairs):
+        if kernel_s >= op_s and kernel_s > 0:
+            out.append((kernel_s, "difference"))
+        elif rates.get(cls) or every:
+            out.append((flops / statistics.median(rates.get(cls) or every), "class median"))
+        else:  # no point timed above the noise: the pair's half, the most either kernel can take
+            out.append((p / 2, "pair half"))
+    return out
+
+
+def conv_points(torch, op_s, onednn, budget, progress, quick):
+    """The runtime's own f32 convolution points over the dense shapes of grids.conv_grid, for a
+    PyTorch whose oneDNN is not the one the profile measured (its kernels, and so their rates, are
+    its own; the estimate keeps the library's grouped and depthwise points, since a frozen pair of
+    small ones is mostly its graph's call and layout changes, and their layout changes are
+    charged apart): each point
+    a frozen graph of the point's convolution and its follower, less the follower's graph alone
+    and one op (pair_kernels), so that the graph's call and the layout changes at its ends drop
+    out, as they do inside a network; both graphs timed in sweeps over the grid. Each
+    kernel/stride/grouping class is checked once. Returns (points, probe points)."""
+    shapes = [shape for shape in grids.conv_grid(quick) if grids.conv_class(shape) == "dense"]
+    progress(f"building {2 * len(shapes)} frozen convolution graphs (oneDNN {onednn})")
+    calls, checked = {}, set()
+    for i, shape in enumerate(shapes):
+        key = (shape["r"], shape["stride"], shape["c"] // shape["groups"] if shape["groups"] > 1 else 0)
+        if key not in checked:
+            check_conv_class(torch, shape, 100 + i)
+            checked.add(key)
+        (pair, x), (alone, x2), _ = conv_pair(torch, shape, 10 * i)
+        calls[(i, "pair")] = lambda g=pair, x=x: g(x)
+        calls[(i, "alone")] = lambda g=alone, x=x2: g(x)
+    with torch.no_grad():
+        timings = harness.time_in_sweeps(calls, budget, weight=CONV_POINT_WEIGHT)
+    pairs = [(grids.conv_flops(shape), grids.conv_class(shape), timings[(i, "pair")], timings[(i, "alone")])
+             for i, shape in enumerate(shapes)]
+    fits = pair_kernels([(f, c, p.time_s, a.time_s) for f, c, p, a in pairs], op_s)
+    median_fits = pair_kernels([(f, c, p.median_s, a.median_s) for f, c, p, a in pairs], op_s)
+    points, probes = [], []
+    for shape, (flops, _, pair, alone), (kernel_s, method), (median_s, _) in zip(shapes, pairs, fits, median_fits):
+        point = dict(dtype="f32", **shape, layout="blocked")
+        point.update({"time_s": kernel_s, "median_s": max(median_s, kernel_s), "flops_per_s": flops / kernel_s,
+                      "cv": pair.cv, "samples": pair.count, "impl": f"onednn {onednn}", "cold_weights": False,
+                      "pair_s": pair.time_s, "follower_s": alone.time_s, "fit": method})
+        points.append(point)
+        name = (f"mb{shape['n']}g{shape['groups']}ic{shape['c']}oc{shape['k']}_ih{shape['h']}kh{shape['r']}"
+                f"sh{shape['stride']}")
+        probes += [record.probe_point(f"conv frozen {which} f32", name, t) for which, t in (("pair", pair),
+                                                                                            ("follower", alone))]
+    best = max(points, key=lambda p: p["flops_per_s"])
+    progress(f"{len(points)} conv points, best {best['flops_per_s'] / 1e9:.1f} GFLOP/s")
+    return points, probes
+
+
 def calibrate(options):
     torch = torch_common.require_torch(RUNTIME, MINIMUM_TORCH)
     torch.manual_seed(harness.SEED)
@@ -244,6 +348,13 @@ def calibrate(options):
     blocked = [k for k in candidates if k in layout["blocked_ops"]]
     op_s, kind_op_s, probes = chain_costs(torch, runs, links, blocked, budget, progress)
     cold_s, cold_probes = cold_op_cost(torch, grids.chain_links(quick=True), options.quick, progress)
+
+    # A PyTorch that bundles another oneDNN than the profile's runs its own convolution kernels.
+    onednn = torch_common.versions(torch).get("onednn")
+    library = options.libraries.get("onednn")
+    conv, conv_probes = [], []
+    if onednn and library and onednn != library:
+        conv, conv_probes = conv_points(torch, op_s, onednn, budget, progress, options.quick)
 
     image_kinds = QUICK_IMAGE_KINDS if options.quick else None
     row_kinds = QUICK_ROW_KINDS if options.quick else ROW_KINDS
@@ -265,5 +376,5 @@ def calibrate(options):
         op_s=op_s, kind_op_s=kind_op_s, own_kernels=own + own_rows, layout=layout,
         conv_layout=findings["conv_layout"], linears_as_convolutions=as_convs, in_place=findings["in_place"],
         fuse_activations=findings["fuse_activations"], conv_batchnorm_apart=batchnorm_apart, memory_levels=[level],
-        probes=probes + cold_probes + layout_probes + own_probes + row_probes + [memory_probe] + linear_probes,
-        calibration_s=0.0, cold_op_s=max(cold_s, op_s))
+        probes=probes + cold_probes + layout_probes + conv_probes + own_probes + row_probes + [memory_probe] +
+        linear_probes, conv=conv, calibration_s=0.0, cold_op_s=max(cold_s, op_s))

@@ -264,6 +264,7 @@ TEST_F(FakeProbe, ProbesAreStoredUnderTheirDeviceAndFailuresDoNotStopTheRest) {
   Device cpu;
   cpu.id = "cpu";
   cpu.kind = "cpu";
+  cpu.libraries = {{"onednn", "2.6.3"}};
   profile.devices.push_back(cpu);
   RuntimeRunOptions o;
   o.python_path = "/opt/truepeak-src";
@@ -280,9 +281,10 @@ TEST_F(FakeProbe, ProbesAreStoredUnderTheirDeviceAndFailuresDoNotStopTheRest) {
   EXPECT_FALSE(summary.framework_missing_only);
   EXPECT_FALSE(summary.interrupted);
   ASSERT_EQ(profile.devices[0].runtimes.count("torch-jit:v2"), 1u);
-  // The machine's cores, where the device does not say how many threads it ran.
+  // The machine's cores, where the device does not say how many threads it ran; the library
+  // the device was measured with.
   EXPECT_EQ(profile.devices[0].runtimes.at("torch-jit:v2").settings.at("argv"),
-            "-m runtimes --runtime torch-jit --device cpu --threads 2 --quick");
+            "-m runtimes --runtime torch-jit --device cpu --threads 2 --quick --library onednn=2.6.3");
 
   mode("missing");
   summary = run_runtime_probes(profile, plan, o);

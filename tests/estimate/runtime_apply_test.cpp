@@ -6,6 +6,7 @@
 
 #include <fstream>
 #include <sstream>
+#include <set>
 #include <string>
 
 #include "core/error.hpp"
@@ -156,6 +157,40 @@ TEST(RuntimeApply, PointsOfOtherDtypesStay) {
   EXPECT_EQ(view.gemm[0].shape.dtype, DType::bf16);
   EXPECT_EQ(view.gemm[1].impl, "mlas");
   EXPECT_EQ(view.conv.size(), cpu.conv.size());
+}
+
+TEST(RuntimeApply, ConvPointsReplaceTheLibrarysOfTheirClassOnly) {
+  Profile profile = fixture("fixture_cpu.json");
+  Device cpu = profile.devices.at(0);
+  cpu.conv.clear();
+  ConvPoint dense;
+  dense.shape.c = dense.shape.k = 64;
+  dense.shape.h = dense.shape.w = 28;
+  dense.shape.r = dense.shape.s = 3;
+  dense.flops_per_s = 1e11;
+  dense.impl = "library";
+  ConvPoint grouped = dense, depthwise = dense;
+  grouped.shape.groups = 16;
+  depthwise.shape.groups = 64;
+  cpu.conv = {dense, grouped, depthwise};
+  RuntimeRecord r = record_fixture();
+  ConvPoint own = dense;
+  own.impl = "runtime";
+  own.shape.h = own.shape.w = 14;
+  r.conv = {own};
+  // The runtime's dense point replaces the library's dense one; grouped and depthwise stay.
+  Device view = runtime_device(cpu, r);
+  ASSERT_EQ(view.conv.size(), 3u);
+  std::multiset<std::string> impls;
+  for (const auto& c : view.conv) impls.insert(c.impl + "/" + std::to_string(c.shape.groups));
+  EXPECT_EQ(impls, (std::multiset<std::string>{"library/16", "library/64", "runtime/1"}));
+  // A runtime that times every class replaces them all.
+  ConvPoint own_depthwise = depthwise, own_grouped = grouped;
+  own_depthwise.impl = own_grouped.impl = "runtime";
+  r.conv = {own, own_grouped, own_depthwise};
+  view = runtime_device(cpu, r);
+  ASSERT_EQ(view.conv.size(), 3u);
+  for (const auto& c : view.conv) EXPECT_EQ(c.impl, "runtime");
 }
 
 TEST(RuntimeApply, EstimateWithTheRecordCostsItsDispatch) {

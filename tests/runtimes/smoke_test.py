@@ -5,7 +5,8 @@ and TRUEPEAK_TORCH2_PYTHON, see scripts/setup-venv.sh). Each record must pass th
 torch-compile's must carry its fusion rules; torch-eager's its image kernels, a batch norm's
 call cost, cold calls' costs, image-input convolutions and cold-weights GEMM points, and both
 the implementation of each convolution point; onnxruntime's its cold-weights GEMM points and a relu folded into a
-convolution; torch-jit's a cold call's cost and the two timings behind its linears' choice;
+convolution; torch-jit's a cold call's cost, its own dense convolution points (given a library
+version it does not bundle) and the two timings behind its linears' choice;
 torch-eager must find that
 it runs a convolution's batch norm apart, torch-jit that it folds it.
 Each runtime whose framework is missing is skipped, saying why; exit 77 (skipped) when none ran."""
@@ -44,7 +45,9 @@ def run(runtime, python):
     """The record of one quick run, or an error line."""
     env = dict(os.environ, PYTHONPATH=ROOT)
     start = time.perf_counter()
-    done = subprocess.run([python, "-m", "runtimes", "--runtime", runtime, "--device", "cpu", "--quick"], env=env,
+    # A library version no PyTorch bundles: torch-jit times its own convolutions.
+    done = subprocess.run([python, "-m", "runtimes", "--runtime", runtime, "--device", "cpu", "--quick",
+                           "--library", "onednn=0.0"], env=env,
                           capture_output=True, text=True, timeout=600)
     seconds = time.perf_counter() - start
     if done.returncode != 0:
@@ -82,6 +85,9 @@ def run(runtime, python):
     if runtime == "torch-jit":
         if doc.get("cold_op_s", 0.0) < doc["op_s"]:
             return None, f"{runtime}: the record lacks a cold call's cost, or it is under the warm one"
+        classes = {(c["groups"] == 1, c["layout"]) for c in doc["conv"]}
+        if classes != {(True, "blocked")}:
+            return None, f"{runtime}: its own convolution points are not blocked dense ones ({sorted(classes)})"
         timed = {p["name"] for p in doc["probes"] if p["name"].startswith("frozen ")}
         if timed != {"frozen linear f32", "frozen conv1x1 f32"}:
             return None, f"{runtime}: the linears' choice lacks its timings ({sorted(timed)})"

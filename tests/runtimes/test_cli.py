@@ -47,6 +47,11 @@ class ParseArgsTest(unittest.TestCase):
         self.assertEqual(cli.parse_args(["--runtime", "torch-eager", "--device", "cuda"]).device, "cuda:0")
         args = cli.parse_args(["--runtime", "onnxruntime", "--threads", "3", "--quick", "--device", "cuda:1"])
         self.assertEqual((args.device, args.threads, args.quick), ("cuda:1", 3, True))
+        self.assertEqual(args.library, {})
+
+    def test_libraries_by_name(self):
+        args = cli.parse_args(["--runtime", "torch-jit", "--library", "onednn=2.6.3", "--library", "cudnn=9.1"])
+        self.assertEqual(args.library, {"onednn": "2.6.3", "cudnn": "9.1"})
 
     def test_bad_arguments_are_one_line(self):
         for argv, text in ((["--runtime", "tvm"], "--runtime tvm: unknown"),
@@ -55,6 +60,8 @@ class ParseArgsTest(unittest.TestCase):
                            (["--runtime", "torch-jit", "--device", "gpu"], "--device gpu"),
                            (["--runtime", "torch-jit", "--device", "cuda:x"], "--device cuda:x"),
                            ([], "--runtime"),
+                           (["--runtime", "torch-jit", "--library", "onednn"], "--library onednn"),
+                           (["--runtime", "torch-jit", "--library", "=2.6"], "--library =2.6"),
                            (["--runtime", "torch-jit", "--fast"], "--fast")):
             with self.assertRaises(harness.UsageError, msg=argv) as caught:
                 cli.parse_args(argv)
