@@ -53,13 +53,14 @@ def gemm_grid(quick):
 # Cold weights: the skinny products (at most COLD_ROWS rows) whose weights have at least
 # COLD_MIN_WEIGHTS elements again, each call on the next of enough copies of its layer to span
 # COLD_SPAN_CACHES times the last-level cache, at most COLD_SPAN_MAX bytes but never under twice
-# the cache (the span the native backend's cold points use: twice the cache still leaves some of
-# a layer's weights there for its next call): a model whose weights outgrow the caches streams
-# each layer's weights from memory, at whatever rate the product reads them.
+# the cache (twice the cache still leaves some of a layer's weights there for its next call; four
+# leave none to speak of, and each byte of the copies is built and packed anew): a model whose
+# weights outgrow the caches streams each layer's weights from memory, at whatever rate the
+# product reads them.
 COLD_ROWS, COLD_MIN_WEIGHTS = 8, 2 ** 18
-COLD_SPAN_CACHES, COLD_SPAN_MAX = 8, 2 ** 30
+COLD_SPAN_CACHES, COLD_SPAN_MAX = 4, 2 ** 30
 # Without a cache size from the OS, the copies' span.
-COLD_FALLBACK_BYTES = 256 * 2 ** 20
+COLD_FALLBACK_BYTES = 128 * 2 ** 20
 # The first copy's seed, past the grid's.
 COLD_SEED = 1000
 

@@ -39,7 +39,7 @@ class Budget:
         self.quick = quick
         self.clock = clock
         self.started = clock() if started is None else started
-        self.total_s = total_s if total_s is not None else (3.0 if quick else 26.0)
+        self.total_s = total_s if total_s is not None else (3.0 if quick else 23.0)
         self.base_point_s = 0.012 if quick else 0.12
         self.cv_target = 0.05 if quick else 0.03
         self.warmup = 1 if quick else 2

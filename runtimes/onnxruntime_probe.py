@@ -203,37 +203,45 @@ def gemm_points(g, fixed_s, budget, progress, quick):
     return points, probes
 
 
-def cold_chain(g, rows, width, links):
-    """A chain of `links` MatMuls of [rows, width] by constant weights [width, width], each of
-    its own (scaled to keep the values near 1), and its input. Returns (model bytes, x, weights)."""
-    x = harness.random_input("numpy", (rows, width), seed=grids.COLD_SEED - 1)
-    weights = [harness.random_input("numpy", (width, width), seed=grids.COLD_SEED + j) * width ** -0.5
-               for j in range(links)]
+def cold_chain(g, width, links):
+    """A chain of `links` MatMuls of [rows, width] (rows a dimension of the model's input, so
+    that one session serves every row count) by constant weights [width, width], each of its own
+    (scaled to keep the values near 1). Returns (model bytes, weights). One random matrix is
+    drawn; each copy is it with its columns rotated by the copy's index, a buffer of its own at
+    the cost of a copy (drawing hundreds of MB of normal values takes seconds)."""
+    np = g.np
+    base = harness.random_input("numpy", (width, width), seed=grids.COLD_SEED) * width ** -0.5
+    weights = [np.roll(base, j, axis=1) for j in range(links)]
     names = ["x"] + [f"h{j}" for j in range(1, links)] + ["y"]
     nodes = [g.helper.make_node("MatMul", [names[j], f"b{j}"], [names[j + 1]]) for j in range(links)]
-    model = g.model(nodes, [("x", (rows, width))], [("y", (rows, width))],
+    model = g.model(nodes, [("x", ("rows", width))], [("y", ("rows", width))],
                     [(f"b{j}", w) for j, w in enumerate(weights)])
-    return model, x, weights
+    return model, weights
 
 
 class ColdGemm:
     """The skinny MatMuls of grids.gemm_grid again with their weights read from main memory
     (grids.cold_product), as a model whose weights outgrow the caches reads each layer's: one
-    session a product runs a chain of copies of the layer spanning grids.cold_span_bytes, each
-    copy with weights of its own. Their sweeps run between the other probes, seconds apart: main
+    session a width runs a chain of copies of the layer spanning grids.cold_span_bytes, each
+    copy with weights of its own, for each of the width's row counts. Their sweeps run between the other probes, seconds apart: main
     memory's bandwidth on a shared host comes in spells (on the Zen 5 VM a triad got 60-74 or
     141-157 GB/s, in spells of up to 40 s), and a point takes its fastest sweep."""
 
     def __init__(self, g, quick):
         np = g.np
         span = grids.cold_span_bytes(harness.last_level_cache_bytes(), quick)
-        self.shapes, calls = {}, {}
+        self.shapes, calls, chains = {}, {}, {}
         for m, w in grids.gemm_grid(quick):
             if not grids.cold_product(m, w):
                 continue
             links = grids.cold_copy_count(4 * w * w, span)
-            model, x, weights = cold_chain(g, m, w, links)
-            run, _ = g.runner(model, {"x": x})  # the call keeps its session
+            if w not in chains:  # one session a width, for each of its row counts
+                model, weights = cold_chain(g, w, links)
+                chains[w] = (g.session(model), weights)
+            session, weights = chains[w]
+            x = harness.random_input("numpy", (m, w), seed=grids.COLD_SEED - 1)
+            names = [o.name for o in session.get_outputs()]
+            run = (lambda session=session, names=names, x=x: session.run(names, {"x": x}))
             want = x.astype(np.float64)
             for b in weights:
                 want = want @ b

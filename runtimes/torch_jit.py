@@ -31,7 +31,7 @@ CHAIN_CHANNELS, CHAIN_SIDE = 16, 4
 # A convolution graph's share of a point's sampling time: its pair and follower are two graphs
 # of a grid of over a hundred points, and the fastest of fifteen samples over three sweeps holds
 # a point's rate to within a few percent.
-CONV_POINT_WEIGHT = 0.3
+CONV_POINT_WEIGHT = 0.15
 # The product the linears' decision times: LINEAR_ROWS x LINEAR_WIDTH -> LINEAR_WIDTH, a point of
 # the GEMM grid.
 LINEAR_ROWS, LINEAR_WIDTH = 8, 512

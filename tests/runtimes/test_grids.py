@@ -112,8 +112,8 @@ class GridTest(unittest.TestCase):
 class ColdSpanTest(unittest.TestCase):
     MIB = 2 ** 20
 
-    def test_eight_caches_capped_but_never_under_two(self):
-        self.assertEqual(grids.cold_span_bytes(32 * self.MIB), 256 * self.MIB)
+    def test_four_caches_capped_but_never_under_two(self):
+        self.assertEqual(grids.cold_span_bytes(32 * self.MIB), 128 * self.MIB)
         self.assertEqual(grids.cold_span_bytes(512 * self.MIB), 1024 * self.MIB)  # capped
         self.assertEqual(grids.cold_span_bytes(1024 * self.MIB), 2048 * self.MIB)  # twice, cap or not
         self.assertEqual(grids.cold_span_bytes(None), grids.COLD_FALLBACK_BYTES)
