@@ -56,7 +56,8 @@ std::string runtimes_python_path();
 void check_runtimes_package(const std::string& python_path);
 
 // The interpreter for `runtime`: `given` (searched on PATH when it has no '/'), else
-// `source_dir`/.venv/bin/python where it imports the runtime's framework, else /usr/bin/python3.
+// `source_dir`/.venv/bin/python where it has the runtime's framework (found by
+// importlib.util.find_spec, not imported), else /usr/bin/python3.
 // Throws InputError when `given` (or, without it, /usr/bin/python3) is not an executable file.
 std::string choose_python(const std::string& given, const std::string& runtime,
                           const std::string& source_dir);

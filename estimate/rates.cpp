@@ -54,6 +54,10 @@ int conv_class(std::int64_t groups, bool depthwise) {
 
 }  // namespace
 
+int conv_point_class(const ConvShape& s) {
+  return conv_class(s.groups, s.groups == s.c && s.groups == s.k);
+}
+
 std::optional<double> RateModel::vector_op_elements_per_s(const std::string& op,
                                                           double working_set_bytes) const {
   auto it = vector_op_rates_.find(op);
@@ -239,7 +243,7 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
     const double rate = typical(c.flops_per_s, c.timing);
     const auto e = efficiency(s.flops() * f, s.bytes() * fb, rate * f);
     if (!e) continue;
-    const auto cls = static_cast<std::size_t>(conv_class(s.groups, depthwise));
+    const auto cls = static_cast<std::size_t>(conv_point_class(s));
     const std::size_t set = conv_dispatch_ && c.impl == conv_dispatch_->impl ? 1 : 0;
     (c.cold_weights ? conv_points_[set].cold : conv_points_[set].warm)[cls]
         .push_back({coords(g.batch, g.m, g.n, g.k, static_cast<double>(s.stride)), *e});

@@ -210,4 +210,8 @@ class RateModel {
   double naive_matrix_ = 0, naive_vector_ = 0, naive_Bps_ = 0;
 };
 
+// A convolution point's class, which the rate model fits apart: 0 dense (groups 1), 1 grouped,
+// 2 depthwise (a group a channel, in and out).
+int conv_point_class(const ConvShape& s);
+
 }  // namespace truepeak::estimate

@@ -6,9 +6,10 @@
 #include <algorithm>
 #include <optional>
 #include <set>
-#include <utility>
+#include <tuple>
 
 #include "core/error.hpp"
+#include "estimate/rates.hpp"
 
 namespace truepeak::estimate {
 namespace {
@@ -28,12 +29,6 @@ OwnRates kind_costs(const RuntimeRecord& record, DType dtype, Cost cost) {
   }
   override_rates(every, of_dtype);
   return every;
-}
-
-// 0 dense, 1 grouped, 2 depthwise (a group a channel, in and out).
-int conv_point_class(const ConvShape& s) {
-  if (s.groups == 1) return 0;
-  return s.groups == s.c && s.groups == s.k ? 2 : 1;
 }
 
 }  // namespace
@@ -59,17 +54,19 @@ Device runtime_device(const Device& device, const RuntimeRecord& record) {
   }
   std::set<DType> gemm_dtypes;
   for (const auto& p : record.gemm) gemm_dtypes.insert(p.shape.dtype);
-  // A runtime's convolution points replace the library's of their dtype and class (dense,
-  // grouped, depthwise, which the rate model fits apart). A runtime that times only some classes
-  // keeps the library's for the others: torch-jit times its dense convolutions where it bundles
-  // another oneDNN, since a frozen pair of small grouped or depthwise ones is mostly its graph's
-  // call and layout changes.
-  std::set<std::pair<DType, int>> conv_classes;
-  for (const auto& p : record.conv) conv_classes.insert({p.shape.dtype, conv_point_class(p.shape)});
+  // A runtime's convolution points replace the library's of their dtype, class (dense, grouped,
+  // depthwise, which the rate model fits apart) and weights (warm or cold). A runtime that times
+  // only some keeps the library's for the others: torch-jit times its dense convolutions with
+  // warm weights where it bundles another oneDNN, since a frozen pair of small grouped or
+  // depthwise ones is mostly its graph's call and layout changes, and weights read from memory
+  // come at the memory's rate whichever library reads them.
+  std::set<std::tuple<DType, int, bool>> conv_sets;
+  const auto conv_set = [](const ConvPoint& p) {
+    return std::tuple{p.shape.dtype, conv_point_class(p.shape), p.cold_weights};
+  };
+  for (const auto& p : record.conv) conv_sets.insert(conv_set(p));
   std::erase_if(out.gemm, [&](const GemmPoint& p) { return gemm_dtypes.contains(p.shape.dtype); });
-  std::erase_if(out.conv, [&](const ConvPoint& p) {
-    return conv_classes.contains({p.shape.dtype, conv_point_class(p.shape)});
-  });
+  std::erase_if(out.conv, [&](const ConvPoint& p) { return conv_sets.contains(conv_set(p)); });
   out.gemm.insert(out.gemm.end(), record.gemm.begin(), record.gemm.end());
   out.conv.insert(out.conv.end(), record.conv.begin(), record.conv.end());
   // The peak is the best GEMM measured; for the runtime that is the best of its own kernels,

@@ -58,8 +58,9 @@ def mark(name):
 
 
 def layout_of(found, lines, group_widths):
-    """The record's `layout` from the layout probe: `found` its JSON result, `lines` its stdout
-    (the ONEDNN_VERBOSE lines of one run of each net between marks). Returns (layout, counts):
+    """The record's `layout` from the layout probe: `found` its findings (torch_layout.probe),
+    `lines` oneDNN's verbose lines of one run of each net between marks
+    (torch_layout.verbose_lines). Returns (layout, counts):
     counts, the reorders by direction of each net, go into the probes."""
     names = ["base", "broadcast", "group-dense"] + [f"group-{w}" for w in group_widths]
     if found.get("cross"):

@@ -208,7 +208,8 @@ def cold_chain(g, width, links):
     that one session serves every row count) by constant weights [width, width], each of its own
     (scaled to keep the values near 1). Returns (model bytes, weights). One random matrix is
     drawn; each copy is it with its columns rotated by the copy's index, a buffer of its own at
-    the cost of a copy (drawing hundreds of MB of normal values takes seconds)."""
+    the cost of a copy (drawing hundreds of MB of normal values takes seconds); past `width`
+    copies the rotations repeat, still each in a buffer of its own."""
     np = g.np
     base = harness.random_input("numpy", (width, width), seed=grids.COLD_SEED) * width ** -0.5
     weights = [np.roll(base, j, axis=1) for j in range(links)]

@@ -481,18 +481,24 @@ def _quiet_stderr():
 
 def recorded_op_names(torch, call):
     """The names of the ops call() runs, in call order, as PyTorch's profiler records them. The
-    autograd profiler without Kineto records the same CPU-side op events, and starts in
-    milliseconds where Kineto's first start takes a second or more (it looks for devices); a
-    PyTorch without it takes torch.profiler."""
+    autograd profiler (use_kineto=False) records the same CPU-side op events and starts in
+    milliseconds, where torch.profiler's first start takes a second or more (it looks for
+    devices); a PyTorch whose autograd profiler refuses the option takes torch.profiler."""
     with _quiet_stderr():
         try:
-            with torch.autograd.profiler.profile(use_kineto=False) as prof:
-                call()
-            return [event.name for event in prof.function_events]
+            prof = torch.autograd.profiler.profile(use_kineto=False)
+            prof.__enter__()
         except (TypeError, RuntimeError, AssertionError):
-            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            prof = None
+        if prof is not None:
+            try:
                 call()
-            return [event.name for event in prof.events()]
+            finally:
+                prof.__exit__(None, None, None)
+            return [event.name for event in prof.function_events]
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as fallback:
+            call()
+        return [event.name for event in fallback.events()]
 
 
 def innermost_conv_op(names):
@@ -528,7 +534,7 @@ BATCHNORM_PROBE_CHANNELS, BATCHNORM_PROBE_SIDE = 16, 8
 
 def conv_batchnorm_apart(torch, prepare, dtype, progress, device="cpu"):
     """Whether the runtime, given a convolution followed by a batch norm (a module as written, as
-    a model has them), runs the batch norm as an op of its own: read from torch.profiler on the
+    a model has them), runs the batch norm as an op of its own: read from PyTorch's profiler on the
     module as prepare(module, example_inputs, dtype) runs it, and said through `progress`. An
     ONNX export and a graph optimizer fold such a batch norm into the convolution's weights; a
     runtime that runs the module as written pays a pass over the convolution's output for it."""

@@ -4,9 +4,11 @@ with every nn.Linear run as the same product in a 1x1 convolution where this PyT
 linear is the slower of the two (prepare(), linears_run_as_convolutions()).
 
 Probes: which of a frozen linear and the same product as a 1x1 convolution is faster; the fixed
-cost of one op (chains of 1x1 convolutions, 16 channels, 4x4, in a frozen graph); the cost of each elementwise kind that runs blocked, beside a convolution (chains of
-conv+op links less the convolutions'); the layout rules, in-place kinds and activation folding
-(the layout probe, runtimes/torch_layout.py, from oneDNN's verbose lines); the
+cost of one op (chains of 1x1 convolutions, 16 channels, 4x4, in a frozen graph), warm and
+cold (cold_op_cost); the cost of each elementwise kind that runs blocked, beside a convolution
+(chains of conv+op links less the convolutions'); the layout rules, in-place kinds and
+activation folding (the layout probe, runtimes/torch_layout.py, from oneDNN's verbose lines);
+the rates of its dense convolutions where its oneDNN is not the profile's (conv_points); the
 rates of PyTorch's own kernels, which run the ops a frozen graph leaves plain, over the size
 grids; and the main-memory bandwidth of its own kernels."""
 import copy
@@ -28,9 +30,9 @@ ROW_KINDS = ("softmax", "norm:layernorm", "transpose", "transpose:inner", "eleme
 QUICK_IMAGE_KINDS = ("elementwise:relu", "elementwise:add", "elementwise:silu", "pool:max", "norm:batchnorm")
 QUICK_ROW_KINDS = ("softmax", "norm:layernorm")
 CHAIN_CHANNELS, CHAIN_SIDE = 16, 4
-# A convolution graph's share of a point's sampling time: its pair and follower are two graphs
-# of a grid of over a hundred points, and the fastest of fifteen samples over three sweeps holds
-# a point's rate to within a few percent.
+# A convolution graph's share of a point's sampling time: a point's pair and follower are two of
+# some 120 graphs, and the fastest of fifteen samples over three sweeps holds a point's rate to
+# within a few percent.
 CONV_POINT_WEIGHT = 0.15
 # The product the linears' decision times: LINEAR_ROWS x LINEAR_WIDTH -> LINEAR_WIDTH, a point of
 # the GEMM grid.
@@ -96,7 +98,8 @@ def linears_run_as_convolutions(torch, budget, progress):
 def layout_probe(torch, progress):
     """(findings, layout, probe points) of the layout probe (runtimes/torch_layout.py), run in
     this process on the runtime's threads: oneDNN may choose an implementation, and with it a
-    layout, by the thread count. RuntimeError, one line, when its lines cannot be read."""
+    layout, by the thread count. RuntimeError, one line, when its lines cannot be read;
+    harness.FrameworkMissing where this PyTorch cannot switch oneDNN's verbose lines on."""
     if not hasattr(torch.backends.mkldnn, "verbose"):
         raise harness.FrameworkMissing(f"{RUNTIME} reads oneDNN's verbose lines through torch.backends.mkldnn."
                                        f"verbose, which torch {torch.__version__} lacks: "
@@ -108,6 +111,8 @@ def layout_probe(torch, progress):
                                                 grids.GROUP_REORDER_WIDTHS)
     except ValueError as error:
         raise RuntimeError(f"the layout probe failed: {error}") from None
+    except AssertionError:  # torch.backends.mkldnn.verbose's own check
+        raise RuntimeError("the layout probe failed: oneDNN's verbose lines did not switch on") from None
     probes = [record.probe_point(f"layout reorders {name}", "to plain, to blocked", to_plain=c[0], to_blocked=c[1])
               for name, c in counts.items()]
     probes.append(record.probe_point("layout to_dense per conv-OP-conv graph", "16ch 16x16",
@@ -189,8 +194,8 @@ def cold_op_cost(torch, links, quick, progress):
     """What each op of a frozen graph costs inside a model whose pass outgrows the caches: two
     rings of harness.COLD_RING frozen chains, of 1 and of `links` 1x1 convolutions (each chain of
     channels of its own, CHAIN_SIDE square), called in turn, each call after a write of
-    1/COLD_RING of the last-level cache shared by the two rings (harness.time_cold_calls). A
-    chain's graph, weights and primitives so come back after a cache's worth of other traffic,
+    1/(2 COLD_RING) of the last-level cache (harness.time_cold_calls). A chain's graph, weights
+    and primitives so come back after a cache's worth of other traffic,
     as a model's layers do a pass later. The op's cost is the slope between the two rings'
     medians, as op_s is between the warm chains'; `links` is --quick's chain length in both
     runs, since each chain of a ring is traced and frozen anew. Returns (seconds, probe points)."""
@@ -302,7 +307,7 @@ def conv_points(torch, op_s, onednn, budget, progress, quick):
     progress(f"building {2 * len(shapes)} frozen convolution graphs (oneDNN {onednn})")
     calls, checked = {}, set()
     for i, shape in enumerate(shapes):
-        key = (shape["r"], shape["stride"], shape["c"] // shape["groups"] if shape["groups"] > 1 else 0)
+        key = (shape["r"], shape["stride"])  # dense shapes only
         if key not in checked:
             check_conv_class(torch, shape, 100 + i)
             checked.add(key)

@@ -118,10 +118,10 @@ def verbose_lines(torch, runs):
     libc = ctypes.CDLL(None)
     sys.stdout.flush()
     libc.fflush(None)
-    saved = os.dup(1)
     with tempfile.TemporaryFile() as log:
-        os.dup2(log.fileno(), 1)
+        saved = os.dup(1)
         try:
+            os.dup2(log.fileno(), 1)
             with torch.no_grad():
                 for name, (graph, x) in runs.items():
                     graph(x)  # the first runs make the primitives and their weights' layouts
@@ -132,6 +132,7 @@ def verbose_lines(torch, runs):
                     libc.fflush(None)
                     os.write(1, b"truepeak-layout-end\n")
         finally:
+            sys.stdout.flush()
             libc.fflush(None)
             os.dup2(saved, 1)
             os.close(saved)

@@ -169,28 +169,32 @@ TEST(RuntimeApply, ConvPointsReplaceTheLibrarysOfTheirClassOnly) {
   dense.shape.r = dense.shape.s = 3;
   dense.flops_per_s = 1e11;
   dense.impl = "library";
-  ConvPoint grouped = dense, depthwise = dense;
+  ConvPoint grouped = dense, depthwise = dense, cold = dense;
   grouped.shape.groups = 16;
   depthwise.shape.groups = 64;
-  cpu.conv = {dense, grouped, depthwise};
+  cold.cold_weights = true;
+  cpu.conv = {dense, grouped, depthwise, cold};
   RuntimeRecord r = record_fixture();
   ConvPoint own = dense;
   own.impl = "runtime";
   own.shape.h = own.shape.w = 14;
   r.conv = {own};
-  // The runtime's dense point replaces the library's dense one; grouped and depthwise stay.
-  Device view = runtime_device(cpu, r);
-  ASSERT_EQ(view.conv.size(), 3u);
-  std::multiset<std::string> impls;
-  for (const auto& c : view.conv) impls.insert(c.impl + "/" + std::to_string(c.shape.groups));
-  EXPECT_EQ(impls, (std::multiset<std::string>{"library/16", "library/64", "runtime/1"}));
-  // A runtime that times every class replaces them all.
-  ConvPoint own_depthwise = depthwise, own_grouped = grouped;
-  own_depthwise.impl = own_grouped.impl = "runtime";
-  r.conv = {own, own_grouped, own_depthwise};
-  view = runtime_device(cpu, r);
-  ASSERT_EQ(view.conv.size(), 3u);
-  for (const auto& c : view.conv) EXPECT_EQ(c.impl, "runtime");
+  // The runtime's warm dense point replaces the library's warm dense one; grouped, depthwise
+  // and the cold dense one stay.
+  const auto sets = [](const Device& d) {
+    std::multiset<std::string> out;
+    for (const auto& c : d.conv)
+      out.insert(c.impl + "/" + std::to_string(c.shape.groups) + (c.cold_weights ? " cold" : ""));
+    return out;
+  };
+  EXPECT_EQ(sets(runtime_device(cpu, r)),
+            (std::multiset<std::string>{"library/1 cold", "library/16", "library/64", "runtime/1"}));
+  // A runtime that times every class, warm and cold, replaces them all.
+  ConvPoint own_depthwise = depthwise, own_grouped = grouped, own_cold = cold;
+  own_depthwise.impl = own_grouped.impl = own_cold.impl = "runtime";
+  r.conv = {own, own_grouped, own_depthwise, own_cold};
+  EXPECT_EQ(sets(runtime_device(cpu, r)),
+            (std::multiset<std::string>{"runtime/1", "runtime/1 cold", "runtime/16", "runtime/64"}));
 }
 
 TEST(RuntimeApply, EstimateWithTheRecordCostsItsDispatch) {

@@ -55,10 +55,6 @@ class PairKernelTest(unittest.TestCase):
         self.assertEqual(harness.pair_kernel_s(4e-6, 3e-6, 1e-6, 5e-6), (2e-6, "pair mean"))
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 class TimeSessionsTest(unittest.TestCase):
     def test_each_session_runs_all_its_calls_before_the_next_starts(self):
         # One session's thread pool spins after its runs: interleaved, it slows the other's.
@@ -89,3 +85,7 @@ class FoldedTest(unittest.TestCase):
             nodes, _ = onnxruntime_probe.activation_nodes(graphs, name, "c", "y")
             self.assertEqual(nodes[-1][2], ("y",), name)
             self.assertIn("c", nodes[0][1], name)
+
+
+if __name__ == "__main__":
+    unittest.main()

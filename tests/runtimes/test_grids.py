@@ -114,7 +114,7 @@ class ColdSpanTest(unittest.TestCase):
 
     def test_four_caches_capped_but_never_under_two(self):
         self.assertEqual(grids.cold_span_bytes(32 * self.MIB), 128 * self.MIB)
-        self.assertEqual(grids.cold_span_bytes(512 * self.MIB), 1024 * self.MIB)  # capped
+        self.assertEqual(grids.cold_span_bytes(384 * self.MIB), 1024 * self.MIB)  # capped
         self.assertEqual(grids.cold_span_bytes(1024 * self.MIB), 2048 * self.MIB)  # twice, cap or not
         self.assertEqual(grids.cold_span_bytes(None), grids.COLD_FALLBACK_BYTES)
 
