@@ -220,6 +220,22 @@ def conv_class(shape):
     return "depthwise" if shape["groups"] == shape["c"] == shape["k"] else "grouped"
 
 
+def class_check_shape(shape):
+    """A small convolution of the same class as `shape` (kernel, stride, channels per group; two
+    groups at most, few channels, an image of twice the kernel and three), whose output a probe
+    checks once for the class."""
+    width = shape["c"] // shape["groups"]
+    groups = min(shape["groups"], 2)
+    return conv_shape(width * groups if shape["groups"] > 1 else min(shape["c"], 16), 2 * shape["r"] + 3,
+                      shape["r"], shape["stride"], groups)
+
+
+def conv_name(shape):
+    """oneDNN's benchdnn-style name of a convolution shape."""
+    return (f"mb{shape['n']}g{shape['groups']}ic{shape['c']}oc{shape['k']}_ih{shape['h']}kh{shape['r']}"
+            f"sh{shape['stride']}ph{shape['pad']}")
+
+
 def out_side(shape):
     return (shape["h"] + 2 * shape["pad"] - shape["r"]) // shape["stride"] + 1
 

@@ -270,17 +270,21 @@ def eviction_bytes(llc_bytes):
     return llc_bytes or EVICTION_FALLBACK_BYTES
 
 
-def time_cold_calls(calls, evict, rounds, clock=time.perf_counter):
-    """{key: Timing} of each of `calls` (callables, returning once their work is done), each
-    sample right after `evict()`, which writes memory the call does not use (its own time is not
-    counted). Rounds visit every call once, so that a spell of the host slows a few samples of
-    each."""
-    samples = {key: [] for key in calls}
-    for _ in range(max(1, rounds)):
-        for key, call in calls.items():
-            evict()
+def time_cold_rings(rings, writes, rounds, clock=time.perf_counter):
+    """{key: Timing} of rings of calls (key -> [callables returning once their work is done], a
+    ring's layers, each of a shape of its own): round r calls layer r of every ring (modulo its
+    length), each call right after the next of `writes` (callables, in turn, each writing memory
+    no layer uses; its time is not counted). A layer so comes back to its call after its ring's
+    other layers, the other rings' calls and their writes, as a model's layer does a pass later;
+    rounds visit every ring once, so that a spell of the host slows a few samples of each."""
+    samples = {key: [] for key in rings}
+    written = 0
+    for r in range(max(1, rounds)):
+        for key, ring in rings.items():
+            writes[written % len(writes)]()
+            written += 1
             start = clock()
-            call()
+            ring[r % len(ring)]()
             samples[key].append(clock() - start)
     return {key: Timing(s) for key, s in samples.items()}
 

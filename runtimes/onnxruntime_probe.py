@@ -97,8 +97,13 @@ class Graphs:
     def runner(self, model_bytes, feeds):
         """A callable running the model on `feeds`, and its session."""
         session = self.session(model_bytes)
+        return self.caller(session, feeds), session
+
+    @staticmethod
+    def caller(session, feeds):
+        """A callable running `session` on `feeds` (the call keeps its session)."""
         names = [o.name for o in session.get_outputs()]
-        return (lambda: session.run(names, feeds)), session
+        return lambda: session.run(names, feeds)
 
     def optimized_node_types(self, model_bytes):
         """The op types of the graph onnxruntime runs after its optimizations."""
@@ -224,9 +229,10 @@ class ColdGemm:
     """The skinny MatMuls of grids.gemm_grid again with their weights read from main memory
     (grids.cold_product), as a model whose weights outgrow the caches reads each layer's: one
     session a width runs a chain of copies of the layer spanning grids.cold_span_bytes, each
-    copy with weights of its own, for each of the width's row counts. Their sweeps run between the other probes, seconds apart: main
-    memory's bandwidth on a shared host comes in spells (on the Zen 5 VM a triad got 60-74 or
-    141-157 GB/s, in spells of up to 40 s), and a point takes its fastest sweep."""
+    copy with weights of its own, for each of the width's row counts. Their sweeps run between
+    the other probes, seconds apart: main memory's bandwidth on a shared host comes in spells (on
+    the Zen 5 VM a triad got 60-74 or 141-157 GB/s, in spells of up to 40 s), and a point takes
+    its fastest sweep."""
 
     def __init__(self, g, quick):
         np = g.np
@@ -241,8 +247,7 @@ class ColdGemm:
                 chains[w] = (g.session(model), weights)
             session, weights = chains[w]
             x = harness.random_input("numpy", (m, w), seed=grids.COLD_SEED - 1)
-            names = [o.name for o in session.get_outputs()]
-            run = (lambda session=session, names=names, x=x: session.run(names, {"x": x}))
+            run = g.caller(session, {"x": x})
             want = x.astype(np.float64)
             for b in weights:
                 want = want @ b
@@ -315,23 +320,14 @@ def conv_models(g, shape, seed):
 def check_conv_class(g, shape, seed):
     """Checks the chain of a small convolution of the same class as `shape` (kernel, stride,
     channels per group; two groups at most, few channels, a small image) against numpy."""
-    width = shape["c"] // shape["groups"]
-    groups = min(shape["groups"], 2)
-    small = grids.conv_shape(width * groups if shape["groups"] > 1 else min(shape["c"], 16),
-                             2 * shape["r"] + 3, shape["r"], shape["stride"], groups)
+    small = grids.class_check_shape(shape)
     (pair, x, consts), _ = conv_models(g, small, seed)
     run, _ = g.runner(pair, {"x": x})
     c = dict(consts)
     second = grids.follower(small)
     want = conv_reference(g.np, x, c["aw"], c["ab"], small["stride"], small["pad"], small["groups"])
     want = conv_reference(g.np, want, c["bw"], c["bb"], 1, second["pad"], second["groups"])
-    harness.check_close(f"Conv {conv_name(small)} and its follower", run()[0], want, 1e-4, 1e-3)
-
-
-def conv_name(shape):
-    """oneDNN's benchdnn-style name of a convolution shape."""
-    return (f"mb{shape['n']}g{shape['groups']}ic{shape['c']}oc{shape['k']}_ih{shape['h']}kh{shape['r']}"
-            f"sh{shape['stride']}ph{shape['pad']}")
+    harness.check_close(f"Conv {grids.conv_name(small)} and its follower", run()[0], want, 1e-4, 1e-3)
 
 
 def conv_points(g, op_s, call_s, budget, progress, quick):
@@ -358,9 +354,9 @@ def conv_points(g, op_s, call_s, budget, progress, quick):
                       "cold_weights": False, "pair_s": timings["pair"].time_s, "follower_s": timings["alone"].time_s,
                       "fit": method})
         points.append(point)
-        probes += [record.probe_point(f"conv Conv f32 {name}", conv_name(shape), timings[name]) for name in runs]
+        probes += [record.probe_point(f"conv Conv f32 {name}", grids.conv_name(shape), timings[name]) for name in runs]
     best = max(points, key=lambda p: p["flops_per_s"])
-    progress(f"{len(points)} conv points, best {best['flops_per_s'] / 1e9:.1f} GFLOP/s ({conv_name(best)})")
+    progress(f"{len(points)} conv points, best {best['flops_per_s'] / 1e9:.1f} GFLOP/s ({grids.conv_name(best)})")
     return points, probes
 
 

@@ -196,34 +196,28 @@ def fixed_costs(torch, dtype, device, budget, progress, quick, sync=None):
 
 def cold_costs(torch, dtype, device, label, quick):
     """What each call of the plain op (key None) and of each kind of kind_op_s costs inside a
-    model whose pass outgrows the caches: a ring of harness.COLD_RING layers of the kind, each of a
-    shape of its own, the call of each followed by a write of 1/harness.COLD_RING of the last-level
-    cache (harness.time_cold_calls), so that a layer's call comes back to its module, its
+    model whose pass outgrows the caches: a ring of harness.COLD_RING layers of the kind, each of
+    a shape of its own, the call of each after a write of 1/COLD_RING of the last-level cache
+    (harness.time_cold_rings), so that a layer's call comes back to its module, its
     parameters and the library's state for its shape after a cache's worth of other traffic, as
     a model's layer does a pass later, while the kind's own code, which every layer of the ring
     runs, stays as warm as a model's many layers of the kind keep it. The figure is the median
     over the ring's calls: a pass sums hundreds of such calls, typical ones rather than the
     luckiest. Returns ({kind: seconds}, probe points)."""
+    ring_size = harness.COLD_RING
     size = harness.eviction_bytes(harness.last_level_cache_bytes())
-    buffers = [torch.empty(size // harness.COLD_RING // 4, dtype=torch.float32) for _ in range(harness.COLD_RING)]
+    buffers = [torch.empty(size // ring_size // 4, dtype=torch.float32) for _ in range(ring_size)]
+    writes = [lambda b=b: b.fill_(1.0) for b in buffers]
     rounds = harness.COLD_CALL_ROUNDS_QUICK if quick else harness.COLD_CALL_ROUNDS
     rtol, atol = torch_common.tolerance(torch, dtype)
     costs, probes = {}, []
     with torch.inference_mode():
         for kind in COLD_KINDS:
-            ring = [_cold_layer(torch, kind, i, dtype, device, rtol, atol) for i in range(harness.COLD_RING)]
-            turn = [0]
-
-            def write():
-                buffers[turn[0] % harness.COLD_RING].fill_(1.0)
-
-            def call():
-                ring[turn[0] % harness.COLD_RING]()
-                turn[0] += 1
-            timing = harness.time_cold_calls({kind: call}, write, rounds * harness.COLD_RING)[kind]
+            ring = [_cold_layer(torch, kind, i, dtype, device, rtol, atol) for i in range(ring_size)]
+            timing = harness.time_cold_rings({kind: ring}, writes, rounds * ring_size)[kind]
             costs[kind] = timing.median_s
             probes.append(record.probe_point(f"cold call {kind or 'op'} {label}",
-                                             f"ring of {harness.COLD_RING}, {size // harness.COLD_RING} bytes written between calls",
+                                             f"ring of {ring_size}, {size // ring_size} bytes written between calls",
                                              timing))
     return costs, probes
 

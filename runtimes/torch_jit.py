@@ -194,11 +194,11 @@ def cold_op_cost(torch, links, quick, progress):
     """What each op of a frozen graph costs inside a model whose pass outgrows the caches: two
     rings of harness.COLD_RING frozen chains, of 1 and of `links` 1x1 convolutions (each chain of
     channels of its own, CHAIN_SIDE square), called in turn, each call after a write of
-    1/(2 COLD_RING) of the last-level cache (harness.time_cold_calls). A chain's graph, weights
-    and primitives so come back after a cache's worth of other traffic,
-    as a model's layers do a pass later. The op's cost is the slope between the two rings'
-    medians, as op_s is between the warm chains'; `links` is --quick's chain length in both
-    runs, since each chain of a ring is traced and frozen anew. Returns (seconds, probe points)."""
+    1/(2 COLD_RING) of the last-level cache (harness.time_cold_rings). A chain's graph, weights
+    and primitives so come back after a cache's worth of other traffic, as a model's layers do a
+    pass later. The op's cost is the slope between the two rings' medians, as op_s is between
+    the warm chains'; `links` is --quick's chain length in both runs, since each chain of a ring
+    is traced and frozen anew. Returns (seconds, probe points)."""
     from torch import nn
     ring_size = harness.COLD_RING
     size = harness.eviction_bytes(harness.last_level_cache_bytes())
@@ -212,24 +212,13 @@ def cold_op_cost(torch, links, quick, progress):
             chain = nn.Sequential(*[nn.Conv2d(channels, channels, 1) for _ in range(n)]).eval()
             x = harness.random_input("torch", (1, channels, CHAIN_SIDE, CHAIN_SIDE), seed=i)
             rings[n].append(frozen_checked(torch, f"cold chain {channels}ch x{n}", chain, x))
-    turns = {n: 0 for n in rings}
-    writes = [0]
-
-    def write():
-        buffers[writes[0] % len(buffers)].fill_(1.0)
-        writes[0] += 1
-
-    def caller(n):
-        def call():
-            rings[n][turns[n] % ring_size]()
-            turns[n] += 1
-        return call
+    writes = [lambda b=b: b.fill_(1.0) for b in buffers]
     rounds = harness.COLD_CALL_ROUNDS_QUICK if quick else harness.COLD_CALL_ROUNDS
     with torch.no_grad():
         for n in rings:  # a first call of each chain
             for run in rings[n]:
                 run()
-        timings = harness.time_cold_calls({n: caller(n) for n in rings}, write, rounds * ring_size)
+        timings = harness.time_cold_rings(rings, writes, rounds * ring_size)
     cost = harness.chain_cost(timings[1].median_s, timings[links].median_s, links)
     probes = [record.probe_point(f"cold op chain conv1x1 x{n}",
                                  f"ring of {ring_size}, {CHAIN_CHANNELS}-{CHAIN_CHANNELS + 4 * (ring_size - 1)}ch "
@@ -259,13 +248,10 @@ def check_conv_class(torch, shape, seed):
     """Checks the frozen pair of a small convolution of the same class as `shape` (kernel,
     stride, channels per group; two groups at most, few channels, a small image) against the
     pair in float64."""
-    width = shape["c"] // shape["groups"]
-    groups = min(shape["groups"], 2)
-    small = grids.conv_shape(width * groups if shape["groups"] > 1 else min(shape["c"], 16),
-                             2 * shape["r"] + 3, shape["r"], shape["stride"], groups)
+    small = grids.class_check_shape(shape)
     (graph, x), _, module = conv_pair(torch, small, seed)
     with torch.no_grad():
-        harness.check_close(f"frozen conv pair r{small['r']} s{small['stride']} g{groups}", graph(x),
+        harness.check_close(f"frozen conv pair {grids.conv_name(small)}", graph(x),
                             copy.deepcopy(module).double()(x.double()), 1e-4, 1e-3)
 
 
@@ -327,10 +313,8 @@ def conv_points(torch, op_s, onednn, budget, progress, quick):
                       "cv": pair.cv, "samples": pair.count, "impl": f"onednn {onednn}", "cold_weights": False,
                       "pair_s": pair.time_s, "follower_s": alone.time_s, "fit": method})
         points.append(point)
-        name = (f"mb{shape['n']}g{shape['groups']}ic{shape['c']}oc{shape['k']}_ih{shape['h']}kh{shape['r']}"
-                f"sh{shape['stride']}")
-        probes += [record.probe_point(f"conv frozen {which} f32", name, t) for which, t in (("pair", pair),
-                                                                                            ("follower", alone))]
+        probes += [record.probe_point(f"conv frozen {which} f32", grids.conv_name(shape), t)
+                   for which, t in (("pair", pair), ("follower", alone))]
     best = max(points, key=lambda p: p["flops_per_s"])
     progress(f"{len(points)} conv points, best {best['flops_per_s'] / 1e9:.1f} GFLOP/s")
     return points, probes

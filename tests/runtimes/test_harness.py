@@ -166,17 +166,27 @@ class TimeInSweepsTest(unittest.TestCase):
         self.assertIn(5.0, timings["a"].samples)
 
 
-class TimeColdCallsTest(unittest.TestCase):
+class TimeColdRingsTest(unittest.TestCase):
     def test_every_sample_follows_an_eviction_and_leaves_it_out(self):
         clock, log = FakeClock(), []
         evict = clock.call([5e-3], log, "evict")  # an eviction takes time, never counted
-        calls = {"a": clock.call([2e-5, 3e-5, 4e-5], log, "a"), "b": clock.call([1e-5], log, "b")}
-        timings = harness.time_cold_calls(calls, evict, 3, clock)
+        calls = {"a": [clock.call([2e-5, 3e-5, 4e-5], log, "a")], "b": [clock.call([1e-5], log, "b")]}
+        timings = harness.time_cold_rings(calls, [evict], 3, clock)
         self.assertEqual(log, ["evict", "a", "evict", "b"] * 3)
         self.assertEqual(timings["a"].count, 3)
         self.assertAlmostEqual(timings["a"].time_s, 2e-5)
         self.assertAlmostEqual(timings["a"].median_s, 3e-5)
         self.assertAlmostEqual(timings["b"].median_s, 1e-5)
+
+    def test_each_round_calls_the_next_layer_of_every_ring_after_the_next_write(self):
+        clock, log = FakeClock(), []
+        writes = [clock.call([1e-3], log, f"w{j}") for j in range(3)]
+        rings = {"a": [clock.call([2e-5], log, "a0"), clock.call([3e-5], log, "a1")],
+                 "b": [clock.call([1e-5], log, "b0")]}
+        timings = harness.time_cold_rings(rings, writes, 2, clock)
+        self.assertEqual(log, ["w0", "a0", "w1", "b0", "w2", "a1", "w0", "b0"])
+        self.assertAlmostEqual(timings["a"].time_s, 2e-5)
+        self.assertEqual(timings["b"].count, 2)
 
     def test_an_eviction_writes_the_last_level_cache(self):
         self.assertEqual(harness.eviction_bytes(32 * 2 ** 20), 32 * 2 ** 20)
