@@ -40,14 +40,26 @@ def row_shapes(quick):
 GEMM_ROWS = (1, 8, 64, 512, 2048)
 GEMM_WIDTHS = (64, 512, 4096)
 GEMM_MAX_FLOPS = 1.1e9
-QUICK_GEMM = ((1, 512), (64, 512), (512, 512))
+# Wide weights, n x k = WIDE_WEIGHTS (32 outputs for each input, 2^23 elements: 32 MiB in f32,
+# past the last-level cache of a small machine), at rows WIDE_ROWS. A product that writes many
+# outputs for a short depth (an output layer over many classes or tokens) packs and streams far
+# more weights for each row than a square one: on a Zen 3 VM, MKL ran 64 rows through these
+# weights at 0.41 of the rate of 512^3 and 512 rows at 0.6, and one row read them from memory at
+# 0.55 of the bandwidth 4096 x 4096 weights get; square points alone would lend such a product
+# the square ones' rates. The rate keeps rising with the rows past 64, so the family runs to
+# 512 rows past GEMM_MAX_FLOPS (8.6 GFLOP, under 0.1 s a call at 100 GFLOP/s).
+WIDE_WEIGHTS = (16384, 512)
+WIDE_ROWS = (1, 8, 64, 512)
+QUICK_GEMM = ((1, 512, 512), (64, 512, 512), (512, 512, 512))
 
 
 def gemm_grid(quick):
-    """[(rows, width)] of the products rows x width x width."""
+    """[(rows, n, k)] of the products rows x k by weights k -> n: square weights, then wide ones
+    (outside --quick)."""
     if quick:
         return list(QUICK_GEMM)
-    return [(m, w) for m in GEMM_ROWS for w in GEMM_WIDTHS if 2 * m * w * w <= GEMM_MAX_FLOPS]
+    square = [(m, w, w) for m in GEMM_ROWS for w in GEMM_WIDTHS if 2 * m * w * w <= GEMM_MAX_FLOPS]
+    return square + [(m, *WIDE_WEIGHTS) for m in WIDE_ROWS]
 
 
 # Cold weights: the skinny products (at most COLD_ROWS rows) whose weights have at least
@@ -65,9 +77,9 @@ COLD_FALLBACK_BYTES = 128 * 2 ** 20
 COLD_SEED = 1000
 
 
-def cold_product(rows, width):
-    """Whether the product rows x width x width of gemm_grid is timed again with cold weights."""
-    return rows <= COLD_ROWS and width * width >= COLD_MIN_WEIGHTS
+def cold_product(rows, n, k):
+    """Whether the product rows x k -> n of gemm_grid is timed again with cold weights."""
+    return rows <= COLD_ROWS and n * k >= COLD_MIN_WEIGHTS
 
 
 def cold_span_bytes(cache_bytes, quick=False):

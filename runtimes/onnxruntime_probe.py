@@ -189,19 +189,21 @@ def gemm_points(g, fixed_s, budget, progress, quick):
     grids.gemm_grid, f32. Returns (points, probe points)."""
     np = g.np
     points, probes = [], []
-    for i, (m, w) in enumerate(grids.gemm_grid(quick)):
-        x = harness.random_input("numpy", (m, w), seed=2 * i)
-        b = harness.random_input("numpy", (w, w), seed=2 * i + 1)
-        model = g.model([g.helper.make_node("MatMul", ["x", "b"], ["y"])], [("x", (m, w))], [("y", (m, w))],
+    checked = set()  # weights' shapes whose first product is checked (each shape is blocked anew)
+    for i, (m, n, k) in enumerate(grids.gemm_grid(quick)):
+        x = harness.random_input("numpy", (m, k), seed=2 * i)
+        b = harness.random_input("numpy", (k, n), seed=2 * i + 1)
+        model = g.model([g.helper.make_node("MatMul", ["x", "b"], ["y"])], [("x", (m, k))], [("y", (m, n))],
                         [("b", b)])
         run, _ = g.runner(model, {"x": x})
-        if i == 0:
-            harness.check_close(f"MatMul {m}x{w}x{w}", run()[0], x.astype(np.float64) @ b, 1e-4, 1e-3)
+        if (n, k) not in checked:
+            checked.add((n, k))
+            harness.check_close(f"MatMul {m}x{n}x{k}", run()[0], x.astype(np.float64) @ b, 1e-4, 1e-3 * (k / 64) ** 0.5)
         timing = harness.time_call(run, budget)
-        points.append(product_point(timing, fixed_s, 2.0 * m * w * w,
-                                    {"dtype": "f32", "m": m, "n": w, "k": w, "batch": 1,
+        points.append(product_point(timing, fixed_s, 2.0 * m * n * k,
+                                    {"dtype": "f32", "m": m, "n": n, "k": k, "batch": 1,
                                      "layout": "row-major, weights [k][n]"}))
-        probes.append(record.probe_point("gemm MatMul f32", f"{m}x{w}x{w}", timing))
+        probes.append(record.probe_point("gemm MatMul f32", f"{m}x{n}x{k}", timing))
     best = max(points, key=lambda p: p["flops_per_s"])
     progress(f"{len(points)} gemm points, best {best['flops_per_s'] / 1e9:.1f} GFLOP/s "
              f"({best['m']}x{best['n']}x{best['k']})")
@@ -238,8 +240,9 @@ class ColdGemm:
         np = g.np
         span = grids.cold_span_bytes(harness.last_level_cache_bytes(), quick)
         self.shapes, calls, chains = {}, {}, {}
-        for m, w in grids.gemm_grid(quick):
-            if not grids.cold_product(m, w):
+        for m, n, w in grids.gemm_grid(quick):
+            # A chain runs square weights only: each link's output is the next one's input.
+            if n != w or not grids.cold_product(m, n, w):
                 continue
             links = grids.cold_copy_count(4 * w * w, span)
             if w not in chains:  # one session a width, for each of its row counts

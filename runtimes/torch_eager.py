@@ -66,10 +66,11 @@ def prepare(module, example_inputs, dtype=None):
     return run
 
 
-def _linear(torch, rows, width, dtype, device, bias=True, seed=0):
+def _linear(torch, rows, width, dtype, device, bias=True, seed=0, outputs=None):
+    """A linear layer width -> outputs (default: width) and an input of `rows` rows for it."""
     from torch import nn
     torch.manual_seed(seed)
-    layer = nn.Linear(width, width, bias=bias).to(device, dtype).eval()
+    layer = nn.Linear(width, outputs or width, bias=bias).to(device, dtype).eval()
     return layer, harness.random_input("torch", (rows, width), dtype, device, seed=seed)
 
 
@@ -281,16 +282,20 @@ def gemm_points(torch, dtype, device, kind_costs, budget, progress, quick, time_
         items.append((op, batch, m, n, k, call, layout, cold))
 
     cache_bytes = harness.last_level_cache_bytes() if device == "cpu" else None
-    cold_copies = {}  # width -> the copies its cold points share
-    for i, (m, w) in enumerate(grids.gemm_grid(quick)):
-        layer, x = _linear(torch, m, w, dtype, device, bias=False, seed=i)
-        ref = (lambda layer=layer, x=x: x.double() @ layer.weight.double().t()) if i == 0 else None
-        point("linear", 1, m, w, w, lambda layer=layer, x=x: layer(x), "row-major, weights [n][k]", ref)
-        if device == "cpu" and grids.cold_product(m, w):
-            if w not in cold_copies:
-                cold_copies[w] = cold_layer_copies(torch, layer, grids.cold_span_bytes(cache_bytes, quick))
-            call, check = _rotating(cold_copies[w], x)
-            point("linear", 1, m, w, w, call, "row-major, weights [n][k]", check, cold=True)
+    cold_copies = {}  # (n, k) -> the copies its cold points share
+    checked = set()  # weights' shapes whose first product is checked (each shape is blocked anew)
+    for i, (m, n, k) in enumerate(grids.gemm_grid(quick)):
+        layer, x = _linear(torch, m, k, dtype, device, bias=False, seed=i, outputs=n)
+        ref = None
+        if (n, k) not in checked:
+            checked.add((n, k))
+            ref = lambda layer=layer, x=x: x.double() @ layer.weight.double().t()  # noqa: E731
+        point("linear", 1, m, n, k, lambda layer=layer, x=x: layer(x), "row-major, weights [n][k]", ref)
+        if device == "cpu" and grids.cold_product(m, n, k):
+            if (n, k) not in cold_copies:
+                cold_copies[(n, k)] = cold_layer_copies(torch, layer, grids.cold_span_bytes(cache_bytes, quick))
+            call, check = _rotating(cold_copies[(n, k)], x)
+            point("linear", 1, m, n, k, call, "row-major, weights [n][k]", check, cold=True)
     for i, (batch, side) in enumerate(grids.batched_matmul_grid(quick)):
         a = harness.random_input("torch", (batch, side, side), dtype, device, seed=2 * i)
         b = harness.random_input("torch", (batch, side, side), dtype, device, seed=2 * i + 1)
@@ -318,11 +323,11 @@ def gemm_points(torch, dtype, device, kind_costs, budget, progress, quick, time_
 
 
 def cold_layer_copies(torch, layer, span_bytes):
-    """Copies of a bias-free square linear `layer` (as _linear makes), each from a seed of its
-    own, cold_copy_count of them."""
+    """Copies of a bias-free linear `layer` (as _linear makes), each from a seed of its own,
+    cold_copy_count of them."""
     weight_bytes = layer.weight.numel() * layer.weight.element_size()
     return [_linear(torch, 1, layer.in_features, layer.weight.dtype, layer.weight.device, bias=False,
-                    seed=grids.COLD_SEED + i)[0]
+                    seed=grids.COLD_SEED + i, outputs=layer.out_features)[0]
             for i in range(grids.cold_copy_count(weight_bytes, span_bytes))]
 
 

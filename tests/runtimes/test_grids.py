@@ -34,10 +34,23 @@ class GridTest(unittest.TestCase):
 
     def test_gemm_grid_runs_skinny_to_square_within_its_cap(self):
         grid = grids.gemm_grid(False)
-        self.assertIn(1, {m for m, _ in grid})
-        self.assertTrue(any(m == w for m, w in grid))
-        self.assertTrue(all(2 * m * w * w <= grids.GEMM_MAX_FLOPS for m, w in grid))
+        self.assertIn(1, {m for m, _, _ in grid})
+        self.assertTrue(any(m == n == k for m, n, k in grid))
+        self.assertTrue(all(2 * m * n * k <= grids.GEMM_MAX_FLOPS for m, n, k in grid if n == k))
         self.assertEqual(set(grids.gemm_grid(True)) - set(grid), set())
+        self.assertEqual(len(set(grid)), len(grid))
+
+    def test_gemm_grid_has_wide_weights_at_skinny_and_middle_rows(self):
+        grid = grids.gemm_grid(False)
+        wide = [(m, n, k) for m, n, k in grid if n != k]
+        self.assertEqual({(n, k) for _, n, k in wide}, {grids.WIDE_WEIGHTS})
+        self.assertGreater(grids.WIDE_WEIGHTS[0], max(grids.GEMM_WIDTHS))  # past the square ones
+        rows = {m for m, _, _ in wide}
+        self.assertIn(1, rows)
+        self.assertTrue(any(grids.cold_product(*p) for p in wide))
+        # Past the cold rows, and as far as the square grid's middle (512 rows).
+        self.assertGreaterEqual(max(rows), 512)
+        self.assertTrue(any(m > grids.COLD_ROWS for m in rows))
 
     def test_conv_grid_covers_kernels_strides_and_groupings(self):
         grid = grids.conv_grid(False)
@@ -100,7 +113,7 @@ class GridTest(unittest.TestCase):
         self.assertEqual(grids.conv_flops(grids.conv_shape(16, 8, 3, 1, 16)), 2 * 16 * 9 * 8 * 8)
 
     def test_no_size_is_a_known_models(self):
-        widths = {w for _, w in grids.gemm_grid(False)} | {c for _, c in grids.row_shapes(False)}
+        widths = {w for _, n, k in grids.gemm_grid(False) for w in (n, k)} | {c for _, c in grids.row_shapes(False)}
         widths |= {s for _, s in grids.batched_matmul_grid(False)}
         self.assertFalse(widths & MODEL_WIDTHS)
         sides = {s["h"] for s in grids.conv_grid(False) + grids.image_input_grid(False)}
@@ -130,9 +143,10 @@ class ColdSpanTest(unittest.TestCase):
 
     def test_the_quick_grid_has_a_cold_point_in_any_dtype(self):
         # A layer of COLD_MIN_WEIGHTS elements or more, at most COLD_ROWS rows.
-        self.assertTrue(any(grids.cold_product(m, w) for m, w in grids.gemm_grid(True)))
-        self.assertFalse(grids.cold_product(grids.COLD_ROWS + 1, 4096))
-        self.assertFalse(grids.cold_product(1, 64))
+        self.assertTrue(any(grids.cold_product(*p) for p in grids.gemm_grid(True)))
+        self.assertFalse(grids.cold_product(grids.COLD_ROWS + 1, 4096, 4096))
+        self.assertFalse(grids.cold_product(1, 64, 64))
+        self.assertTrue(grids.cold_product(1, 2 ** 12, 2 ** 6))  # weights' elements, whatever their shape
 
 
 if __name__ == "__main__":
