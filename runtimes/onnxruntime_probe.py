@@ -113,13 +113,33 @@ class Graphs:
             return [node.op_type for node in self.onnx.load(path).graph.node]
 
 
-def time_sessions(runs, budget, weight=1.0):
-    """Each callable of `runs` (key -> a call of its own session) timed on its own, one after
-    another, where the other probes interleave theirs (harness.time_calls): a session's thread
-    pool spins a while after each run before its threads sleep, and while another session runs
-    those threads take its cores. Interleaved, two sessions' convolutions on the 2-core Zen 5
-    VM ran at half the rate each gets alone. Returns key -> Timing."""
-    return {key: harness.time_call(call, budget, weight) for key, call in runs.items()}
+def time_sessions(makers, budget, weight=1.0):
+    """Each session of `makers` (key -> a callable that opens a session and returns a call of
+    it) opened right before it is timed and closed after, one after another, where the other
+    probes interleave theirs (harness.time_calls): a session's thread pool spins a while after
+    each run before its threads sleep, and while another session runs those threads take its
+    cores. A pool also spins for tens of milliseconds after its session opens: a pair of 3x3
+    convolutions of 16 channels on four 112x112 images took 8 ms a call for nine calls after
+    a second session opened, against 3.7 ms on its own, on the 2-core Zen 3 VM. Interleaved,
+    two sessions' convolutions on the 2-core Zen 5 VM ran at half the rate each gets alone.
+    Returns key -> Timing."""
+    timings = {}
+    for key, make in makers.items():
+        call = make()
+        timings[key] = harness.time_call(call, budget, weight)
+        del call  # the session closes before the next one opens
+    return timings
+
+
+def checked_call(g, model, feeds, check=None):
+    """A maker for time_sessions: opens a session over `model`, runs `check(outputs)` once
+    where given, and returns the call."""
+    def make():
+        run, _ = g.runner(model, feeds)
+        if check is not None:
+            check(run())
+        return run
+    return make
 
 
 # ---- the fixed costs ---------------------------------------------------------------------------
@@ -147,14 +167,13 @@ def fixed_costs(g, budget, progress, quick):
     nodes a link keeps after optimization); and the fixed cost of a session call, the 1-link
     chain less its nodes. Returns (op_s, call_s, probe points)."""
     links = grids.chain_links(quick)
-    runs, nodes = {}, {}
+    makers, nodes = {}, {}
     for n in (1, links):
         model, feeds, want = relu_add_chain(g, n)
-        run, _ = g.runner(model, feeds)
-        harness.check_close(f"Add+Relu chain x{n}", run()[0], want)
-        runs[n] = run
+        makers[n] = checked_call(g, model, feeds,
+                                 lambda out, n=n, want=want: harness.check_close(f"Add+Relu chain x{n}", out[0], want))
         nodes[n] = len(g.optimized_node_types(model))
-    timings = time_sessions(runs, budget, weight=3.0)
+    timings = time_sessions(makers, budget, weight=3.0)
     per_link = nodes[links] / links
     op_s = harness.chain_cost(timings[1].time_s, timings[links].time_s, links, per_link)
     call_s = max(0.0, timings[1].time_s - nodes[1] * op_s)
@@ -345,7 +364,7 @@ def conv_points(g, op_s, call_s, budget, progress, quick):
             check_conv_class(g, shape, 100 + i)
             checked.add(key)
         (pair, x, _), (alone, x2) = conv_models(g, shape, 10 * i)
-        runs = {"pair": g.runner(pair, {"x": x})[0], "alone": g.runner(alone, {"x": x2})[0]}
+        runs = {"pair": checked_call(g, pair, {"x": x}), "alone": checked_call(g, alone, {"x": x2})}
         timings = time_sessions(runs, budget)
         kernel_s, method = harness.pair_kernel_s(timings["pair"].time_s, timings["alone"].time_s, op_s, call_s)
         median_s, _ = harness.pair_kernel_s(timings["pair"].median_s, timings["alone"].median_s, op_s, call_s)
@@ -494,18 +513,20 @@ def own_kernel_rates(g, budget, progress, quick):
                 if kind.startswith("transpose") else shape
             xs = {f"x{j}": harness.random_input("numpy", in_shape, seed=j) for j in range(operands)}
             model = g.model(nodes, [(name, in_shape) for name in xs], [("y", out_shape)], consts, ms_domain=ms)
-            run, _ = g.runner(model, xs)
+            check = None
             if i == 0:
                 ins = [xs[f"x{j}"].astype(np.float64) for j in range(operands)]
                 const_values = [np.asarray(a, dtype=np.float64) for _, a in consts]
-                harness.check_close(f"{kind} {shape}", run()[0], reference(ins, *const_values), 1e-4, 1e-4)
+                want = reference(ins, *const_values)
+                check = lambda out, kind=kind, shape=shape, want=want: harness.check_close(  # noqa: E731
+                    f"{kind} {shape}", out[0], want, 1e-4, 1e-4)
             elements = 1
             for d in out_shape:
                 elements *= d
             window = shape[2] * shape[3] if kind == "pool:global_avg" else 9 if kind.startswith("pool:") else 1
             work[i] = elements * window
             moved[i] = 4 * (elements + operands * grids_elements(in_shape))  # f32 in and out
-            runs[i] = run
+            runs[i] = checked_call(g, model, xs, check)
         timings = time_sessions(runs, budget, 0.5)
         rate, method = harness.slope_rate(
             harness.within_cache([(work[i], timings[i].time_s, moved[i]) for i in runs], cache_bytes))

@@ -56,16 +56,31 @@ class PairKernelTest(unittest.TestCase):
 
 
 class TimeSessionsTest(unittest.TestCase):
+    def makers(self, order):
+        def maker(key):
+            def make():
+                order.append(f"open {key}")
+                return lambda: order.append(key)
+            return make
+        return {"pair": maker("pair"), "alone": maker("alone")}
+
     def test_each_session_runs_all_its_calls_before_the_next_starts(self):
         # One session's thread pool spins after its runs: interleaved, it slows the other's.
         order = []
-        runs = {"pair": lambda: order.append("pair"), "alone": lambda: order.append("alone")}
-        timings = onnxruntime_probe.time_sessions(runs, onnxruntime_probe.harness.Budget(quick=True))
+        timings = onnxruntime_probe.time_sessions(self.makers(order), onnxruntime_probe.harness.Budget(quick=True))
         self.assertEqual(set(timings), {"pair", "alone"})
         first_alone = order.index("alone")
         self.assertGreater(first_alone, 1)
         self.assertNotIn("pair", order[first_alone:])
-        self.assertEqual(timings["pair"].count + 1, first_alone)  # its one warm-up call untimed
+        self.assertEqual(timings["pair"].count + 1, order.index("open alone") - 1)  # one warm-up call untimed
+
+    def test_a_session_opens_only_once_the_one_before_is_timed(self):
+        # A pool spins for a while after its session opens: one opened early slows the first timed.
+        order = []
+        onnxruntime_probe.time_sessions(self.makers(order), onnxruntime_probe.harness.Budget(quick=True))
+        self.assertEqual(order[0], "open pair")
+        self.assertEqual(order[order.index("open alone") - 1], "pair")
+        self.assertNotIn("pair", order[order.index("open alone"):])
 
 
 class FoldedTest(unittest.TestCase):
