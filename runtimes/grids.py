@@ -62,6 +62,15 @@ def gemm_grid(quick):
     return square + [(m, *WIDE_WEIGHTS) for m in WIDE_ROWS]
 
 
+def checked_products(grid):
+    """The products of `grid` (gemm_grid's) whose output a probe checks: the first of each
+    weights' shape, since each shape is blocked anew."""
+    first = {}
+    for m, n, k in grid:
+        first.setdefault((n, k), (m, n, k))
+    return set(first.values())
+
+
 # Cold weights: the skinny products (at most COLD_ROWS rows) whose weights have at least
 # COLD_MIN_WEIGHTS elements again, each call on the next of enough copies of its layer to span
 # COLD_SPAN_CACHES times the last-level cache, at most COLD_SPAN_MAX bytes but never under twice

@@ -208,15 +208,15 @@ def gemm_points(g, fixed_s, budget, progress, quick):
     grids.gemm_grid, f32. Returns (points, probe points)."""
     np = g.np
     points, probes = [], []
-    checked = set()  # weights' shapes whose first product is checked (each shape is blocked anew)
-    for i, (m, n, k) in enumerate(grids.gemm_grid(quick)):
+    grid = grids.gemm_grid(quick)
+    checked = grids.checked_products(grid)
+    for i, (m, n, k) in enumerate(grid):
         x = harness.random_input("numpy", (m, k), seed=2 * i)
         b = harness.random_input("numpy", (k, n), seed=2 * i + 1)
         model = g.model([g.helper.make_node("MatMul", ["x", "b"], ["y"])], [("x", (m, k))], [("y", (m, n))],
                         [("b", b)])
         run, _ = g.runner(model, {"x": x})
-        if (n, k) not in checked:
-            checked.add((n, k))
+        if (m, n, k) in checked:
             harness.check_close(f"MatMul {m}x{n}x{k}", run()[0], x.astype(np.float64) @ b, 1e-4, 1e-3 * (k / 64) ** 0.5)
         timing = harness.time_call(run, budget)
         points.append(product_point(timing, fixed_s, 2.0 * m * n * k,

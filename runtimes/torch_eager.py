@@ -283,13 +283,11 @@ def gemm_points(torch, dtype, device, kind_costs, budget, progress, quick, time_
 
     cache_bytes = harness.last_level_cache_bytes() if device == "cpu" else None
     cold_copies = {}  # (n, k) -> the copies its cold points share
-    checked = set()  # weights' shapes whose first product is checked (each shape is blocked anew)
-    for i, (m, n, k) in enumerate(grids.gemm_grid(quick)):
+    grid = grids.gemm_grid(quick)
+    checked = grids.checked_products(grid)
+    for i, (m, n, k) in enumerate(grid):
         layer, x = _linear(torch, m, k, dtype, device, bias=False, seed=i, outputs=n)
-        ref = None
-        if (n, k) not in checked:
-            checked.add((n, k))
-            ref = lambda layer=layer, x=x: x.double() @ layer.weight.double().t()  # noqa: E731
+        ref = (lambda layer=layer, x=x: x.double() @ layer.weight.double().t()) if (m, n, k) in checked else None
         point("linear", 1, m, n, k, lambda layer=layer, x=x: layer(x), "row-major, weights [n][k]", ref)
         if device == "cpu" and grids.cold_product(m, n, k):
             if (n, k) not in cold_copies:

@@ -40,6 +40,14 @@ class GridTest(unittest.TestCase):
         self.assertEqual(set(grids.gemm_grid(True)) - set(grid), set())
         self.assertEqual(len(set(grid)), len(grid))
 
+    def test_the_first_product_of_each_weights_shape_is_checked(self):
+        grid = grids.gemm_grid(False)
+        checked = grids.checked_products(grid)
+        self.assertEqual({(n, k) for _, n, k in checked}, {(n, k) for _, n, k in grid})
+        self.assertEqual(len(checked), len({(n, k) for _, n, k in grid}))
+        for m, n, k in checked:
+            self.assertEqual(m, min(r for r, a, b in grid if (a, b) == (n, k)))  # grid rows ascend
+
     def test_gemm_grid_has_wide_weights_at_skinny_and_middle_rows(self):
         grid = grids.gemm_grid(False)
         wide = [(m, n, k) for m, n, k in grid if n != k]
