@@ -38,6 +38,17 @@ std::vector<std::string> union_of(const std::vector<DeviceView>& views, Key key)
   return out;
 }
 
+// The best rate among `points` (GemmPoint or ConvPoint) of `dtype` with warm weights.
+template <typename Point>
+std::optional<double> best_warm_flops_per_s(const std::vector<Point>& points, const std::string& dtype) {
+  std::optional<double> best;
+  for (const auto& p : points) {
+    if (!p.cold_weights && to_string(p.shape.dtype) == dtype && (!best || p.flops_per_s > *best))
+      best = p.flops_per_s;
+  }
+  return best;
+}
+
 void add_row(std::vector<CompareRow>& rows, CompareRow row) {
   const bool any = std::any_of(row.cells.begin(), row.cells.end(),
                                [](const auto& c) { return c.value.has_value(); });
@@ -266,13 +277,36 @@ Comparison compare_profiles(const std::vector<Profile>& profiles,
   row_of("overhead", "graph op", "s", [](const Device& d) {
     return CompareCell{d.overhead_graph_op_s, std::nullopt};
   });
-  // A runtime's fixed cost per op: what a model of many small ops pays on top of the library.
+  // A runtime's fixed cost per op: what a model of many small ops pays on top of the library;
+  // then the best of the runtime's own GEMM and convolution points (warm weights), where it has
+  // kernels of its own: what its large products run at, beside the library's rows above.
   for (const auto& key : runtime_keys(profiles)) {
-    row_of("runtime", key + " op", "s", [&](const Device& d) {
+    auto record_of = [&](const Device& d) -> const RuntimeRecord* {
       const auto it = d.runtimes.find(key);
-      return CompareCell{it == d.runtimes.end() ? std::nullopt : std::optional<double>(it->second.op_s),
-                         std::nullopt};
+      return it == d.runtimes.end() ? nullptr : &it->second;
+    };
+    row_of("runtime", key + " op", "s", [&](const Device& d) {
+      const auto* r = record_of(d);
+      return CompareCell{r ? std::optional<double>(r->op_s) : std::nullopt, std::nullopt};
     });
+    const auto runtime_dtypes = in_dtype_order(union_of(views, [&](const Device& d) {
+      std::vector<std::string> names;
+      if (const auto* r = record_of(d)) {
+        for (const auto& p : r->gemm) names.push_back(std::string(to_string(p.shape.dtype)));
+        for (const auto& p : r->conv) names.push_back(std::string(to_string(p.shape.dtype)));
+      }
+      return names;
+    }));
+    for (const auto& dt : runtime_dtypes) {
+      row_of("runtime", key + " gemm " + dt, "flops_per_s", [&](const Device& d) {
+        const auto* r = record_of(d);
+        return CompareCell{r ? best_warm_flops_per_s(r->gemm, dt) : std::nullopt, std::nullopt};
+      });
+      row_of("runtime", key + " conv " + dt + " (best layer)", "flops_per_s", [&](const Device& d) {
+        const auto* r = record_of(d);
+        return CompareCell{r ? best_warm_flops_per_s(r->conv, dt) : std::nullopt, std::nullopt};
+      });
+    }
   }
   return c;
 }

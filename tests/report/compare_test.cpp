@@ -31,6 +31,52 @@ TEST(Compare, ColumnsAreEveryDeviceOfEveryProfile) {
   EXPECT_DOUBLE_EQ(*c.columns[0].price_per_hour_usd, 0.40);
 }
 
+TEST(Compare, ARuntimesOwnProductsAreItsBestWarmPointsPerDtype) {
+  std::vector<Profile> profiles = {cpu_fixture(), cpu_fixture()};
+  auto gemm = [](DType dt, double rate, bool cold) {
+    GemmPoint p;
+    p.shape.dtype = dt;
+    p.flops_per_s = rate;
+    p.cold_weights = cold;
+    return p;
+  };
+  auto conv = [](double rate) {
+    ConvPoint p;
+    p.flops_per_s = rate;
+    return p;
+  };
+  RuntimeRecord first;
+  first.op_s = 5e-6;
+  first.gemm = {gemm(DType::f32, 100e9, false), gemm(DType::f32, 150e9, false), gemm(DType::f32, 900e9, true),
+                gemm(DType::bf16, 300e9, false)};
+  first.conv = {conv(80e9), conv(120e9)};
+  profiles[0].devices.at(0).runtimes["torch-eager"] = first;
+  RuntimeRecord second;  // no products of its own: the op cost only
+  second.op_s = 4e-6;
+  profiles[1].devices.at(0).runtimes["torch-eager"] = second;
+  const auto c = compare_profiles(profiles, {});
+
+  const auto* op = find_row(c, "runtime", "torch-eager op");
+  ASSERT_NE(op, nullptr);
+  EXPECT_DOUBLE_EQ(*op->ratio_to_first(1), 0.8);
+  const auto* f32 = find_row(c, "runtime", "torch-eager gemm f32");
+  ASSERT_NE(f32, nullptr);
+  EXPECT_DOUBLE_EQ(*f32->cells[0].value, 150e9);  // the cold point is left out
+  EXPECT_FALSE(f32->cells[1].value);
+  const auto* bf16 = find_row(c, "runtime", "torch-eager gemm bf16");
+  ASSERT_NE(bf16, nullptr);
+  EXPECT_DOUBLE_EQ(*bf16->cells[0].value, 300e9);
+  EXPECT_EQ(find_row(c, "runtime", "torch-eager conv bf16 (best layer)"), nullptr);  // nobody has one
+  const auto* conv_f32 = find_row(c, "runtime", "torch-eager conv f32 (best layer)");
+  ASSERT_NE(conv_f32, nullptr);
+  EXPECT_DOUBLE_EQ(*conv_f32->cells[0].value, 120e9);
+
+  // Both measured: the ratio is the second's best over the first's.
+  profiles[1].devices.at(0).runtimes["torch-eager"].gemm = {gemm(DType::f32, 120e9, false)};
+  const auto again = compare_profiles(profiles, {});
+  EXPECT_DOUBLE_EQ(*find_row(again, "runtime", "torch-eager gemm f32")->ratio_to_first(1), 0.8);
+}
+
 TEST(Compare, RatiosComeFromTheProfilesFigures) {
   const std::vector<Profile> profiles = {cpu_fixture(), gpu_fixture()};
   const auto c = compare_profiles(profiles, {});
