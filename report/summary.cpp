@@ -4,7 +4,9 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
+#include <string_view>
 
 #include "core/dtype.hpp"
 #include "core/error.hpp"
@@ -202,6 +204,33 @@ std::string runtime_fusion_summary(const RuntimeFusion& f) {
 
 }  // namespace
 
+std::string runtime_host_summary(const RuntimeRecord& r) {
+  // The host probe's moments among the raw points (runtimes/harness.py, HostProbe): how far the
+  // host's speed moved while the runtime was measured.
+  constexpr std::string_view kPrefix = "host ";
+  std::vector<double> times;
+  std::string name, shape;
+  for (const auto& p : r.probes) {
+    if (!p.is_object() || !p.contains("name") || !p["name"].is_string() || !p.contains("time_s") ||
+        !p["time_s"].is_number())
+      continue;
+    const auto n = p["name"].get<std::string>();
+    const double t = p["time_s"].get<double>();
+    if (n.rfind(kPrefix, 0) != 0 || !std::isfinite(t) || t <= 0) continue;
+    if (name.empty()) {
+      name = n.substr(kPrefix.size());
+      if (p.contains("shape") && p["shape"].is_string()) shape = p["shape"].get<std::string>();
+    }
+    times.push_back(t);
+  }
+  if (times.size() < 2) return "";
+  std::sort(times.begin(), times.end());
+  const std::size_t n = times.size();
+  const double median = n % 2 ? times[n / 2] : (times[n / 2 - 1] + times[n / 2]) / 2;
+  return fmt::format("host speed: {}{}{} at {} moments, the slowest {:.2f}x the fastest, the median {:.2f}x", name,
+                     shape.empty() ? "" : " ", shape, n, times.back() / times.front(), median / times.front());
+}
+
 std::string runtimes_summary(const Profile& profile) {
   std::string out;
   for (const auto& d : profile.devices) {
@@ -227,6 +256,7 @@ std::string runtimes_summary(const Profile& profile) {
         out += fmt::format("    cold calls (a pass that outgrows the caches): op {}{}{}\n", format_time_s(*r.cold_op_s),
                            kinds.empty() ? "" : ", ", fmt::join(kinds, ", "));
       }
+      if (const auto host = runtime_host_summary(r); !host.empty()) out += fmt::format("    {}\n", host);
     }
   }
   return out;

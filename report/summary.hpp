@@ -56,6 +56,9 @@ std::string runtime_layout_summary(const RuntimeRecord& record);
 // One line on where a runtime with a convolution dispatch rule runs small convolutions, the
 // conditions, and how many of its conv points ran there; the record must have the rule.
 std::string runtime_dispatch_summary(const RuntimeRecord& record);
+// One line on how far the host's speed moved while the runtime was measured, from the host
+// probe's moments among its raw points; "" without two of them.
+std::string runtime_host_summary(const RuntimeRecord& record);
 // Every runtime key present on any device of these profiles, sorted.
 std::vector<std::string> runtime_keys(const std::vector<Profile>& profiles);
 

@@ -116,7 +116,8 @@ def main(argv, started=None):
                   + (f" (and {len(wrong) - 5} more)" if len(wrong) > 5 else ""), file=sys.stderr)
             return EXIT_FAILURE
         record.write_record(doc)
-        options.progress(f"done in {doc['calibration_s']:.1f} s")
+        spread = harness.host_spread(doc["probes"])
+        options.progress(f"done in {doc['calibration_s']:.1f} s" + (f"; host speed, {spread}" if spread else ""))
         return 0
     except harness.UsageError as error:
         print(error, file=sys.stderr)

@@ -439,6 +439,55 @@ def physical_core_count(sys_cpu="/sys/devices/system/cpu"):
     return len(cores) or len(cpus)
 
 
+# ---- the host's speed through a calibration ----------------------------------------------------
+
+# The calls of one moment of the host probe, after a warm-up call: the fastest is its time.
+HOST_PROBE_CALLS = 5
+# The name of a host probe's points begins with this (show reads them by it).
+HOST_PROBE_PREFIX = "host "
+
+
+class HostProbe:
+    """A short fixed kernel of the runtime's (`call`), timed at moments through its calibration,
+    between its probes: how far the host's speed moved while the runtime was measured. On a
+    shared host a runtime calibrated in a slow spell has every figure slow with it; the moments
+    are kept among the record's raw points (points()), so that a reader of the profile knows how
+    quiet the machine was, as the device suite's sentinel says for the library's points."""
+
+    def __init__(self, name, shape, call, clock=time.perf_counter, started=None):
+        self.name, self.shape, self.call, self.clock = name, shape, call, clock
+        self.started = clock() if started is None else started
+        self.moments = []  # (seconds into the calibration, Timing)
+
+    def __call__(self):
+        """One moment: a warm-up call, then the fastest of HOST_PROBE_CALLS."""
+        self.call()
+        samples = []
+        for _ in range(HOST_PROBE_CALLS):
+            start = self.clock()
+            self.call()
+            samples.append(self.clock() - start)
+        self.moments.append((self.clock() - self.started, Timing(samples)))
+
+    def points(self):
+        """The moments in the probe-point format: name HOST_PROBE_PREFIX + name, the shape, the
+        Timing's fields and at_s, the seconds into the calibration."""
+        return [dict({"name": HOST_PROBE_PREFIX + self.name, "shape": self.shape}, **timing.fields(), at_s=at_s)
+                for at_s, timing in self.moments]
+
+
+def host_spread(points):
+    """What a record's host-probe points (HostProbe.points) say: "<name> <shape>: N moments, the
+    slowest Ax the fastest, the median Bx", or "" without two of them."""
+    host = [p for p in points if p.get("name", "").startswith(HOST_PROBE_PREFIX) and p.get("time_s", 0) > 0]
+    if len(host) < 2:
+        return ""
+    times = [p["time_s"] for p in host]
+    fastest = min(times)
+    return (f"{host[0]['name'][len(HOST_PROBE_PREFIX):]} {host[0]['shape']}: {len(host)} moments, the slowest "
+            f"{max(times) / fastest:.2f}x the fastest, the median {statistics.median(times) / fastest:.2f}x")
+
+
 # ---- progress --------------------------------------------------------------------------------
 
 class Progress:

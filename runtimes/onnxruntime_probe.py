@@ -650,13 +650,35 @@ def dram_level(g, budget, progress):
     return {"name": "DRAM", "bytes": None, "Bps": bps}, probe
 
 
+# The host probe's product (as torch_common.HOST_PROBE_SIDE).
+HOST_PROBE_SIDE = 256
+
+
+def host_probe(g, started):
+    """harness.HostProbe over a HOST_PROBE_SIDE^3 f32 MatMul in one session, open for the whole
+    calibration (each moment's warm-up call takes the spin of the session run before it)."""
+    side = HOST_PROBE_SIDE
+    a = harness.random_input("numpy", (side, side), seed=harness.SEED + 91)
+    b = harness.random_input("numpy", (side, side), seed=harness.SEED + 92)
+    model = g.model([g.helper.make_node("MatMul", ["a", "b"], ["y"])], [("a", (side, side))],
+                    [("y", (side, side))], constants=[("b", b)])
+    call, session = g.runner(model, {"a": a})
+    harness.check_close("host probe MatMul", call()[0], a.astype("float64") @ b.astype("float64"), 1e-4,
+                        1e-5 * side ** 0.5)
+    return harness.HostProbe("MatMul f32", f"{side}x{side}x{side}", call, started=started)
+
+
 def calibrate(options):
     ort, onnx, np = require()
     progress, budget = options.progress, options.budget
     g = Graphs(ort, onnx, np, options.threads)
+    host = host_probe(g, options.started)
+    host()
     op_s, call_s, probes = fixed_costs(g, budget, progress, options.quick)
+    host()
     fixed_s = call_s + op_s
     gemm, gemm_probes = gemm_points(g, fixed_s, budget, progress, options.quick)
+    host()
     cold = ColdGemm(g, options.quick)
     cold.sweeps.sweep(budget)
     layout, conv_layout, layout_probes = onnxruntime_layout.probe(g, own_kernel_table(g))
@@ -664,6 +686,7 @@ def calibrate(options):
              f"{layout['to_plain_copies']}/{layout['to_blocked_copies']}, group widths "
              f"{layout['group_reorder_widths']}" if layout else ""))
     conv, conv_probes = conv_points(g, op_s, call_s, budget, progress, options.quick)
+    host()
     cold.sweeps.sweep(budget)
     own, own_probes = own_kernel_rates(g, budget, progress, options.quick)
     fused, fusion_probes = fused_activations(g)
@@ -671,6 +694,7 @@ def calibrate(options):
     cold_gemm, cold_probes = cold.finish(op_s, call_s, budget, progress)
     gemm, gemm_probes = gemm + cold_gemm, gemm_probes + cold_probes
     level, memory_probe = dram_level(g, budget, progress)
+    host()
     settings = {"execution_provider": PROVIDERS[0], "session_options": "default"}
     # onnxruntime's default: one intra-op thread per physical core.
     threads = options.threads if options.threads < harness.cpu_count() else harness.physical_core_count()
@@ -683,5 +707,6 @@ def calibrate(options):
         threads=threads, dtypes=["f32"], settings=settings, op_s=op_s, own_kernels=own, layout=layout,
         conv_layout=conv_layout, linears_as_convolutions=False, in_place=[], fuse_activations=bool(fused),
         fused_activations=fused, memory_levels=[level], gemm=gemm, conv=conv,
-        probes=probes + gemm_probes + layout_probes + conv_probes + own_probes + fusion_probes + [memory_probe],
+        probes=probes + gemm_probes + layout_probes + conv_probes + own_probes + fusion_probes + [memory_probe] +
+        host.points(),
         calibration_s=0.0)

@@ -66,6 +66,28 @@ def set_threads(torch, threads):
     torch.set_num_threads(threads)
 
 
+# The host probe's product: long enough that a thread's wake-up is small beside it (a 128^3
+# product after a pause took up to 20x its fastest), short enough to take under a millisecond
+# in a tuned BLAS and a few in a reference one (Debian's torch 1.13 in f32).
+HOST_PROBE_SIDE = 256
+
+
+def host_probe(torch, started):
+    """harness.HostProbe over a HOST_PROBE_SIDE^3 f32 product on the CPU."""
+    side = HOST_PROBE_SIDE
+    a = harness.random_input("torch", (side, side), torch.float32, "cpu", seed=harness.SEED + 91)
+    b = harness.random_input("torch", (side, side), torch.float32, "cpu", seed=harness.SEED + 92)
+    out = torch.empty(side, side)
+
+    def call():
+        with torch.no_grad():
+            torch.mm(a, b, out=out)
+    with torch.no_grad():
+        harness.check_close("host probe matmul", torch.mm(a, b), a.double() @ b.double(), 1e-4,
+                            1e-5 * side ** 0.5)
+    return harness.HostProbe("matmul f32", f"{side}x{side}x{side}", call, started=started)
+
+
 def linears_as_convolutions(module):
     """Replaces every nn.Linear inside `module` by the same product as a 1x1 convolution, in
     place, and returns `module`. A frozen f32 graph runs nn.Linear as aten::linear on PyTorch's

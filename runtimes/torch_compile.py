@@ -348,9 +348,12 @@ def calibrate(options):
     # while they are timed, which a graph's kernels, run one after another, do not. The fixed
     # cost of such a call in the graph (op_s) is taken off once measured (take_off).
     channels_last = layout_optimized(torch)
+    host = torch_common.host_probe(torch, options.started)
+    host()
     gemm, gemm_probes = torch_eager.gemm_points(torch, dtype, device, {}, budget, progress, options.quick, timer)
     conv, conv_probes, dispatch = torch_common.conv_points(torch, dtype, device, 0.0, budget, progress,
                                                            options.quick, sync, timer, channels_last=channels_last)
+    host()
     levels, memory_probes = [], []
     if not gpu:
         level, memory_probe = torch_common.dram_level(torch, dtype, budget, progress)
@@ -378,6 +381,7 @@ def calibrate(options):
             group.sweep(budget)
 
     sweep_own_kernels()
+    host()
     progress(f"compiling linear+relu chains of 1 and {links} links")
     op_s, probes = torch_common.chain_probe(torch, f"op chain linear+relu 1x{LINK_WIDTH} {label}", make_chain, links,
                                             2, budget)
@@ -390,6 +394,7 @@ def calibrate(options):
         take_off(conv, op_s, grids.conv_flops)
 
     sweep_own_kernels()
+    host()
     fusion, fusion_probes = fusion_rules(torch, dtype, device, budget, progress, options.quick, sync)
     fusion["graph_s"] = graph_s
     # The fusion probes reset the compiler: each generated kernel compiles again (from the
@@ -399,6 +404,7 @@ def calibrate(options):
         entries, points = group.results(budget, progress)
         own += entries
         own_probes += points
+    host()
 
     return record.build_record(
         runtime=RUNTIME, device=device, framework=torch_common.framework(torch), versions=torch_common.versions(torch),
@@ -408,5 +414,5 @@ def calibrate(options):
                   "conv_activations": "channels_last (inductor's layout optimization)" if channels_last else "nchw"},
         op_s=op_s, own_kernels=own, layout=None, conv_layout="nhwc" if channels_last else "nchw",
         memory_levels=levels, gemm=gemm, conv=conv, conv_dispatch=dispatch, fusion=fusion,
-        probes=probes + fusion_probes + own_probes + gemm_probes + conv_probes + memory_probes,
+        probes=probes + fusion_probes + own_probes + gemm_probes + conv_probes + memory_probes + host.points(),
         calibration_s=0.0)

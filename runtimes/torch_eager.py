@@ -408,11 +408,14 @@ def calibrate(options):
     sync = torch.cuda.synchronize if gpu else None
     timer = CudaTimer(torch) if gpu else None
 
+    host = torch_common.host_probe(torch, options.started)
+    host()
     dtype = pick_dtype(torch, device, options.dtype)
     label = torch_common.dtype_label(torch, dtype)
     progress(f"dtype {label}")
     op_s, kind_op_s, fixed_probes, cold_op_s = fixed_costs(torch, dtype, device, budget, progress, options.quick,
                                                            sync)
+    host()
     kernels = row_kernel_table(torch, dtype, options.quick)
     own, own_probes = torch_common.own_kernel_rates(torch, kernels, grids.row_shapes(options.quick), dtype, budget,
                                                     progress, device, time_group=timer)
@@ -420,13 +423,16 @@ def calibrate(options):
                                                         grids.image_shapes(options.quick), dtype, budget, progress,
                                                         device, time_group=timer)
     own, own_probes = own + image, own_probes + image_probes
+    host()
     kind_costs = {k["kind"]: k["op_s"] for k in kind_op_s}
     if gpu:
         kind_costs = {}  # device time holds no host cost to take off
     gemm, gemm_probes = gemm_points(torch, dtype, device, kind_costs, budget, progress, options.quick, timer)
+    host()
     conv, conv_probes, dispatch = torch_common.conv_points(
         torch, dtype, device, 0.0 if gpu else kind_costs.get("conv2d", op_s), budget, progress, options.quick,
         sync, timer)
+    host()
     if gpu:
         props = torch.cuda.get_device_properties(device)
         working = 4 * getattr(props, "L2_cache_size", 0) or 1024 ** 3
@@ -443,7 +449,8 @@ def calibrate(options):
         threads=torch.get_num_threads(), dtypes=[label], settings=settings, op_s=op_s, kind_op_s=kind_op_s,
         own_kernels=own, layout=None, conv_layout="nchw", linears_as_convolutions=False, in_place=[],
         fuse_activations=False, memory_levels=[level], gemm=gemm, conv=conv, conv_dispatch=dispatch,
-        conv_batchnorm_apart=batchnorm_apart, probes=fixed_probes + own_probes + gemm_probes + conv_probes + [memory_probe],
+        conv_batchnorm_apart=batchnorm_apart,
+        probes=fixed_probes + own_probes + gemm_probes + conv_probes + [memory_probe] + host.points(),
         calibration_s=0.0, cold_op_s=cold_op_s)
 
 

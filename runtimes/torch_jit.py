@@ -325,6 +325,8 @@ def calibrate(options):
     torch.manual_seed(harness.SEED)
     progress, budget = options.progress, options.budget
     torch_common.set_threads(torch, options.threads)
+    host = torch_common.host_probe(torch, options.started)
+    host()
     findings, layout, layout_probes = layout_probe(torch, progress)
     candidates = [k for k in torch_common.elementwise_modules() if not options.quick or k in QUICK_KINDS]
     links = grids.chain_links(options.quick)
@@ -337,6 +339,7 @@ def calibrate(options):
     blocked = [k for k in candidates if k in layout["blocked_ops"]]
     op_s, kind_op_s, probes = chain_costs(torch, runs, links, blocked, budget, progress)
     cold_s, cold_probes = cold_op_cost(torch, grids.chain_links(quick=True), options.quick, progress)
+    host()
 
     # A PyTorch that bundles another oneDNN than the profile's runs its own convolution kernels.
     onednn = torch_common.versions(torch).get("onednn")
@@ -344,6 +347,7 @@ def calibrate(options):
     conv, conv_probes = [], []
     if onednn and library and onednn != library:
         conv, conv_probes = conv_points(torch, op_s, onednn, budget, progress, options.quick)
+        host()
 
     image_kinds = QUICK_IMAGE_KINDS if options.quick else None
     row_kinds = QUICK_ROW_KINDS if options.quick else ROW_KINDS
@@ -353,6 +357,7 @@ def calibrate(options):
     rows = {k: v for k, v in torch_common.row_kernels(torch.float32, mixed_norm=False).items() if k in row_kinds}
     own_rows, row_probes = torch_common.own_kernel_rates(torch, rows, grids.row_shapes(options.quick),
                                                          torch.float32, budget, progress)
+    host()
     level, memory_probe = torch_common.dram_level(torch, torch.float32, budget, progress)
     batchnorm_apart = torch_common.conv_batchnorm_apart(torch, prepare, torch.float32, progress)
     as_convs, linear_probes = linears_run_as_convolutions(torch, budget, progress)
@@ -366,4 +371,4 @@ def calibrate(options):
         conv_layout=findings["conv_layout"], linears_as_convolutions=as_convs, in_place=findings["in_place"],
         fuse_activations=findings["fuse_activations"], conv_batchnorm_apart=batchnorm_apart, memory_levels=[level],
         probes=probes + cold_probes + layout_probes + conv_probes + own_probes + row_probes + [memory_probe] +
-        linear_probes, conv=conv, calibration_s=0.0, cold_op_s=max(cold_s, op_s))
+        linear_probes + host.points(), conv=conv, calibration_s=0.0, cold_op_s=max(cold_s, op_s))

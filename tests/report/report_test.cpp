@@ -419,6 +419,26 @@ TEST(RuntimeSummary, DispatchNamesEachConditionThatExcludesACall) {
   EXPECT_NE(runtime_dispatch_summary(r).find("at least ? there, 83.4 us elsewhere"), std::string::npos);
 }
 
+TEST(RuntimeSummary, HostSpeedComesFromTheHostProbesMoments) {
+  RuntimeRecord r;
+  EXPECT_EQ(runtime_host_summary(r), "");  // no moments
+  r.probes = nlohmann::json::array({{{"name", "host matmul f32"}, {"shape", "128x128x128"}, {"time_s", 2e-4}},
+                                    {{"name", "conv x"}, {"time_s", 9e-4}}});
+  EXPECT_EQ(runtime_host_summary(r), "");  // one moment says nothing of a spread
+  r.probes.push_back({{"name", "host matmul f32"}, {"shape", "128x128x128"}, {"time_s", 3e-4}});
+  r.probes.push_back({{"name", "host matmul f32"}, {"shape", "128x128x128"}, {"time_s", 2.5e-4}});
+  r.probes.push_back({{"name", "host matmul f32"}, {"time_s", "fast"}});  // not a time: left out
+  EXPECT_EQ(runtime_host_summary(r),
+            "host speed: matmul f32 128x128x128 at 3 moments, the slowest 1.50x the fastest, the median 1.25x");
+  Profile p = cpu_fixture();
+  r.framework = "torch 2.15.0";
+  r.threads = 2;
+  r.dtypes = {DType::f32};
+  p.devices.at(0).runtimes["torch-eager"] = r;
+  EXPECT_NE(runtimes_summary(p).find("\n    host speed: matmul f32 128x128x128 at 3 moments"), std::string::npos)
+      << runtimes_summary(p);
+}
+
 TEST(RuntimeSummary, ColdCallsAreListedWhereMeasured) {
   Profile p = cpu_fixture();
   RuntimeRecord r;

@@ -166,6 +166,33 @@ class TimeInSweepsTest(unittest.TestCase):
         self.assertIn(5.0, timings["a"].samples)
 
 
+class HostProbeTest(unittest.TestCase):
+    def test_each_moment_is_the_fastest_of_its_calls_after_a_warm_up(self):
+        clock, log = FakeClock(), []
+        # The warm-up call is the slowest and never counts.
+        calls = harness.HOST_PROBE_CALLS
+        call = clock.call([9.0] + [3.0, 2.0] + [4.0] * (calls - 2) + [9.0] + [5.0] + [6.0] * (calls - 1), log, "mm")
+        host = harness.HostProbe("matmul f32", "128x128x128", call, clock=clock, started=0.0)
+        host()
+        self.assertEqual(len(log), 1 + harness.HOST_PROBE_CALLS)
+        host()
+        points = host.points()
+        self.assertEqual([p["time_s"] for p in points], [2.0, 5.0])
+        first = 9.0 + 3.0 + 2.0 + 4.0 * (calls - 2)
+        self.assertEqual([p["at_s"] for p in points], [first, first + 9.0 + 5.0 + 6.0 * (calls - 1)])
+        self.assertEqual(points[0]["name"], harness.HOST_PROBE_PREFIX + "matmul f32")
+        self.assertEqual(points[0]["shape"], "128x128x128")
+        self.assertEqual(points[0]["samples"], harness.HOST_PROBE_CALLS)
+
+    def test_the_spread_is_the_slowest_and_the_median_over_the_fastest(self):
+        name = harness.HOST_PROBE_PREFIX + "matmul f32"
+        points = [{"name": name, "shape": "8x8x8", "time_s": t} for t in (2.0, 3.0, 2.5)]
+        self.assertEqual(harness.host_spread(points + [{"name": "conv", "time_s": 1.0}]),
+                         "matmul f32 8x8x8: 3 moments, the slowest 1.50x the fastest, the median 1.25x")
+        self.assertEqual(harness.host_spread(points[:1]), "")  # one moment has no spread
+        self.assertEqual(harness.host_spread([]), "")
+
+
 class TimeColdRingsTest(unittest.TestCase):
     def test_every_sample_follows_an_eviction_and_leaves_it_out(self):
         clock, log = FakeClock(), []
