@@ -115,9 +115,9 @@ def main(argv, started=None):
             print(f"runtimes: {name}: the record fails its checks: {'; '.join(wrong[:5])}"
                   + (f" (and {len(wrong) - 5} more)" if len(wrong) > 5 else ""), file=sys.stderr)
             return EXIT_FAILURE
-        record.write_record(doc)
         spread = harness.host_spread(doc["probes"])
-        options.progress(f"done in {doc['calibration_s']:.1f} s" + (f"; host speed, {spread}" if spread else ""))
+        record.write_record(doc)
+        options.progress(f"done in {doc['calibration_s']:.1f} s" + (f"; host speed: {spread}" if spread else ""))
         return 0
     except harness.UsageError as error:
         print(error, file=sys.stderr)

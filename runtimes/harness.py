@@ -441,6 +441,10 @@ def physical_core_count(sys_cpu="/sys/devices/system/cpu"):
 
 # ---- the host's speed through a calibration ----------------------------------------------------
 
+# The host probe's product, HOST_PROBE_SIDE^3 in f32: long enough that a thread's wake-up is
+# small beside it (a 128^3 product after a pause took up to 20x its fastest), short enough to
+# take under a millisecond in a tuned BLAS and a few in a reference one (Debian's torch 1.13).
+HOST_PROBE_SIDE = 256
 # The calls of one moment of the host probe, after a warm-up call: the fastest is its time.
 HOST_PROBE_CALLS = 5
 # The name of a host probe's points begins with this (show reads them by it).
@@ -448,25 +452,32 @@ HOST_PROBE_PREFIX = "host "
 
 
 class HostProbe:
-    """A short fixed kernel of the runtime's (`call`), timed at moments through its calibration,
-    between its probes: how far the host's speed moved while the runtime was measured. On a
-    shared host a runtime calibrated in a slow spell has every figure slow with it; the moments
-    are kept among the record's raw points (points()), so that a reader of the profile knows how
-    quiet the machine was, as the device suite's sentinel says for the library's points."""
+    """A short fixed kernel of the runtime's, timed at moments through its calibration, between
+    its probes: how far the host's speed moved while the runtime was measured. On a shared host
+    a runtime calibrated in a slow spell has every figure slow with it; the moments are kept
+    among the record's raw points (points()), so that a reader of the profile knows how quiet
+    the machine was, as the device suite's sentinel says for the library's points. `make`
+    returns the call, made anew for each moment and dropped after it (a session whose thread
+    pool must not outlive its moment), or `call` is the call itself."""
 
-    def __init__(self, name, shape, call, clock=time.perf_counter, started=None):
-        self.name, self.shape, self.call, self.clock = name, shape, call, clock
+    def __init__(self, name, shape, call=None, make=None, clock=time.perf_counter, started=None):
+        if (call is None) == (make is None):
+            raise ValueError("a host probe takes a call or a maker of one")
+        self.name, self.shape, self.clock = name, shape, clock
+        self.make = make or (lambda: call)
         self.started = clock() if started is None else started
         self.moments = []  # (seconds into the calibration, Timing)
 
     def __call__(self):
         """One moment: a warm-up call, then the fastest of HOST_PROBE_CALLS."""
-        self.call()
+        call = self.make()
+        call()
         samples = []
         for _ in range(HOST_PROBE_CALLS):
             start = self.clock()
-            self.call()
+            call()
             samples.append(self.clock() - start)
+        del call
         self.moments.append((self.clock() - self.started, Timing(samples)))
 
     def points(self):
@@ -477,15 +488,23 @@ class HostProbe:
 
 
 def host_spread(points):
-    """What a record's host-probe points (HostProbe.points) say: "<name> <shape>: N moments, the
-    slowest Ax the fastest, the median Bx", or "" without two of them."""
-    host = [p for p in points if p.get("name", "").startswith(HOST_PROBE_PREFIX) and p.get("time_s", 0) > 0]
+    """What a record's host-probe points (HostProbe.points) say, as show says it: "<name>
+    <shape> at N moments, the slowest Ax the fastest, the median Bx"; "" without two of them.
+    Points that are not a host probe's, or have no positive finite time, are passed over."""
+    host = []
+    for p in points:
+        if not isinstance(p, dict) or not isinstance(p.get("name"), str) or not p["name"].startswith(HOST_PROBE_PREFIX):
+            continue
+        t = p.get("time_s")
+        if isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t) and t > 0:
+            host.append((p, t))
     if len(host) < 2:
         return ""
-    times = [p["time_s"] for p in host]
-    fastest = min(times)
-    return (f"{host[0]['name'][len(HOST_PROBE_PREFIX):]} {host[0]['shape']}: {len(host)} moments, the slowest "
-            f"{max(times) / fastest:.2f}x the fastest, the median {statistics.median(times) / fastest:.2f}x")
+    times = [t for _, t in host]
+    first, fastest = host[0][0], min(times)
+    shape = first.get("shape") if isinstance(first.get("shape"), str) else ""
+    return (f"{first['name'][len(HOST_PROBE_PREFIX):]}{' ' + shape if shape else ''} at {len(host)} moments, the "
+            f"slowest {max(times) / fastest:.2f}x the fastest, the median {statistics.median(times) / fastest:.2f}x")
 
 
 # ---- progress --------------------------------------------------------------------------------

@@ -430,6 +430,10 @@ TEST(RuntimeSummary, HostSpeedComesFromTheHostProbesMoments) {
   r.probes.push_back({{"name", "host matmul f32"}, {"time_s", "fast"}});  // not a time: left out
   EXPECT_EQ(runtime_host_summary(r),
             "host speed: matmul f32 128x128x128 at 3 moments, the slowest 1.50x the fastest, the median 1.25x");
+  auto even = r;  // an even number of moments: the median is the mean of the middle two
+  even.probes.push_back({{"name", "host matmul f32"}, {"time_s", 2.7e-4}});
+  EXPECT_EQ(runtime_host_summary(even),
+            "host speed: matmul f32 128x128x128 at 4 moments, the slowest 1.50x the fastest, the median 1.30x");
   Profile p = cpu_fixture();
   r.framework = "torch 2.15.0";
   r.threads = 2;

@@ -62,6 +62,9 @@ def run(runtime, python):
     same_python = os.path.realpath(doc["python"]) == os.path.realpath(python)
     if doc["runtime"] != runtime or not same_python:
         return None, f"{runtime}: the record names {doc['runtime']} run by {doc['python']}"
+    host = [p for p in doc["probes"] if p["name"].startswith("host ")]
+    if len(host) < 2 or any(p.get("samples", 0) < 1 for p in host):
+        return None, f"{runtime}: the record holds {len(host)} moments of the host probe, not two or more"
     if runtime == "torch-compile" and "fusion" not in doc:
         return None, f"{runtime}: the record has no fusion rules"
     if runtime == "torch-eager":

@@ -169,26 +169,54 @@ class TimeInSweepsTest(unittest.TestCase):
 class HostProbeTest(unittest.TestCase):
     def test_each_moment_is_the_fastest_of_its_calls_after_a_warm_up(self):
         clock, log = FakeClock(), []
-        # The warm-up call is the slowest and never counts.
         calls = harness.HOST_PROBE_CALLS
-        call = clock.call([9.0] + [3.0, 2.0] + [4.0] * (calls - 2) + [9.0] + [5.0] + [6.0] * (calls - 1), log, "mm")
+        # The warm-up call is the fastest of all and never counts.
+        call = clock.call([1.0] + [3.0, 2.0] + [4.0] * (calls - 2) + [1.0] + [5.0] + [6.0] * (calls - 1), log, "mm")
         host = harness.HostProbe("matmul f32", "128x128x128", call, clock=clock, started=0.0)
         host()
-        self.assertEqual(len(log), 1 + harness.HOST_PROBE_CALLS)
+        self.assertEqual(len(log), 1 + calls)
         host()
         points = host.points()
         self.assertEqual([p["time_s"] for p in points], [2.0, 5.0])
-        first = 9.0 + 3.0 + 2.0 + 4.0 * (calls - 2)
-        self.assertEqual([p["at_s"] for p in points], [first, first + 9.0 + 5.0 + 6.0 * (calls - 1)])
+        first = 1.0 + 3.0 + 2.0 + 4.0 * (calls - 2)
+        self.assertEqual([p["at_s"] for p in points], [first, first + 1.0 + 5.0 + 6.0 * (calls - 1)])
         self.assertEqual(points[0]["name"], harness.HOST_PROBE_PREFIX + "matmul f32")
         self.assertEqual(points[0]["shape"], "128x128x128")
-        self.assertEqual(points[0]["samples"], harness.HOST_PROBE_CALLS)
+        self.assertEqual(points[0]["samples"], calls)
+
+    def test_a_maker_makes_the_call_anew_for_each_moment(self):
+        clock, made = FakeClock(), []
+
+        def make():
+            made.append(1)
+            return clock.call([1.0])
+        host = harness.HostProbe("MatMul f32", "8x8x8", make=make, clock=clock, started=0.0)
+        host()
+        host()
+        self.assertEqual(len(made), 2)
+        with self.assertRaises(ValueError):
+            harness.HostProbe("x", "1", clock=clock)
+
+    def test_the_points_pass_the_records_checks(self):
+        clock = FakeClock()
+        host = harness.HostProbe("matmul f32", "8x8x8", clock.call([1e-4, 2e-4]), clock=clock)
+        host()
+        host()
+        sys.path.insert(0, os.path.dirname(os.path.dirname(harness.__file__)))
+        from runtimes import record
+        doc = record.build_record("torch-eager", "cpu", "torch 2", {}, 2, ["f32"], {}, 1e-6, host.points(), 1.0)
+        self.assertEqual(record.problems(doc), [])
 
     def test_the_spread_is_the_slowest_and_the_median_over_the_fastest(self):
         name = harness.HOST_PROBE_PREFIX + "matmul f32"
         points = [{"name": name, "shape": "8x8x8", "time_s": t} for t in (2.0, 3.0, 2.5)]
-        self.assertEqual(harness.host_spread(points + [{"name": "conv", "time_s": 1.0}]),
-                         "matmul f32 8x8x8: 3 moments, the slowest 1.50x the fastest, the median 1.25x")
+        others = [{"name": "conv", "time_s": 1.0}, {"name": None}, {"name": name, "time_s": "fast"},
+                  {"name": name, "time_s": float("nan")}, "not a point"]
+        self.assertEqual(harness.host_spread(points + others),
+                         "matmul f32 8x8x8 at 3 moments, the slowest 1.50x the fastest, the median 1.25x")
+        # An even number of moments: the median is the mean of the middle two.
+        self.assertEqual(harness.host_spread(points + [{"name": name, "time_s": 2.7}]),
+                         "matmul f32 8x8x8 at 4 moments, the slowest 1.50x the fastest, the median 1.30x")
         self.assertEqual(harness.host_spread(points[:1]), "")  # one moment has no spread
         self.assertEqual(harness.host_spread([]), "")
 
