@@ -38,17 +38,6 @@ std::vector<std::string> union_of(const std::vector<DeviceView>& views, Key key)
   return out;
 }
 
-// The best rate among `points` (GemmPoint or ConvPoint) of `dtype` with warm weights.
-template <typename Point>
-std::optional<double> best_warm_flops_per_s(const std::vector<Point>& points, const std::string& dtype) {
-  std::optional<double> best;
-  for (const auto& p : points) {
-    if (!p.cold_weights && to_string(p.shape.dtype) == dtype && (!best || p.flops_per_s > *best))
-      best = p.flops_per_s;
-  }
-  return best;
-}
-
 void add_row(std::vector<CompareRow>& rows, CompareRow row) {
   const bool any = std::any_of(row.cells.begin(), row.cells.end(),
                                [](const auto& c) { return c.value.has_value(); });

@@ -10,6 +10,7 @@
 
 #include "core/dtype.hpp"
 #include "core/error.hpp"
+#include "core/stats.hpp"
 #include "core/units.hpp"
 
 namespace truepeak::report {
@@ -75,12 +76,7 @@ std::vector<std::string> conv_dtypes(const Device& device) {
 }
 
 std::optional<double> best_conv_flops_per_s(const Device& device, const std::string& dtype) {
-  std::optional<double> best;
-  for (const auto& p : device.conv) {
-    if (!p.cold_weights && to_string(p.shape.dtype) == dtype && (!best || p.flops_per_s > *best))
-      best = p.flops_per_s;
-  }
-  return best;
+  return best_warm_flops_per_s(device.conv, dtype);
 }
 
 std::optional<double> datasheet_flops_per_s(const Device& device, const std::string& dtype) {
@@ -224,11 +220,9 @@ std::string runtime_host_summary(const RuntimeRecord& r) {
     times.push_back(t);
   }
   if (times.size() < 2) return "";
-  std::sort(times.begin(), times.end());
-  const std::size_t n = times.size();
-  const double median = n % 2 ? times[n / 2] : (times[n / 2 - 1] + times[n / 2]) / 2;
+  const auto s = summarize(times);
   return fmt::format("host speed: {}{}{} at {} moments, the slowest {:.2f}x the fastest, the median {:.2f}x", name,
-                     shape.empty() ? "" : " ", shape, n, times.back() / times.front(), median / times.front());
+                     shape.empty() ? "" : " ", shape, s.samples, s.max_s / s.min_s, s.median_s / s.min_s);
 }
 
 std::string runtimes_summary(const Profile& profile) {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.hpp"
 #include "core/profile.hpp"
 
 namespace truepeak::report {
@@ -34,6 +35,16 @@ std::optional<double> best_gemm_flops_per_s(const Device& device, const std::str
 std::optional<double> datasheet_flops_per_s(const Device& device, const std::string& dtype);
 // Dtypes with a convolution point, in the order of DType.
 std::vector<std::string> conv_dtypes(const Device& device);
+// The best rate among `points` (GemmPoint or ConvPoint) of `dtype` with warm weights.
+template <typename Point>
+std::optional<double> best_warm_flops_per_s(const std::vector<Point>& points, const std::string& dtype) {
+  std::optional<double> best;
+  for (const auto& p : points) {
+    if (!p.cold_weights && to_string(p.shape.dtype) == dtype && (!best || p.flops_per_s > *best))
+      best = p.flops_per_s;
+  }
+  return best;
+}
 // The fastest convolution layer of that dtype (warm weights), a headline figure of its own.
 std::optional<double> best_conv_flops_per_s(const Device& device, const std::string& dtype);
 

@@ -659,11 +659,10 @@ def host_probe(g, started):
     b = harness.random_input("numpy", (side, side), seed=harness.SEED + 92)
     model = g.model([g.helper.make_node("MatMul", ["a", "b"], ["y"])], [("a", (side, side))],
                     [("y", (side, side))], constants=[("b", b)])
-    call, _ = g.runner(model, {"a": a})
-    harness.check_close("host probe MatMul", call()[0], a.astype("float64") @ b.astype("float64"), 1e-4,
-                        1e-5 * side ** 0.5)
-    del call
-    return harness.HostProbe("MatMul f32", f"{side}x{side}x{side}", make=lambda: g.runner(model, {"a": a})[0],
+    want = a.astype("float64") @ b.astype("float64")
+    checked_call(g, model, {"a": a},
+                 lambda out: harness.check_close("host probe MatMul", out[0], want, 1e-4, 1e-5 * side ** 0.5))()
+    return harness.HostProbe("MatMul f32", f"{side}x{side}x{side}", make=checked_call(g, model, {"a": a}),
                              started=started)
 
 
