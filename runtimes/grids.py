@@ -118,10 +118,12 @@ def batched_matmul_grid(quick):
     return list(QUICK_BATCHED_MATMULS if quick else BATCHED_MATMULS)
 
 
-# Convolution points (batch 1, NCHW): channels 16 to 1024 (2x steps) paired with a spatial side
+# Convolution points (batch 1, NCHW): channels 16 to 2048 (2x steps) paired with a spatial side
 # log-spaced from 112 down to 7 (about 1.75x steps), many channels on small images and few on
-# large ones, as the work of a layer stays within reach of the budget along that diagonal.
-CONV_DIAGONAL = ((16, 112), (32, 64), (64, 37), (128, 21), (256, 12), (512, 7), (1024, 7))
+# large ones, as the work of a layer stays within reach of the budget along that diagonal. The
+# estimator never extrapolates past the grid's box, so its channel range is the range covered: a
+# 1x1 of 2048 channels on 7x7 ran at 63-74 GFLOP/s here, one of 1024 at 109.
+CONV_DIAGONAL = ((16, 112), (32, 64), (64, 37), (128, 21), (256, 12), (512, 7), (1024, 7), (2048, 7))
 CONV_MAX_FLOPS = 5.0e8
 CONV_BATCH = 4
 # The batched points' cap: a larger batch exists to reach the work of layers at batch 4 to 16,
@@ -135,8 +137,10 @@ CONV_BELOW_SIDE = 4
 # Pointwise products on a 1x1 image (a squeeze layer, a classifier run as a convolution): a call
 # of a few thousand FLOPs, all fixed cost.
 CONV_SQUEEZE_CHANNELS = (16, 64, 256, 1024)
-# Channels per group of the grouped (not depthwise) points.
-CONV_GROUP_WIDTHS = (4, 32)
+# Channels per group of the grouped (not depthwise) points, in 2x steps: a group's kernel changes
+# in kind with its width (a 3x3 over groups of 4 and of 16 channels ran at 10-19 and 94-101 GFLOP/s
+# under PyTorch here, where a curve through widths 4 and 32 alone puts 16 near 50).
+CONV_GROUP_WIDTHS = (4, 8, 16, 32, 64)
 # A depthwise kernel does a few FLOPs per element it reads, so a call's fixed costs (the call, a
 # library's reorders) hold most of its time at batch 1, and its rate grows about tenfold with the
 # images of a call (a 3x3 on 64 channels of 37x37 ran at 10, 27 and 41 GFLOP/s at batch 1, 4 and
@@ -179,6 +183,15 @@ def conv_flops(shape):
     return 2 * shape["n"] * shape["k"] * (shape["c"] // shape["groups"]) * shape["r"] * shape["s"] * out_h * out_w
 
 
+def strided_side(side, stride):
+    """The input side of a diagonal point at `stride`: the one whose output (at 'same' padding)
+    has the diagonal's side, as a strided layer reads an image `stride` times its output's. On the
+    diagonal's own side a stride-2 point's output would be a quarter of any stride-1 point's (4x4
+    at its small end, where networks end at 7x7), and a strided layer would take its rate from the
+    smallest calls of the grid."""
+    return stride * side - (stride - 1)
+
+
 def _diagonal_ends(kernel, stride, groups_of, whole=False):
     """The two ends of the diagonal that fit CONV_MAX_FLOPS (few channels on a large image, the
     most channels that fit on a small one) for one kernel, stride and grouping; with `whole`,
@@ -188,7 +201,7 @@ def _diagonal_ends(kernel, stride, groups_of, whole=False):
         groups = groups_of(c)
         if groups is None:
             continue
-        shape = conv_shape(c, side, kernel, stride, groups)
+        shape = conv_shape(c, strided_side(side, stride), kernel, stride, groups)
         if conv_flops(shape) <= CONV_MAX_FLOPS:
             fitting.append(shape)
     if not fitting:
@@ -213,6 +226,12 @@ def conv_grid(quick):
     for width in CONV_GROUP_WIDTHS:
         for stride in (1, 2):
             shapes += _diagonal_ends(3, stride, lambda c, w=width: c // w if c > w else None)
+        # A grouped layer's call holds all its groups: at batch 1 a call of few groups is small
+        # enough for its fixed costs to weigh, and the layers of a batch do several times its
+        # work (a 3x3 over 10 groups of 16 channels on 14x14 at batch 8 ran at 98 GFLOP/s, the
+        # batch-1 points of that width at 55-91). The ends again at CONV_BATCH, stride 1.
+        shapes += [dict(shape, n=CONV_BATCH) for shape in
+                   _diagonal_ends(3, 1, lambda c, w=width: c // w if c > w else None)]
     for kernel in (3, 5, 7):
         for stride in (1, 2):
             shapes += _diagonal_ends(kernel, stride, lambda c: c, whole=kernel == 3)
@@ -230,7 +249,7 @@ def conv_grid(quick):
         shapes += [shape for shape in batched if conv_flops(shape) <= CONV_BATCH_MAX_FLOPS]
     for batch in CONV_DEPTHWISE_BATCHES:
         for stride in (1, 2):
-            shapes += [conv_shape(c, side, 3, stride, c, batch) for c, side in CONV_DIAGONAL]
+            shapes += [conv_shape(c, strided_side(side, stride), 3, stride, c, batch) for c, side in CONV_DIAGONAL]
     return shapes
 
 

@@ -71,7 +71,8 @@ class GridTest(unittest.TestCase):
         self.assertTrue(dense and depthwise and grouped)
         self.assertEqual({(s["r"], s["stride"]) for s in dense}, {(r, st) for r in (1, 3, 5, 7) for st in (1, 2)})
         for s in grid:
-            self.assertTrue(16 <= s["c"] <= 1024 and (7 <= s["h"] <= 112 or s["h"] in (1, grids.CONV_BELOW_SIDE)), s)
+            out = grids.out_side(s)
+            self.assertTrue(16 <= s["c"] <= 2048 and (7 <= out <= 112 or s["h"] in (1, grids.CONV_BELOW_SIDE)), s)
             self.assertEqual(s["c"] % s["groups"], 0)
             cap = grids.CONV_MAX_FLOPS if s["n"] == 1 else grids.CONV_BATCH_MAX_FLOPS
             self.assertLessEqual(grids.conv_flops(s), cap)
@@ -87,7 +88,7 @@ class GridTest(unittest.TestCase):
         for batch in (1,) + grids.CONV_DEPTHWISE_BATCHES:
             for stride in (1, 2):
                 for c, side in grids.CONV_DIAGONAL:
-                    self.assertIn((c, side, stride, batch), depthwise)
+                    self.assertIn((c, grids.strided_side(side, stride), stride, batch), depthwise)
         # Other depthwise windows keep the diagonal's two ends, at batch 1.
         wider = [s for s in grid if s["groups"] == s["c"] and s["r"] > 3]
         self.assertEqual({s["n"] for s in wider}, {1})
@@ -104,6 +105,15 @@ class GridTest(unittest.TestCase):
         self.assertEqual({s["c"] for s in squeeze}, set(grids.CONV_SQUEEZE_CHANNELS))
         self.assertTrue(all(s["r"] == 1 and s["groups"] == 1 for s in squeeze))
         self.assertEqual(len(grid), len({tuple(sorted(s.items())) for s in grid}))
+
+    def test_strided_points_output_the_diagonals_sides(self):
+        for stride in (1, 2):
+            for kernel in (1, 3, 5, 7):
+                for _, side in grids.CONV_DIAGONAL:
+                    shape = grids.conv_shape(16, grids.strided_side(side, stride), kernel, stride, 1)
+                    self.assertEqual(grids.out_side(shape), side, (stride, kernel))
+        strided = {grids.out_side(s) for s in grids.conv_grid(False) if s["stride"] == 2}
+        self.assertEqual(strided, {side for _, side in grids.CONV_DIAGONAL})
 
     def test_image_inputs_read_few_channels_through_strided_windows(self):
         grid = grids.image_input_grid(False)
