@@ -39,7 +39,7 @@ class Budget:
         self.quick = quick
         self.clock = clock
         self.started = clock() if started is None else started
-        self.total_s = total_s if total_s is not None else (3.0 if quick else 23.0)
+        self.total_s = total_s if total_s is not None else (3.0 if quick else 19.0)
         self.base_point_s = 0.012 if quick else 0.12
         self.cv_target = 0.05 if quick else 0.03
         self.warmup = 1 if quick else 2
@@ -82,12 +82,41 @@ class Timing:
         return {"time_s": self.time_s, "median_s": self.median_s, "cv": self.cv, "samples": self.count}
 
 
+class Samples(list):
+    """A point's samples, with their mean and squared deviations kept as they come (Welford's
+    method): the stopping rule asks for the coefficient of variation after every round, and a
+    point that samples for long holds thousands."""
+
+    def __init__(self):
+        super().__init__()
+        self.mean, self.squares = 0.0, 0.0
+
+    def append(self, x):
+        super().append(x)
+        delta = x - self.mean
+        self.mean += delta / len(self)
+        self.squares += delta * (x - self.mean)
+
+    def cv(self):
+        n = len(self)
+        if n < 2 or not self.mean > 0:
+            return 0.0
+        return math.sqrt(max(self.squares, 0.0) / (n - 1)) / self.mean
+
+
 def coefficient_of_variation(samples):
-    """Standard deviation over mean; 0 for fewer than two samples."""
-    if len(samples) < 2:
+    """Standard deviation (of a sample) over mean; 0 for fewer than two samples. In floats: the
+    stopping rule asks it after every round of every point, and statistics.stdev's exact
+    arithmetic took seconds of a calibration."""
+    if isinstance(samples, Samples):
+        return samples.cv()
+    n = len(samples)
+    if n < 2:
         return 0.0
-    mean = statistics.fmean(samples)
-    return statistics.stdev(samples) / mean if mean > 0 else 0.0
+    mean = math.fsum(samples) / n
+    if not mean > 0:
+        return 0.0
+    return math.sqrt(math.fsum((x - mean) ** 2 for x in samples) / (n - 1)) / mean
 
 
 def stop_sampling(samples, elapsed_s, budget_s, min_samples, cv_target, max_samples=100000):
@@ -112,7 +141,7 @@ def time_calls(calls, budget, weight=1.0, clock=time.perf_counter, before=None):
             call()
     budget_s = budget.point_s(weight) * len(calls)
     min_samples = budget.min_samples
-    samples = {key: [] for key in calls}
+    samples = {key: Samples() for key in calls}
     start = clock()
     while True:
         for key, call in calls.items():
@@ -341,10 +370,48 @@ def as_floats(value):
     return [float(value)]
 
 
+def _first_mismatch(got, want, rtol, atol):
+    """For two tensors (torch) or two arrays (numpy): None when they hold as many elements, all
+    finite and within atol + rtol * |want|; else (index or None, got's element, want's element,
+    got's count, want's count) of the first element that fails, compared in float64 by the
+    framework itself (a Python loop over a convolution's output took seconds). NotImplemented
+    for other values."""
+    if hasattr(got, "detach") and hasattr(want, "detach"):  # torch
+        g, w = got.detach().to("cpu").double().flatten(), want.detach().to("cpu").double().flatten()
+        if g.numel() != w.numel():
+            return None, None, None, int(g.numel()), int(w.numel())
+        bad = ~(g.isfinite() & w.isfinite()) | ((g - w).abs() > atol + rtol * w.abs())
+        first = lambda: int(bad.nonzero()[0][0])  # noqa: E731
+    elif type(got).__module__ == "numpy" and type(want).__module__ == "numpy":
+        import numpy
+        g, w = numpy.asarray(got, dtype=numpy.float64).ravel(), numpy.asarray(want, dtype=numpy.float64).ravel()
+        if g.size != w.size:
+            return None, None, None, int(g.size), int(w.size)
+        with numpy.errstate(invalid="ignore", over="ignore"):
+            bad = ~(numpy.isfinite(g) & numpy.isfinite(w)) | (numpy.abs(g - w) > atol + rtol * numpy.abs(w))
+        first = lambda: int(numpy.flatnonzero(bad)[0])  # noqa: E731
+    else:
+        return NotImplemented
+    if not bool(bad.any()):
+        return None
+    i = first()
+    return i, float(g[i]), float(w[i]), len(g), len(w)
+
+
 def check_close(name, got, want, rtol=1e-4, atol=1e-5):
     """Raises CheckFailed unless `got` matches the reference `want` elementwise within
     atol + rtol * |want|, with the same number of elements, and both are finite. A probe's
     times are trusted only after its output passed this once."""
+    found = _first_mismatch(got, want, rtol, atol)
+    if found is None:
+        return
+    if found is not NotImplemented:
+        i, a, b, count_g, count_w = found
+        if count_g != count_w:
+            raise CheckFailed(f"{name}: output has {count_g} elements, the reference {count_w}")
+        if not (math.isfinite(a) and math.isfinite(b)):
+            raise CheckFailed(f"{name}: element {i} is not finite (output {a}, reference {b})")
+        raise CheckFailed(f"{name}: element {i} is {a}, the reference {b} (rtol {rtol}, atol {atol})")
     g, w = as_floats(got), as_floats(want)
     if len(g) != len(w):
         raise CheckFailed(f"{name}: output has {len(g)} elements, the reference {len(w)}")

@@ -379,7 +379,7 @@ class CudaTimer:
                 call()
         torch.cuda.synchronize()
         budget_s = budget.point_s(weight) * len(calls)
-        samples = {key: [] for key in calls}
+        samples = {key: harness.Samples() for key in calls}
         started = time.perf_counter()  # the budget is the host's time: a sample costs a synchronize
         while True:
             for key, call in calls.items():

@@ -3,6 +3,7 @@ checks, the cache size from the OS (standard library only)."""
 import io
 import math
 import os
+import statistics
 import sys
 import tempfile
 import unittest
@@ -54,6 +55,21 @@ class StopSamplingTest(unittest.TestCase):
     def test_coefficient_of_variation(self):
         self.assertEqual(harness.coefficient_of_variation([2.0]), 0.0)
         self.assertAlmostEqual(harness.coefficient_of_variation([1.0, 3.0]), math.sqrt(2) / 2)
+
+    def test_running_samples_keep_the_same_coefficient(self):
+        import random
+        rng = random.Random(3)
+        values = [1e-4 * (1 + rng.random()) for _ in range(500)] + [3e-4, 1e-5]
+        kept = harness.Samples()
+        self.assertEqual(harness.coefficient_of_variation(kept), 0.0)
+        for i, v in enumerate(values):
+            kept.append(v)
+            if i % 50 == 1 or i == len(values) - 1:
+                plain = statistics.stdev(values[:i + 1]) / statistics.fmean(values[:i + 1])
+                self.assertAlmostEqual(harness.coefficient_of_variation(kept), plain, places=12)
+                self.assertAlmostEqual(harness.coefficient_of_variation(list(kept)), plain, places=12)
+        self.assertEqual(list(kept), values)
+        self.assertEqual(harness.Timing(kept).count, len(values))
 
 
 class TimeCallsTest(unittest.TestCase):
@@ -353,6 +369,45 @@ class CheckCloseTest(unittest.TestCase):
             harness.check_close("x", [float("nan")], [1.0])
         with self.assertRaises(harness.CheckFailed):
             harness.check_close("x", [float("inf")], [float("inf")])
+
+
+    def frameworks(self):
+        """(name, make a 1-d value of floats) for numpy and torch, where installed."""
+        made = []
+        try:
+            import numpy
+            made.append(("numpy", lambda values: numpy.array(values, dtype=numpy.float32)))
+        except ImportError:
+            pass
+        try:
+            import torch
+            made.append(("torch", lambda values: torch.tensor(values, dtype=torch.float32)))
+        except ImportError:
+            pass
+        if not made:
+            self.skipTest("neither numpy nor torch is installed")
+        return made
+
+    def test_tensors_and_arrays_are_judged_as_lists_are(self):
+        # The framework's own comparison (fast on a convolution's output) says what the loop
+        # over Python floats says, in the same words.
+        cases = [([1.0, 2.0], [1.0, 2.0000001]), ([1.0, 2.5], [1.0, 2.0]), ([1.0], [1.0, 2.0]),
+                 ([float("nan")], [1.0]), ([float("inf")], [float("inf")]), ([1.0, 2.0], [1.0, float("nan")]),
+                 ([3.0, 1.0, 9.0], [3.0, 1.0, 8.0])]
+
+        def verdict(got, want):
+            try:
+                harness.check_close("conv 3x3", got, want)
+                return None
+            except harness.CheckFailed as failed:
+                return str(failed)
+        for name, make in self.frameworks():
+            for got, want in cases:
+                with self.subTest(framework=name, got=got, want=want):
+                    expected = verdict(got, want)
+                    self.assertEqual(verdict(make(got), make(want)), expected)
+                    if len(got) == len(want) and expected is not None and "finite" not in expected:
+                        self.assertIn(f"element {len(got) - 1}", expected)
 
 
 class RandomInputTest(unittest.TestCase):
