@@ -85,17 +85,35 @@ class Timing:
 class Samples(list):
     """A point's samples, with their mean and squared deviations kept as they come (Welford's
     method): the stopping rule asks for the coefficient of variation after every round, and a
-    point that samples for long holds thousands."""
+    point that samples for long holds thousands. Samples join through append or extend (+=);
+    other ways of changing a list are refused, since they would leave the statistics stale."""
 
-    def __init__(self):
+    def __init__(self, samples=()):
         super().__init__()
         self.mean, self.squares = 0.0, 0.0
+        self.extend(samples)
 
     def append(self, x):
         super().append(x)
         delta = x - self.mean
         self.mean += delta / len(self)
         self.squares += delta * (x - self.mean)
+
+    def extend(self, samples):
+        for x in list(samples):
+            self.append(x)
+
+    def __iadd__(self, samples):
+        self.extend(samples)
+        return self
+
+    def __reduce__(self):
+        return (Samples, (list(self),))
+
+    def _refused(self, *args, **kwargs):
+        raise TypeError("Samples only grow: append or extend")
+
+    insert = pop = remove = clear = sort = reverse = __setitem__ = __delitem__ = __imul__ = _refused
 
     def cv(self):
         n = len(self)
@@ -384,6 +402,8 @@ def _first_mismatch(got, want, rtol, atol):
         first = lambda: int(bad.nonzero()[0][0])  # noqa: E731
     elif type(got).__module__ == "numpy" and type(want).__module__ == "numpy":
         import numpy
+        if numpy.iscomplexobj(got) or numpy.iscomplexobj(want):
+            return NotImplemented
         g, w = numpy.asarray(got, dtype=numpy.float64).ravel(), numpy.asarray(want, dtype=numpy.float64).ravel()
         if g.size != w.size:
             return None, None, None, int(g.size), int(w.size)
@@ -400,8 +420,10 @@ def _first_mismatch(got, want, rtol, atol):
 
 def check_close(name, got, want, rtol=1e-4, atol=1e-5):
     """Raises CheckFailed unless `got` matches the reference `want` elementwise within
-    atol + rtol * |want|, with the same number of elements, and both are finite. A probe's
-    times are trusted only after its output passed this once."""
+    atol + rtol * |want|, with the same number of elements, and both are finite. Two tensors or
+    two arrays compare in float64 (a float32 output against its float64 reference as it is);
+    other values element by element as Python floats. A probe's times are trusted only after
+    its output passed this once."""
     found = _first_mismatch(got, want, rtol, atol)
     if found is None:
         return

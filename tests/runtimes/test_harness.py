@@ -70,6 +70,21 @@ class StopSamplingTest(unittest.TestCase):
                 self.assertAlmostEqual(harness.coefficient_of_variation(list(kept)), plain, places=12)
         self.assertEqual(list(kept), values)
         self.assertEqual(harness.Timing(kept).count, len(values))
+        # Joined through extend, +=, the constructor or a copy, the statistics stay whole.
+        import copy
+        import pickle
+        joined = harness.Samples(values[:100])
+        joined += values[100:300]
+        joined.extend(values[300:])
+        for other in (joined, copy.copy(joined), copy.deepcopy(joined), pickle.loads(pickle.dumps(joined))):
+            self.assertEqual(list(other), values)
+            self.assertAlmostEqual(harness.coefficient_of_variation(other),
+                                   statistics.stdev(values) / statistics.fmean(values), places=12)
+        for change in (lambda s: s.insert(0, 1.0), lambda s: s.pop(), lambda s: s.__setitem__(0, 1.0),
+                       lambda s: s.sort(), lambda s: s.clear()):
+            with self.assertRaises(TypeError):
+                change(joined)
+        self.assertEqual(list(joined), values)
 
 
 class TimeCallsTest(unittest.TestCase):
@@ -408,6 +423,18 @@ class CheckCloseTest(unittest.TestCase):
                     self.assertEqual(verdict(make(got), make(want)), expected)
                     if len(got) == len(want) and expected is not None and "finite" not in expected:
                         self.assertIn(f"element {len(got) - 1}", expected)
+
+    def test_a_low_precision_output_is_judged_against_its_float64_reference(self):
+        try:
+            import torch
+        except ImportError:
+            self.skipTest("torch is not installed")
+        want = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64) / 3
+        harness.check_close("linear bf16", (want * (1 + 2e-3)).to(torch.bfloat16), want, rtol=1e-2, atol=1e-3)
+        with self.assertRaises(harness.CheckFailed) as caught:
+            harness.check_close("linear bf16", (want * 1.1).to(torch.bfloat16), want, rtol=1e-2, atol=1e-3)
+        self.assertIn("element 0", str(caught.exception))
+        harness.check_close("conv f32", want.float(), want, rtol=1e-6, atol=0)
 
 
 class RandomInputTest(unittest.TestCase):
