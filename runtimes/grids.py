@@ -224,14 +224,14 @@ def conv_grid(quick):
         for stride in (1, 2):
             shapes += _diagonal_ends(kernel, stride, lambda c: 1, whole=kernel in (1, 3))
     for width in CONV_GROUP_WIDTHS:
+        groups_of = lambda c, w=width: c // w if c > w else None  # noqa: E731
         for stride in (1, 2):
-            shapes += _diagonal_ends(3, stride, lambda c, w=width: c // w if c > w else None)
+            shapes += _diagonal_ends(3, stride, groups_of)
         # A grouped layer's call holds all its groups: at batch 1 a call of few groups is small
         # enough for its fixed costs to weigh, and the layers of a batch do several times its
         # work (a 3x3 over 10 groups of 16 channels on 14x14 at batch 8 ran at 98 GFLOP/s, the
         # batch-1 points of that width at 55-91). The ends again at CONV_BATCH, stride 1.
-        shapes += [dict(shape, n=CONV_BATCH) for shape in
-                   _diagonal_ends(3, 1, lambda c, w=width: c // w if c > w else None)]
+        shapes += [dict(shape, n=CONV_BATCH) for shape in _diagonal_ends(3, 1, groups_of)]
     for kernel in (3, 5, 7):
         for stride in (1, 2):
             shapes += _diagonal_ends(kernel, stride, lambda c: c, whole=kernel == 3)

@@ -389,21 +389,22 @@ def as_floats(value):
 
 
 def _first_mismatch(got, want, rtol, atol):
-    """For two tensors (torch) or two arrays (numpy): None when they hold as many elements, all
-    finite and within atol + rtol * |want|; else (index or None, got's element, want's element,
-    got's count, want's count) of the first element that fails, compared in float64 by the
-    framework itself (a Python loop over a convolution's output took seconds). NotImplemented
-    for other values."""
+    """None when `got` and `want` hold as many elements, all finite and within
+    atol + rtol * |want|; else (index or None, got's element, want's element, got's count,
+    want's count) of the first element that fails. Two tensors (torch) or two real arrays
+    (numpy) compare in float64 by the framework itself (a Python loop over a convolution's
+    output took seconds); other values element by element as Python floats (as_floats)."""
+    real_arrays = type(got).__module__ == "numpy" and type(want).__module__ == "numpy"
+    if real_arrays:
+        import numpy
+        real_arrays = not (numpy.iscomplexobj(got) or numpy.iscomplexobj(want))
     if hasattr(got, "detach") and hasattr(want, "detach"):  # torch
         g, w = got.detach().to("cpu").double().flatten(), want.detach().to("cpu").double().flatten()
         if g.numel() != w.numel():
             return None, None, None, int(g.numel()), int(w.numel())
         bad = ~(g.isfinite() & w.isfinite()) | ((g - w).abs() > atol + rtol * w.abs())
         first = lambda: int(bad.nonzero()[0][0])  # noqa: E731
-    elif type(got).__module__ == "numpy" and type(want).__module__ == "numpy":
-        import numpy
-        if numpy.iscomplexobj(got) or numpy.iscomplexobj(want):
-            return NotImplemented
+    elif real_arrays:
         g, w = numpy.asarray(got, dtype=numpy.float64).ravel(), numpy.asarray(want, dtype=numpy.float64).ravel()
         if g.size != w.size:
             return None, None, None, int(g.size), int(w.size)
@@ -411,7 +412,13 @@ def _first_mismatch(got, want, rtol, atol):
             bad = ~(numpy.isfinite(g) & numpy.isfinite(w)) | (numpy.abs(g - w) > atol + rtol * numpy.abs(w))
         first = lambda: int(numpy.flatnonzero(bad)[0])  # noqa: E731
     else:
-        return NotImplemented
+        g, w = as_floats(got), as_floats(want)
+        if len(g) != len(w):
+            return None, None, None, len(g), len(w)
+        for i, (a, b) in enumerate(zip(g, w)):
+            if not (math.isfinite(a) and math.isfinite(b)) or abs(a - b) > atol + rtol * abs(b):
+                return i, a, b, len(g), len(w)
+        return None
     if not bool(bad.any()):
         return None
     i = first()
@@ -427,21 +434,12 @@ def check_close(name, got, want, rtol=1e-4, atol=1e-5):
     found = _first_mismatch(got, want, rtol, atol)
     if found is None:
         return
-    if found is not NotImplemented:
-        i, a, b, count_g, count_w = found
-        if count_g != count_w:
-            raise CheckFailed(f"{name}: output has {count_g} elements, the reference {count_w}")
-        if not (math.isfinite(a) and math.isfinite(b)):
-            raise CheckFailed(f"{name}: element {i} is not finite (output {a}, reference {b})")
-        raise CheckFailed(f"{name}: element {i} is {a}, the reference {b} (rtol {rtol}, atol {atol})")
-    g, w = as_floats(got), as_floats(want)
-    if len(g) != len(w):
-        raise CheckFailed(f"{name}: output has {len(g)} elements, the reference {len(w)}")
-    for i, (a, b) in enumerate(zip(g, w)):
-        if not (math.isfinite(a) and math.isfinite(b)):
-            raise CheckFailed(f"{name}: element {i} is not finite (output {a}, reference {b})")
-        if abs(a - b) > atol + rtol * abs(b):
-            raise CheckFailed(f"{name}: element {i} is {a}, the reference {b} (rtol {rtol}, atol {atol})")
+    i, a, b, count_g, count_w = found
+    if count_g != count_w:
+        raise CheckFailed(f"{name}: output has {count_g} elements, the reference {count_w}")
+    if not (math.isfinite(a) and math.isfinite(b)):
+        raise CheckFailed(f"{name}: element {i} is not finite (output {a}, reference {b})")
+    raise CheckFailed(f"{name}: element {i} is {a}, the reference {b} (rtol {rtol}, atol {atol})")
 
 
 # ---- the machine -----------------------------------------------------------------------------
