@@ -185,7 +185,11 @@ std::string choose_python(const std::string& given, const std::string& runtime,
     }
     if (!is_executable_file(path))
       throw InputError(fmt::format("--python {}: not an executable file", given));
-    return path;
+    // Absolute, since the probes run in another directory; not resolved through links, since a
+    // venv's interpreter is a link that finds its venv by the path it was started by.
+    std::error_code ec;
+    const auto absolute = fs::absolute(path, ec);
+    return ec ? path : absolute.lexically_normal().string();
   }
   const std::string venv = source_dir + "/.venv/bin/python";
   if (is_executable_file(venv)) {
@@ -243,6 +247,7 @@ ChildResult run_child(const ChildSpec& spec) {
   std::vector<char*> envp;
   for (const auto& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
+  const char* cwd = spec.cwd.empty() ? nullptr : spec.cwd.c_str();
 
   int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1}, exec_pipe[2] = {-1, -1};
   const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -266,7 +271,7 @@ ChildResult run_child(const ChildSpec& spec) {
     ::dup2(null_fd, STDIN_FILENO);
     ::dup2(out_pipe[1], STDOUT_FILENO);
     ::dup2(err_pipe[1], STDERR_FILENO);
-    ::execve(argv[0], argv.data(), envp.data());
+    if (cwd == nullptr || ::chdir(cwd) == 0) ::execve(argv[0], argv.data(), envp.data());
     const int e = errno;
     [[maybe_unused]] const auto n = ::write(exec_pipe[1], &e, sizeof e);
     ::_exit(127);
@@ -294,7 +299,8 @@ ChildResult run_child(const ChildSpec& spec) {
     ::waitpid(pid, nullptr, 0);
     ::close(out_pipe[0]);
     ::close(err_pipe[0]);
-    result.error = fmt::format("cannot run {}: {}", spec.argv[0], std::strerror(exec_errno));
+    result.error = fmt::format("cannot run {}{}: {}", spec.argv[0],
+                               cwd ? fmt::format(" in {}", spec.cwd) : "", std::strerror(exec_errno));
     return result;
   }
 
@@ -404,6 +410,9 @@ ProbeOutcome run_runtime_probe(const RuntimeRequest& request, const RuntimeProbe
   for (const auto& [name, version] : options.libraries)
     spec.argv.insert(spec.argv.end(), {"--library", name + "=" + version});
   spec.env = environment_with("PYTHONPATH", options.python_path, true);
+  // `python -m` searches its working directory first: run from the probes' own folder, so that a
+  // folder named runtimes where truepeak was started cannot stand in for them.
+  spec.cwd = options.python_path;
   spec.timeout_s = options.timeout_s;
   spec.max_stdout_bytes = options.max_output_bytes;
   spec.stop = options.stop;

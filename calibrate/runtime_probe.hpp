@@ -67,6 +67,7 @@ std::string choose_python(const std::string& given, const std::string& runtime,
 struct ChildSpec {
   std::vector<std::string> argv;  // argv[0]: the program, a path
   std::vector<std::string> env;   // the whole environment, NAME=VALUE
+  std::string cwd;                // the child's working directory; empty: the parent's
   double timeout_s = 0;           // 0: no limit
   std::size_t max_stdout_bytes = 16u << 20;
   // Raised (Ctrl-C) to end the child early.

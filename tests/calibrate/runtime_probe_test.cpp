@@ -22,6 +22,8 @@ namespace fs = std::filesystem;
 using Status = ProbeOutcome::Status;
 
 const std::string kFake = std::string(TRUEPEAK_TEST_DATA_DIR) + "/runtimes/fake_python.sh";
+// Stands for the folder that holds runtimes/: the child runs in it, so it must exist.
+const std::string kProbesDir = std::string(TRUEPEAK_TEST_DATA_DIR) + "/runtimes";
 
 // Sets TRUEPEAK_FAKE_PROBE for one test.
 class FakeProbe : public ::testing::Test {
@@ -31,7 +33,7 @@ class FakeProbe : public ::testing::Test {
   static RuntimeProbeOptions options() {
     RuntimeProbeOptions o;
     o.python = kFake;
-    o.python_path = "/opt/truepeak-src";
+    o.python_path = kProbesDir;
     o.device_id = "cpu";
     o.threads = 3;
     o.quick = true;
@@ -102,6 +104,17 @@ TEST(ChoosePython, GivenPathMustBeAnExecutable) {
   EXPECT_EQ(fs::path(choose_python("sh", "torch-jit", "/nonexistent")).filename(), "sh");
 }
 
+TEST(ChoosePython, ARelativePathBecomesAbsoluteWithItsLinksKept) {
+  // The probes run in their own folder; a venv's interpreter is a link that must stay one.
+  const fs::path dir = fs::temp_directory_path() / ("truepeak-python-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  fs::create_symlink("/bin/sh", dir / "python");
+  const auto relative = (dir / "python").lexically_relative(fs::current_path());
+  ASSERT_TRUE(relative.is_relative());
+  EXPECT_EQ(choose_python(relative.string(), "torch-jit", "/nonexistent"), (dir / "python").string());
+  fs::remove_all(dir);
+}
+
 TEST(ChoosePython, ProjectVenvWhereItHasTheFramework) {
   if (::access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/python3";
   const fs::path source =
@@ -140,6 +153,17 @@ TEST(RunChild, AProgramThatCannotRunSaysWhy) {
   const auto r = run_child(spec);
   EXPECT_EQ(r.end, ChildResult::End::not_started);
   EXPECT_EQ(r.error, "cannot run /nonexistent/python3: No such file or directory");
+}
+
+TEST(RunChild, RunsInTheDirectoryItIsGiven) {
+  ChildSpec spec;
+  spec.argv = {"/bin/sh", "-c", "pwd"};
+  spec.cwd = "/usr";
+  EXPECT_EQ(run_child(spec).out, "/usr\n");
+  spec.cwd = "/nonexistent";
+  const auto r = run_child(spec);
+  EXPECT_EQ(r.end, ChildResult::End::not_started);
+  EXPECT_EQ(r.error, "cannot run /bin/sh in /nonexistent: No such file or directory");
 }
 
 TEST(RunChild, TooMuchOutputEndsTheChild) {
@@ -185,7 +209,9 @@ TEST_F(FakeProbe, RecordIsReadCheckedAndNamesItsInterpreter) {
   // The command line of docs/runtimes.md, with the probes' folder first on PYTHONPATH.
   EXPECT_EQ(r.settings.at("argv"),
             "-m runtimes --runtime torch-jit --device cpu --threads 3 --quick");
-  EXPECT_EQ(r.settings.at("pythonpath").get<std::string>().rfind("/opt/truepeak-src", 0), 0u);
+  EXPECT_EQ(r.settings.at("pythonpath").get<std::string>().rfind(kProbesDir, 0), 0u);
+  // Run from that folder: `python -m` searches its working directory before PYTHONPATH.
+  EXPECT_EQ(r.settings.at("cwd"), kProbesDir);
   EXPECT_NE(progress.find("fake probes: done"), std::string::npos);
 }
 
@@ -267,7 +293,7 @@ TEST_F(FakeProbe, ProbesAreStoredUnderTheirDeviceAndFailuresDoNotStopTheRest) {
   cpu.libraries = {{"onednn", "2.6.3"}};
   profile.devices.push_back(cpu);
   RuntimeRunOptions o;
-  o.python_path = "/opt/truepeak-src";
+  o.python_path = kProbesDir;
   o.quick = true;
   o.timeout_s = 20;
   std::vector<std::string> lines;

@@ -1,13 +1,13 @@
 #!/bin/sh
 # Stands in for a Python interpreter running `-m runtimes --runtime NAME --device DEV ...` in the
 # tests of calibrate --runtime. TRUEPEAK_FAKE_PROBE says what it does (default: print the record
-# beside it, with its command line and PYTHONPATH under settings).
+# beside it, with its command line, PYTHONPATH and working directory under settings).
 here=$(dirname "$0")
 echo "fake probes: $*" >&2
 case "${TRUEPEAK_FAKE_PROBE:-ok}" in
   ok)
     echo "fake probes: done" >&2
-    sed -e "s|\"settings\": {|\"settings\": {\"argv\": \"$*\", \"pythonpath\": \"$PYTHONPATH\", |" \
+    sed -e "s|\"settings\": {|\"settings\": {\"argv\": \"$*\", \"pythonpath\": \"$PYTHONPATH\", \"cwd\": \"$(pwd)\", |" \
       "$here/torch_jit_record.json"
     ;;
   missing)
