@@ -11,6 +11,7 @@ at a graph's ends drop out; the rates of its own kernels (elementwise, pools, no
 concat, transposes) over the size grids; whether it folds an activation into the convolution
 before it (no Relu left in the graph it optimizes from Conv+Relu); the main-memory bandwidth of
 its Add. All grids are generic (runtimes/grids.py)."""
+import math
 import os
 import tempfile
 
@@ -311,30 +312,37 @@ def conv_reference(np, x, w, b, stride, pad, groups):
     return out + b[None, :, None, None]
 
 
-def conv_layer(g, shape, source, target, prefix, seed):
-    """A Conv node (with bias) of `shape` (grids.conv_shape's fields) and its constants."""
-    w = harness.random_input("numpy", (shape["k"], shape["c"] // shape["groups"], shape["r"], shape["s"]),
-                             seed=seed + 1) * (shape["r"] * shape["s"] * shape["c"] // shape["groups"]) ** -0.5
-    b = harness.random_input("numpy", (shape["k"],), seed=seed + 2)
+def conv_layer(g, shape, source, target, prefix, seed, consts=None):
+    """A Conv node (with bias) of `shape` (grids.conv_shape's fields) and its constants, drawn
+    from `seed` unless `consts` (an earlier call's) are given."""
+    if consts is None:
+        w = harness.random_input("numpy", (shape["k"], shape["c"] // shape["groups"], shape["r"], shape["s"]),
+                                 seed=seed + 1) * (shape["r"] * shape["s"] * shape["c"] // shape["groups"]) ** -0.5
+        consts = [(f"{prefix}w", w), (f"{prefix}b", harness.random_input("numpy", (shape["k"],), seed=seed + 2))]
     node = g.helper.make_node("Conv", [source, f"{prefix}w", f"{prefix}b"], [target],
                               kernel_shape=[shape["r"], shape["s"]], strides=[shape["stride"]] * 2,
                               pads=[shape["pad"]] * 4, group=shape["groups"], dilations=[1, 1])
-    return node, [(f"{prefix}w", w), (f"{prefix}b", b)]
+    return node, consts
 
 
-def conv_models(g, shape, seed):
+def conv_models(g, shape, seed, pool=None):
     """The models that time a convolution point: the point followed by its follower, and the
     follower alone; and the input of each. onnxruntime reorders a blocked region's input and
     output at the graph's ends: the difference of the two is the point's kernel and one op, in
-    the layout onnxruntime runs it in inside a network."""
+    the layout onnxruntime runs it in inside a network. With `pool` (a flat random array at
+    least as large as each input) the inputs are views of it instead of arrays of their own."""
     second = grids.follower(shape)
-    x = harness.random_input("numpy", (shape["n"], shape["c"], shape["h"], shape["w"]), seed=seed)
-    x2 = harness.random_input("numpy", (second["n"], second["c"], second["h"], second["w"]), seed=seed + 5)
+    in_shape, in2_shape = [(s["n"], s["c"], s["h"], s["w"]) for s in (shape, second)]
+    if pool is None:
+        x = harness.random_input("numpy", in_shape, seed=seed)
+        x2 = harness.random_input("numpy", in2_shape, seed=seed + 5)
+    else:
+        x, x2 = [pool[:math.prod(s)].reshape(s) for s in (in_shape, in2_shape)]
     out = (shape["n"], shape["k"], grids.out_side(shape), grids.out_side(shape))
     a, a_consts = conv_layer(g, shape, "x", "h", "a", seed)
     b, b_consts = conv_layer(g, second, "h", "y", "b", seed + 3)
     pair = g.model([a, b], [("x", x.shape)], [("y", out)], a_consts + b_consts)
-    b_alone, _ = conv_layer(g, second, "x", "y", "b", seed + 3)
+    b_alone, _ = conv_layer(g, second, "x", "y", "b", seed + 3, b_consts)
     alone = g.model([b_alone], [("x", x2.shape)], [("y", out)], b_consts)
     return (pair, x, a_consts + b_consts), (alone, x2)
 
@@ -352,34 +360,69 @@ def check_conv_class(g, shape, seed):
     harness.check_close(f"Conv {grids.conv_name(small)} and its follower", run()[0], want, 1e-4, 1e-3)
 
 
-def conv_points(g, op_s, call_s, budget, progress, quick):
+# A convolution point's sessions are timed in this many sweeps over the grid, seconds apart.
+CONV_SWEEPS = 2
+
+
+class ConvGrid:
     """Conv over grids.conv_grid, f32, timed in a chain (conv_models) and fitted by
-    pair_kernel_s. Each point's layout is that of its optimized graph (blocked where
-    onnxruntime reorders around it, else nchw); each class's output is checked once. Returns
-    (points, probe points)."""
-    points, probes, checked = [], [], set()
-    for i, shape in enumerate(grids.conv_grid(quick)):
-        key = (shape["r"], shape["stride"], shape["c"] // shape["groups"] if shape["groups"] > 1 else 0)
-        if key not in checked:
-            check_conv_class(g, shape, 100 + i)
-            checked.add(key)
-        (pair, x, _), (alone, x2) = conv_models(g, shape, 10 * i)
-        runs = {"pair": checked_call(g, pair, {"x": x}), "alone": checked_call(g, alone, {"x": x2})}
-        timings = time_sessions(runs, budget)
-        kernel_s, method = harness.pair_kernel_s(timings["pair"].time_s, timings["alone"].time_s, op_s, call_s)
-        median_s, _ = harness.pair_kernel_s(timings["pair"].median_s, timings["alone"].median_s, op_s, call_s)
-        blocked = "ReorderInput" in g.optimized_node_types(alone)
-        flops = grids.conv_flops(shape)
-        point = dict(dtype="f32", **shape, layout="blocked" if blocked else "nchw")
-        point.update({"time_s": kernel_s, "median_s": max(median_s, kernel_s), "flops_per_s": flops / kernel_s,
-                      "cv": timings["pair"].cv, "samples": timings["pair"].count, "impl": "mlas",
-                      "cold_weights": False, "pair_s": timings["pair"].time_s, "follower_s": timings["alone"].time_s,
-                      "fit": method})
-        points.append(point)
-        probes += [record.probe_point(f"conv Conv f32 {name}", grids.conv_name(shape), timings[name]) for name in runs]
-    best = max(points, key=lambda p: p["flops_per_s"])
-    progress(f"{len(points)} conv points, best {best['flops_per_s'] / 1e9:.1f} GFLOP/s ({grids.conv_name(best)})")
-    return points, probes
+    pair_kernel_s. Each point's two sessions are opened, timed and closed once a sweep
+    (time_sessions), and the caller starts the sweeps between other probes: a point's fastest
+    time comes from the best of CONV_SWEEPS moments seconds apart, so that a slow spell of a
+    shared host takes no point's rate with it (on the 2-core Zen 3 VM one dense 3x3 point came
+    to 116-161 GFLOP/s over three moments a few seconds apart, each of them at 5 or more samples
+    within 3%). Each point's layout is that of its optimized graph (blocked where onnxruntime
+    reorders around it, else nchw); each class's output is checked once, before any timing."""
+
+    def __init__(self, g, quick, sweeps=CONV_SWEEPS):
+        self.g, self.items, checked = g, [], set()
+        shapes = grids.conv_grid(quick)
+        # The inputs are views of one random array: the grid's own would hold hundreds of MB.
+        largest = max(math.prod((s["n"], s["c"], s["h"], s["w"])) for shape in shapes
+                      for s in (shape, grids.follower(shape)))
+        pool = harness.random_input("numpy", (largest,), seed=harness.SEED + 7)
+        for i, shape in enumerate(shapes):
+            key = (shape["r"], shape["stride"], shape["c"] // shape["groups"] if shape["groups"] > 1 else 0)
+            if key not in checked:
+                check_conv_class(g, shape, 100 + i)
+                checked.add(key)
+            (pair, x, _), (alone, x2) = conv_models(g, shape, 10 * i, pool)
+            blocked = "ReorderInput" in g.optimized_node_types(alone)
+            self.items.append((shape, {"pair": (pair, x), "alone": (alone, x2)}, blocked))
+        self.sweeps = max(1, sweeps)
+        self.samples = [{name: [] for name in runs} for _, runs, _ in self.items]
+        self.done = 0
+
+    def sweep(self, budget):
+        self.done += 1
+        for (_, runs, _), samples in zip(self.items, self.samples):
+            makers = {name: checked_call(self.g, model, {"x": x}) for name, (model, x) in runs.items()}
+            for name, timing in time_sessions(makers, budget, 1.0 / self.sweeps).items():
+                samples[name] += timing.samples
+
+    def finish(self, op_s, call_s, budget, progress):
+        """The sweeps not yet run, then (points, probe points)."""
+        while self.done < self.sweeps:
+            self.sweep(budget)
+        points, probes = [], []
+        for (shape, runs, blocked), samples in zip(self.items, self.samples):
+            timings = {name: harness.Timing(s) for name, s in samples.items()}
+            kernel_s, method = harness.pair_kernel_s(timings["pair"].time_s, timings["alone"].time_s, op_s, call_s)
+            median_s, _ = harness.pair_kernel_s(timings["pair"].median_s, timings["alone"].median_s, op_s, call_s)
+            flops = grids.conv_flops(shape)
+            point = dict(dtype="f32", **shape, layout="blocked" if blocked else "nchw")
+            point.update({"time_s": kernel_s, "median_s": max(median_s, kernel_s), "flops_per_s": flops / kernel_s,
+                          "cv": timings["pair"].cv, "samples": timings["pair"].count, "impl": "mlas",
+                          "cold_weights": False, "pair_s": timings["pair"].time_s,
+                          "follower_s": timings["alone"].time_s, "fit": method})
+            points.append(point)
+            probes += [record.probe_point(f"conv Conv f32 {name}", grids.conv_name(shape), timings[name])
+                       for name in runs]
+        self.items = self.samples = None  # the models' weights
+        best = max(points, key=lambda p: p["flops_per_s"])
+        progress(f"{len(points)} conv points in {self.sweeps} sweeps, best {best['flops_per_s'] / 1e9:.1f} GFLOP/s "
+                 f"({grids.conv_name(best)})")
+        return points, probes
 
 
 # ---- own kernels -------------------------------------------------------------------------------
@@ -683,12 +726,16 @@ def calibrate(options):
     progress(f"layout: convolutions {conv_layout}" + (f", {len(layout['blocked_ops'])} kinds blocked, copies "
              f"{layout['to_plain_copies']}/{layout['to_blocked_copies']}, group widths "
              f"{layout['group_reorder_widths']}" if layout else ""))
-    conv, conv_probes = conv_points(g, op_s, call_s, budget, progress, options.quick)
+    conv = ConvGrid(g, options.quick)
+    progress(f"timing {len(conv.items)} conv points in {conv.sweeps} sweeps, the second after the own kernels")
+    conv.sweep(budget)
     host()
     cold.sweeps.sweep(budget)
     own, own_probes = own_kernel_rates(g, budget, progress, options.quick)
     fused, fusion_probes = fused_activations(g)
     progress("activations folded into a convolution: " + (", ".join(fused) or "none"))
+    conv, conv_probes = conv.finish(op_s, call_s, budget, progress)
+    host()
     cold_gemm, cold_probes = cold.finish(op_s, call_s, budget, progress)
     gemm, gemm_probes = gemm + cold_gemm, gemm_probes + cold_probes
     level, memory_probe = dram_level(g, budget, progress)
