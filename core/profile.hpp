@@ -141,6 +141,10 @@ struct RuntimeLayout {
   int to_blocked_copies = 1;
   bool expand_broadcast = false;  // a broadcast operand of a blocked op is expanded first
   std::vector<std::int64_t> group_reorder_widths;  // channels per group run in a layout of their own
+  // A dense convolution of more than `conv_small_input_channels` input channels, or a depthwise
+  // one, runs blocked only where its channels are a multiple of this (1: every one does).
+  std::int64_t conv_channel_multiple = 1;
+  std::int64_t conv_small_input_channels = 0;
 };
 
 // Which op chains a runtime runs as one generated kernel (torch.compile's inductor), and the fixed

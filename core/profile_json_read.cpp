@@ -165,6 +165,11 @@ RuntimeRecord record_from_json(const Reader& r, const json& obj, const std::stri
         l.group_reorder_widths.push_back(w.get<std::int64_t>());
       }
     }
+    l.conv_channel_multiple = r.optional_integer(*layout, p, "conv_channel_multiple").value_or(1);
+    if (l.conv_channel_multiple < 1) r.fail(p + "/conv_channel_multiple", "expected an integer of at least 1");
+    l.conv_small_input_channels = r.optional_integer(*layout, p, "conv_small_input_channels").value_or(0);
+    if (l.conv_small_input_channels < 0)
+      r.fail(p + "/conv_small_input_channels", "expected an integer of at least 0");
     rec.layout = std::move(l);
   }
   rec.conv_layout = r.optional_string(obj, path, "conv_layout");

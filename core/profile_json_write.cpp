@@ -143,6 +143,10 @@ nlohmann::json to_json(const RuntimeRecord& rec) {
               {"to_blocked_copies", l.to_blocked_copies},
               {"expand_broadcast", l.expand_broadcast},
               {"group_reorder_widths", l.group_reorder_widths}};
+    if (l.conv_channel_multiple > 1) {
+      layout["conv_channel_multiple"] = l.conv_channel_multiple;
+      layout["conv_small_input_channels"] = l.conv_small_input_channels;
+    }
   }
   json dtypes = json::array();
   for (const auto d : rec.dtypes) dtypes.push_back(std::string(to_string(d)));

@@ -57,7 +57,14 @@ struct BlockedLayout {
   // each, every time (oneDNN on AVX-512: groups of 4 and 8 channels in aBcd4b / aBcd8b, of 2 in
   // plain NCHW; groups of 16 and depthwise convolutions run blocked).
   std::vector<std::int64_t> group_reorder_widths;
+  // A dense convolution of more than `conv_small_input_channels` input channels, or a depthwise
+  // one, runs blocked only where its channels are a multiple of `conv_channel_multiple`; the
+  // others run plain, between layout changes (onnxruntime on AVX2: 58 channels plain, 60 and 56
+  // blocked, an image's 3 blocked).
+  std::int64_t conv_channel_multiple = 1;
+  std::int64_t conv_small_input_channels = 0;
   bool runs_blocked(const std::string& kind) const;
+  bool conv_runs_blocked(std::int64_t in_channels, std::int64_t groups) const;
 };
 
 // Elements per second of a runtime's own kernels, by op kind (a row kind such as

@@ -29,8 +29,8 @@ class LayoutPass {
     std::vector<const TensorRef*> activations;
     for (const auto& in : op.inputs)
       if (in.shape.size() == 4) activations.push_back(&in);
-    bool run_blocked = op.kind == OpKind::conv2d;
-    if (!run_blocked && !activations.empty() && layout_.runs_blocked(row_kind(op)))
+    bool run_blocked = op.kind == OpKind::conv2d && conv_runs_blocked(op);
+    if (op.kind != OpKind::conv2d && !activations.empty() && layout_.runs_blocked(row_kind(op)))
       run_blocked = std::all_of(activations.begin(), activations.end(),
                                 [&](const TensorRef* in) { return is_blocked(in->name); });
     // One layout change of `tensor`: its copies, each a reorder row.
@@ -80,6 +80,12 @@ class LayoutPass {
 
  private:
   bool is_blocked(const std::string& name) const { return blocked_.count(name) > 0; }
+
+  // A convolution whose channels the layout's rule lets run blocked.
+  bool conv_runs_blocked(const Op& op) const {
+    if (op.inputs.empty() || op.inputs.front().shape.size() != 4) return true;
+    return layout_.conv_runs_blocked(eval_shape(op.inputs.front().shape, b_)[1], op.groups);
+  }
 
   // A grouped convolution (not depthwise) whose groups have one of the layout's widths of
   // channels.
@@ -251,6 +257,8 @@ Totals run_forward(const Graph& g, const Bindings& b, double e, const RateModel&
       first_read = 0;  // the first of the op's works reads them
       if (own && w.engine == Engine::vector && w.elements > 0) w.own_elements_per_s = *own;
       if (fixed && !w.within_op) w.overhead_s = *fixed;
+      // A convolution the layout's channel rule leaves plain runs in the runtime's plain kernels.
+      if (pass && !blocked && op.kind == OpKind::conv2d && w.engine == Engine::conv) w.conv_call.plain = true;
       if (op.kind == OpKind::matmul && w.engine == Engine::gemm && w.flops > 0) w.own_flops_per_s = own;
       if (in_place[index] && w.engine == Engine::vector && w.input_bytes == 0)
         w.in_place_bytes = std::min(w.bytes, static_cast<double>(num_elements(op.output.shape, b)) * e);

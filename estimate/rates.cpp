@@ -232,19 +232,24 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
         dtype, static_cast<double>(g.shape.n), static_cast<double>(g.shape.k));
     (unaligned ? gemm_unaligned_points_ : g.cold_weights ? cold : gemm_points_).push_back({x, *e});
   }
+  // A blocked runtime's plain points: the convolutions its channel rule leaves out of the layout.
+  const auto plain_point = [&](const ConvPoint& c) {
+    return conv_layout == "blocked" && c.layout == "nchw" && c.shape.dtype == dtype && c.flops_per_s > 0;
+  };
   for (const auto& c : device.conv) {
-    if (!conv_used(c)) continue;
+    const bool plain = plain_point(c);
+    if (!conv_used(c) && !plain) continue;
     const auto& s = c.shape;
     const bool depthwise = s.groups == s.c && s.groups == s.k;
     GemmCoords g{static_cast<double>(s.groups), static_cast<double>(s.n * s.out_h() * s.out_w()),
                  static_cast<double>(s.k / s.groups), static_cast<double>(s.c / s.groups * s.r * s.s)};
-    // At its padded shape, with the padded work in its measured time.
-    const auto [f, fb] = pad_channels(g, s.c, s.k, s.groups, depthwise);
+    // At its padded shape, with the padded work in its measured time (a plain point: unpadded).
+    const auto [f, fb] = plain ? std::pair{1.0, 1.0} : pad_channels(g, s.c, s.k, s.groups, depthwise);
     const double rate = typical(c.flops_per_s, c.timing);
     const auto e = efficiency(s.flops() * f, s.bytes() * fb, rate * f);
     if (!e) continue;
     const auto cls = static_cast<std::size_t>(conv_point_class(s));
-    const std::size_t set = conv_dispatch_ && c.impl == conv_dispatch_->impl ? 1 : 0;
+    const std::size_t set = plain ? 2 : conv_dispatch_ && c.impl == conv_dispatch_->impl ? 1 : 0;
     (c.cold_weights ? conv_points_[set].cold : conv_points_[set].warm)[cls]
         .push_back({coords(g.batch, g.m, g.n, g.k, static_cast<double>(s.stride)), *e});
   }
@@ -415,11 +420,15 @@ double RateModel::conv_time_s(const GemmCoords& s, double flops, double bytes,
   const auto of_set = [&](std::size_t set) -> const std::vector<Point>& {
     return cold_weights ? conv_points_[set].cold[cls] : conv_points_[set].warm[cls];
   };
+  // A call the blocked layout leaves plain: the plain points of its class, unpadded, where the
+  // profile has some.
+  GemmCoords q = s;
+  if (call.plain && !of_set(2).empty())
+    return product_s(of_set(2), coords(q.batch, q.m, q.n, q.k, static_cast<double>(stride)), flops, bytes);
   // The set of the implementation the call runs, the other where that one has no point.
   const std::size_t own = conv_dispatch_ && runs_dispatched_impl(*conv_dispatch_, call) ? 1 : 0;
   const auto& points = of_set(own).empty() ? of_set(1 - own) : of_set(own);
   if (points.empty()) return gemm_time_s(s, flops, bytes, cold_weights);
-  GemmCoords q = s;
   const auto [f, fb] = pad_channels(q, in_channels, out_channels, groups, depthwise);
   return product_s(points, coords(q.batch, q.m, q.n, q.k, static_cast<double>(stride)), flops * f,
                    bytes * fb);

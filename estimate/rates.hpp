@@ -28,6 +28,8 @@ struct ConvCall {
   double input_elements = 0;  // batch x channels x pixels
   std::int64_t window_h = 1, window_w = 1, stride = 1, groups = 1;
   bool depthwise = false;
+  // Runs outside a blocked runtime's channel-blocked layout (its channels fail the layout's rule).
+  bool plain = false;
 };
 
 // Whether `call` meets every condition of `rule`: it then runs the rule's implementation.
@@ -191,7 +193,9 @@ class RateModel {
     std::array<std::vector<Point>, 3> cold;  // with cold-weight measurements where made
   };
   // [1]: the points of the dispatch rule's implementation (none without a rule); [0]: the others.
-  std::array<ConvPoints, 2> conv_points_;
+  // By the implementation a point ran: [0] the runtime's library (or all), [1] the dispatch
+  // rule's, [2] a blocked runtime's plain kernels (its `nchw` points).
+  std::array<ConvPoints, 3> conv_points_;
   std::optional<RuntimeConvDispatch> conv_dispatch_;
   bool batched_gemm_points_ = false;
   double best_flops_per_s_ = 0;

@@ -114,6 +114,8 @@ std::vector<std::string> apply_runtime(const RuntimeRecord& record, const std::s
     layout.to_blocked_copies = record.layout->to_blocked_copies;
     layout.expand_broadcast = record.layout->expand_broadcast;
     layout.group_reorder_widths = record.layout->group_reorder_widths;
+    layout.conv_channel_multiple = record.layout->conv_channel_multiple;
+    layout.conv_small_input_channels = record.layout->conv_small_input_channels;
     options.blocked_layout = std::move(layout);
   } else {
     options.blocked_layout.reset();

@@ -149,6 +149,9 @@ std::string runtime_layout_summary(const RuntimeRecord& r) {
     if (l.expand_broadcast) parts.push_back("broadcasts expanded");
     if (!l.group_reorder_widths.empty())
       parts.push_back(fmt::format("groups of {} reordered", fmt::join(l.group_reorder_widths, "/")));
+    if (l.conv_channel_multiple > 1)
+      parts.push_back(fmt::format("channels of a blocked convolution: a multiple of {}, or up to {} in",
+                                  l.conv_channel_multiple, l.conv_small_input_channels));
   }
   parts.push_back("convolutions " + (r.conv_layout.empty() ? std::string("fastest") : r.conv_layout));
   if (r.linears_as_convolutions) parts.push_back("linears as convolutions");

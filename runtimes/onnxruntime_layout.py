@@ -5,7 +5,8 @@ conv-OP-conv (16 channels, 16x16): the op runs blocked when the graph has no mor
 nodes than conv-conv's (the one at the graph's end). The copies of one layout change are the
 reorder nodes that an op running plain adds; the group widths run in a layout of their own are
 those whose grouped 3x3 convolution, between 1x1 convolutions over 128 channels, adds reorder
-nodes to the same net with a dense one."""
+nodes to the same net with a dense one. Which channel counts a convolution needs to run blocked
+comes from single convolutions over 1 to 24 channels (conv_channel_probe)."""
 from runtimes import grids, harness, record
 
 CHANNELS, SIDE = 16, 16
@@ -81,6 +82,51 @@ def grouped_net(g, groups):
     return g.model(nodes, [("x", shape)], [("y", shape)], consts + b_consts + o_consts)
 
 
+# Channel counts tried by the channel rule (conv_channel_rule): enough for a multiple up to 8 to
+# show, and for the counts a small image's input may have.
+RULE_CHANNELS = range(1, 25)
+RULE_MULTIPLES = (2, 4, 8, 16)
+
+
+def channel_rule(dense, depthwise):
+    """Which convolutions run blocked, from whether each tried channel count did (`dense`: input
+    channels -> blocked, a dense 3x3 to 16 channels; `depthwise`: channels -> blocked, a 3x3
+    over that many): (small, multiple), a dense convolution of at most `small` input channels
+    running blocked whatever they are (an image's), every other dense or depthwise one running
+    blocked where its channels are a multiple of `multiple`. (0, 1) where every one ran blocked;
+    None where no multiple explains what ran."""
+    if all(dense.values()) and all(depthwise.values()):
+        return 0, 1
+    small = 0
+    for c in sorted(dense):
+        if not dense[c]:
+            break
+        small = c
+    for m in RULE_MULTIPLES:
+        if all(ok == (c <= small or c % m == 0) for c, ok in dense.items()) and \
+                all(ok == (c % m == 0) for c, ok in depthwise.items() if c > 1):
+            return small, m
+    return None
+
+
+def conv_channel_probe(g):
+    """(small, multiple) of channel_rule from the graphs onnxruntime optimizes (or None), and the
+    probe points: a dense 3x3 of each of RULE_CHANNELS input channels to CHANNELS, and a depthwise
+    3x3 over each, on an 8x8 image; a convolution runs blocked where its graph holds a reorder."""
+    def blocked(c_in, c_out, groups):
+        node, consts = conv_node(g, "a", "x", "y", c_in, c_out, 3, groups=groups, seed=11)
+        shape = (1, c_in, 8, 8)
+        types = g.optimized_node_types(g.model([node], [("x", shape)], [("y", (1, c_out, 8, 8))], consts))
+        return sum(reorders(types)) > 0
+    dense = {c: blocked(c, CHANNELS, 1) for c in RULE_CHANNELS}
+    depthwise = {c: blocked(c, c, c) for c in RULE_CHANNELS}
+    points = [record.probe_point("layout conv channels", f"{name} 3x3 on 8x8",
+                                 blocked=" ".join(str(c) for c, ok in runs.items() if ok),
+                                 plain=" ".join(str(c) for c, ok in runs.items() if not ok))
+              for name, runs in (("dense to 16", dense), ("depthwise", depthwise))]
+    return channel_rule(dense, depthwise), points
+
+
 def probe(g, table):
     """(layout or None, conv_layout, probe points). `table`: onnxruntime_probe's own-kernel
     table (kind -> (grid, build, reference)); its image-shaped kinds are tried. layout is None
@@ -123,4 +169,8 @@ def probe(g, table):
                                          reorders=n, dense_reorders=dense))
     layout = {"blocked_ops": sorted(blocked), "to_plain_copies": copies[0], "to_blocked_copies": copies[1],
               "expand_broadcast": False, "group_reorder_widths": widths}
+    rule, rule_points = conv_channel_probe(g)
+    probes += rule_points
+    if rule is not None:
+        layout["conv_small_input_channels"], layout["conv_channel_multiple"] = rule
     return layout, "blocked", probes

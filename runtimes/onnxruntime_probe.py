@@ -374,15 +374,20 @@ class ConvGrid:
     within 3%). Each point's layout is that of its optimized graph (blocked where onnxruntime
     reorders around it, else nchw); each class's output is checked once, before any timing."""
 
-    def __init__(self, g, quick, sweeps=CONV_SWEEPS):
+    def __init__(self, g, quick, sweeps=CONV_SWEEPS, unaligned=False):
+        """`unaligned`: grids.unaligned_conv_grid too (onnxruntime runs them plain: their
+        `layout` says so), where the layout's channel rule leaves some convolutions plain."""
         self.g, self.items, checked = g, [], set()
-        shapes = grids.conv_grid(quick)
+        shapes = grids.conv_grid(quick) + (grids.unaligned_conv_grid() if unaligned and not quick else [])
         # The inputs are views of one random array: the grid's own would hold hundreds of MB.
         largest = max(math.prod((s["n"], s["c"], s["h"], s["w"])) for shape in shapes
                       for s in (shape, grids.follower(shape)))
         pool = harness.random_input("numpy", (largest,), seed=harness.SEED + 7)
         for i, shape in enumerate(shapes):
-            key = (shape["r"], shape["stride"], shape["c"] // shape["groups"] if shape["groups"] > 1 else 0)
+            # An odd channel count is a class of its own: onnxruntime runs it outside its blocked
+            # layout, in other kernels.
+            key = (shape["r"], shape["stride"], shape["c"] // shape["groups"] if shape["groups"] > 1 else 0,
+                   shape["c"] % 2)
             if key not in checked:
                 check_conv_class(g, shape, 100 + i)
                 checked.add(key)
@@ -725,8 +730,11 @@ def calibrate(options):
     layout, conv_layout, layout_probes = onnxruntime_layout.probe(g, own_kernel_table(g))
     progress(f"layout: convolutions {conv_layout}" + (f", {len(layout['blocked_ops'])} kinds blocked, copies "
              f"{layout['to_plain_copies']}/{layout['to_blocked_copies']}, group widths "
-             f"{layout['group_reorder_widths']}" if layout else ""))
-    conv = ConvGrid(g, options.quick)
+             f"{layout['group_reorder_widths']}" if layout else "")
+             + (f", channels a multiple of {layout['conv_channel_multiple']} (or at most "
+                f"{layout['conv_small_input_channels']} in)" if layout and layout.get("conv_channel_multiple", 1) > 1
+                else ""))
+    conv = ConvGrid(g, options.quick, unaligned=bool(layout) and layout.get("conv_channel_multiple", 1) > 1)
     progress(f"timing {len(conv.items)} conv points in {conv.sweeps} sweeps, the second after the own kernels")
     conv.sweep(budget)
     host()

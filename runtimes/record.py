@@ -149,6 +149,11 @@ def problems(record):
         for key in ("blocked_ops", "to_plain_copies", "to_blocked_copies", "expand_broadcast", "group_reorder_widths"):
             if key not in layout:
                 out.append(f"layout: missing '{key}'")
+        # The channel rule is optional (absent: every convolution runs blocked).
+        for key, least in (("conv_channel_multiple", 1), ("conv_small_input_channels", 0)):
+            value = layout.get(key, least)
+            if not isinstance(value, int) or isinstance(value, bool) or value < least:
+                out.append(f"layout.{key}: {value!r} (an integer, at least {least})")
     # conv_batchnorm_apart is optional (absent: false); the others are required (checked above).
     for key in ("linears_as_convolutions", "fuse_activations", "conv_batchnorm_apart"):
         if not isinstance(record.get(key, False), bool):

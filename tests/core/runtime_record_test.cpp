@@ -115,6 +115,23 @@ TEST(RuntimeRecord, WriteThenReadKeepsValuesAndUnknownFields) {
   }
 }
 
+TEST(RuntimeRecord, ALayoutsChannelRuleRoundTripsAndIsChecked) {
+  json doc = record_fixture();
+  // Absent: every convolution runs blocked, and nothing is written.
+  EXPECT_EQ(runtime_record_from_json(doc, "record.json").layout->conv_channel_multiple, 1);
+  EXPECT_FALSE(to_json(runtime_record_from_json(doc, "record.json"))["layout"].contains("conv_channel_multiple"));
+  doc["layout"]["conv_channel_multiple"] = 4;
+  doc["layout"]["conv_small_input_channels"] = 8;
+  ASSERT_TRUE(validate_runtime_record_json(doc).empty()) << joined(validate_runtime_record_json(doc));
+  const RuntimeRecord r = runtime_record_from_json(doc, "record.json");
+  EXPECT_EQ(r.layout->conv_channel_multiple, 4);
+  EXPECT_EQ(r.layout->conv_small_input_channels, 8);
+  EXPECT_EQ(to_json(r)["layout"]["conv_channel_multiple"], 4);
+  EXPECT_EQ(to_json(r)["layout"]["conv_small_input_channels"], 8);
+  doc["layout"]["conv_channel_multiple"] = 0;
+  EXPECT_FALSE(validate_runtime_record_json(doc).empty());
+}
+
 TEST(RuntimeRecord, ProfileWithRuntimesRoundTripsAndValidates) {
   json doc = profile_example();
   doc["devices"][0]["runtimes"] = {{"torch-jit", record_fixture()},

@@ -662,6 +662,36 @@ Device with_blocked_points(const Device& cpu, bool avx512) {
   return d;
 }
 
+TEST_F(FixtureCpu, AConvolutionLeftPlainTakesThePlainPointsUnpadded) {
+  // The blocked points, and a plain depthwise point (a blocked runtime's kernel for channels its
+  // layout's rule leaves out) at a tenth of their rate.
+  Device d = with_blocked_points(cpu, true);
+  ConvPoint plain = d.conv.at(1);
+  plain.layout = "nchw";
+  plain.flops_per_s = 1e10;
+  plain.timing.time_s = plain.shape.flops() / plain.flops_per_s;
+  d.conv.push_back(plain);
+  const RateModel blocked(d, DType::f32, "blocked");
+  const GemmCoords q136{136, 3136, 1, 9};
+  const double f136 = 2.0 * 136 * 3136 * 9, b136 = 4 * (2 * 136 * 3136 + 136 * 9.0);
+  ConvCall call;
+  call.plain = true;
+  // Plain: the plain point's rate on its own 136 channels; blocked: the blocked point's, padded.
+  EXPECT_NEAR(blocked.conv_time_s(q136, f136, b136, 136, true, 1, false, 136, 136, call), f136 / 1e10, 1e-12);
+  EXPECT_NEAR(blocked.conv_time_s(q136, f136, b136, 136, true, 1, false, 136, 136), 2.0 * 144 * 3136 * 9 / 1e11,
+              1e-12);
+  // A plain dense call has no plain point of its class: the blocked ones stand in.
+  const GemmCoords q128{1, 196, 128, 128};
+  const double f128 = 2.0 * 128 * 128 * 196;
+  EXPECT_NEAR(blocked.conv_time_s(q128, f128, 4 * (2 * 128 * 196 + 128 * 128.0), 1, false, 1, false, 128, 128, call),
+              f128 / 1e11, 1e-12);
+  // The plain point never raises the best rate, and no layout asked for keeps each shape's fastest.
+  EXPECT_DOUBLE_EQ(blocked.best_flops_per_s(), RateModel(with_blocked_points(cpu, true), DType::f32, "blocked")
+                                                   .best_flops_per_s());
+  const RateModel any(d, DType::f32);
+  EXPECT_NEAR(any.conv_time_s(q136, f136, b136, 136, true, 1, false, 136, 136, call), f136 / 1e11, 1e-12);
+}
+
 TEST_F(FixtureCpu, BlockedConvolutionsRunOnChannelsPaddedToWholeBlocks) {
   const RateModel blocked(with_blocked_points(cpu, true), DType::f32, "blocked");
   const RateModel any(with_blocked_points(cpu, true), DType::f32);

@@ -314,6 +314,46 @@ TEST_F(Layout, GroupedConvolutionsOfTheGivenWidthsReorderInAndOut) {
             (std::vector<std::string>{"g/x reorder_plain (group layout)", "g/g reorder_blocked (group layout)"}));
 }
 
+TEST_F(Layout, ConvolutionsTheChannelRuleLeavesOutRunPlainBetweenLayoutChanges) {
+  // x (32 channels) -> 1x1 conv a to `c` -> depthwise 3x3 g over `c` -> 1x1 conv out to 32.
+  const auto net = [](std::int64_t c) {
+    GraphBuilder b;
+    const auto& x = b.input("x", {Dim::symbol("N"), 32, 8, 8});
+    const auto& a = b.add(make_conv2d("a", x, c, {1, 1, 1, 0, 1, 1}, false));
+    const auto& g = b.add(make_conv2d("g", a, c, {3, 3, 1, 1, 1, c}, false));
+    b.add(make_conv2d("out", g, 32, {1, 1, 1, 0, 1, 1}, false));
+    Model m;
+    m.name = "channels";
+    m.forward = b.take();
+    return m;
+  };
+  Options o = layout({"elementwise:relu"});
+  o.blocked_layout->conv_channel_multiple = 4;
+  o.blocked_layout->conv_small_input_channels = 8;
+  // 58 channels: the depthwise convolution and the 1x1 that reads its 58 channels run plain, a
+  // change to plain before them; 60 channels all run blocked.
+  EXPECT_EQ(reorders(estimate(net(58), cpu, o)), (std::vector<std::string>{"a/x reorder_blocked", "g/a reorder_plain"}));
+  EXPECT_EQ(reorders(estimate(net(60), cpu, o)), (std::vector<std::string>{"a/x reorder_blocked"}));
+  // A graph's image of 3 channels (at most 8) runs blocked; no rule: everything does.
+  EXPECT_EQ(reorders(estimate(testing::one_conv_model(3, 8, 58, {3, 3, 1, 1, 1, 1}, "c"), cpu, o)),
+            (std::vector<std::string>{"c/x reorder_blocked"}));
+  o.blocked_layout->conv_channel_multiple = 1;
+  EXPECT_EQ(reorders(estimate(net(58), cpu, o)), (std::vector<std::string>{"a/x reorder_blocked"}));
+}
+
+TEST(BlockedLayoutRule, DenseDepthwiseAndGrouped) {
+  BlockedLayout l;
+  EXPECT_TRUE(l.conv_runs_blocked(58, 58));  // no rule
+  l.conv_channel_multiple = 4;
+  l.conv_small_input_channels = 8;
+  EXPECT_TRUE(l.conv_runs_blocked(3, 1));
+  EXPECT_TRUE(l.conv_runs_blocked(60, 1));
+  EXPECT_FALSE(l.conv_runs_blocked(58, 1));
+  EXPECT_FALSE(l.conv_runs_blocked(6, 6));  // a depthwise one of few channels too
+  EXPECT_TRUE(l.conv_runs_blocked(8, 8));
+  EXPECT_TRUE(l.conv_runs_blocked(58, 2));  // grouped: group_reorder_widths decides
+}
+
 TEST_F(Layout, TrainingIsNotAffected) {
   Options o = layout({"elementwise:relu"});
   o.mode = Mode::training;

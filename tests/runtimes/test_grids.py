@@ -166,6 +166,30 @@ class ColdSpanTest(unittest.TestCase):
         self.assertFalse(grids.cold_product(1, 64, 64))
         self.assertTrue(grids.cold_product(1, 2 ** 12, 2 ** 6))  # weights' elements, whatever their shape
 
+class UnalignedGridTest(unittest.TestCase):
+    def test_odd_channels_over_the_diagonal(self):
+        shapes = grids.unaligned_conv_grid()
+        self.assertTrue(shapes)
+        for shape in shapes:
+            self.assertEqual(shape["c"] % 2, 1, grids.conv_name(shape))
+            self.assertLessEqual(grids.conv_flops(shape), grids.CONV_MAX_FLOPS)
+        classes = {(grids.conv_class(s), s["r"], s["stride"]) for s in shapes}
+        self.assertEqual(classes, {("depthwise", 3, 1), ("depthwise", 3, 2), ("dense", 1, 1), ("dense", 3, 1)})
+        # Every diagonal channel count has its odd neighbour, in the depthwise class at least.
+        self.assertEqual({s["c"] + 1 for s in shapes if grids.conv_class(s) == "depthwise"},
+                         {c for c, _ in grids.CONV_DIAGONAL})
+
+    def test_a_class_check_keeps_the_points_alignment(self):
+        # The check of a class runs the kernel its points do: an odd depthwise point is checked
+        # over odd channels, an aligned one over aligned channels.
+        for shape in grids.unaligned_conv_grid():
+            self.assertEqual(grids.class_check_shape(shape)["c"] % 2, 1)
+        for shape in grids.conv_grid(False):
+            check = grids.class_check_shape(shape)
+            self.assertEqual(grids.conv_class(check), grids.conv_class(shape))
+            if grids.conv_class(shape) == "depthwise":
+                self.assertEqual(check["c"], 16)
+
 
 if __name__ == "__main__":
     unittest.main()

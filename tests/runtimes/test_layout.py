@@ -124,5 +124,30 @@ class OnnxruntimeReordersTest(unittest.TestCase):
         self.assertEqual(onnxruntime_layout.reorders(["MatMul"]), (0, 0))
 
 
+class ChannelRuleTest(unittest.TestCase):
+    CHANNELS = range(1, 25)
+
+    def test_avx2s_rule_is_read_back(self):
+        # What onnxruntime 1.32 did on the AVX2 Zen 3 VM: any input of up to 8 channels, else a
+        # multiple of 4; a depthwise convolution over a multiple of 4.
+        dense = {c: c <= 8 or c % 4 == 0 for c in self.CHANNELS}
+        depthwise = {c: c % 4 == 0 or c == 1 for c in self.CHANNELS}
+        self.assertEqual(onnxruntime_layout.channel_rule(dense, depthwise), (8, 4))
+
+    def test_other_multiples_and_the_smallest_one(self):
+        dense = {c: c <= 16 or c % 8 == 0 for c in self.CHANNELS}
+        depthwise = {c: c % 8 == 0 for c in self.CHANNELS}
+        self.assertEqual(onnxruntime_layout.channel_rule(dense, depthwise), (16, 8))
+        # Every count a multiple of 2 runs blocked: 2, not 4.
+        even = {c: c % 2 == 0 for c in self.CHANNELS}
+        self.assertEqual(onnxruntime_layout.channel_rule(even, even), (0, 2))
+
+    def test_everything_blocked_is_no_rule_and_nonsense_is_none(self):
+        every = {c: True for c in self.CHANNELS}
+        self.assertEqual(onnxruntime_layout.channel_rule(every, every), (0, 1))
+        odd = {c: c % 2 == 1 for c in self.CHANNELS}
+        self.assertIsNone(onnxruntime_layout.channel_rule(odd, odd))
+
+
 if __name__ == "__main__":
     unittest.main()

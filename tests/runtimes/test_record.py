@@ -140,6 +140,16 @@ class ProblemsTest(unittest.TestCase):
         self.assertProblem(a_record(conv=[conv_point(layout=None)]), "conv[0]")
         self.assertProblem(a_record(memory={"levels": [{"name": "DRAM", "Bps": 1e9}]}), "memory.levels[0]")
 
+    def test_a_layouts_channel_rule_is_optional_and_checked(self):
+        layout = {"blocked_ops": [], "to_plain_copies": 1, "to_blocked_copies": 1, "expand_broadcast": False,
+                  "group_reorder_widths": []}
+        self.assertEqual(record.problems(a_record(layout=dict(layout))), [])
+        ruled = dict(layout, conv_channel_multiple=4, conv_small_input_channels=8)
+        self.assertEqual(record.problems(a_record(layout=ruled)), [])
+        self.assertProblem(a_record(layout=dict(ruled, conv_channel_multiple=0)), "layout.conv_channel_multiple")
+        self.assertProblem(a_record(layout=dict(ruled, conv_small_input_channels=True)),
+                           "layout.conv_small_input_channels")
+
     def test_a_plain_runtime_has_no_layout(self):
         self.assertEqual(record.problems(a_record(layout=None)), [])
 
