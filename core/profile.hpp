@@ -15,7 +15,7 @@
 namespace truepeak {
 
 inline constexpr int kSchemaMajor = 1;
-inline constexpr int kSchemaMinor = 18;  // 1.1: gemm points record their layout; 1.2: cold weights;
+inline constexpr int kSchemaMinor = 19;  // 1.1: gemm points record their layout; 1.2: cold weights;
                                         // 1.3: cold weights on conv points; 1.4: vector_ops;
                                         // 1.5: the gelu_tanh vector op; 1.6: the add vector op;
                                         // 1.7: the reorder_blocked and reorder_plain vector ops;
@@ -30,7 +30,8 @@ inline constexpr int kSchemaMinor = 18;  // 1.1: gemm points record their layout
                                         // 1.16: a dispatch rule's per-call costs of its two paths
                                         // 1.17: a runtime record's fused_activations
                                         // 1.18: a runtime's cold_op_s, per op and per kind
-std::string schema_version_string();  // "1.18"
+                                        // 1.19: a runtime layout's channel rule for convolutions
+std::string schema_version_string();  // "1.19"
 
 // Timing statistics of one measured point. time_s is the fastest sample (the capability figure);
 // rates derive from it. median_s sits beside it. typical_s (since 1.8; 0: not recorded) is the

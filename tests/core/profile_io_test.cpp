@@ -83,7 +83,7 @@ TEST_F(ProfileIo, NumbersStayNumbersAndMissingIsNull) {
   EXPECT_TRUE(j["devices"][0]["gemm"][0]["flops_per_s"].is_number());
   EXPECT_TRUE(j["devices"][0]["overhead"]["graph_op_s"].is_null());
   EXPECT_TRUE(j["machine"]["price_per_hour_usd"].is_null());
-  EXPECT_EQ(j["schema_version"], "1.18");
+  EXPECT_EQ(j["schema_version"], "1.19");
   EXPECT_EQ(j["devices"][0]["gemm"][1]["cold_weights"], true);
   EXPECT_EQ(j["devices"][0]["conv"][1]["cold_weights"], true);
 }

@@ -54,7 +54,7 @@ std::string joined(const std::vector<std::string>& errors) {
          << "no message at " << path << " containing \"" << what << "\"; got:" << joined(errors);
 }
 
-TEST(RuntimeRecord, SchemaVersionIsOneEighteen) { EXPECT_EQ(schema_version_string(), "1.18"); }
+TEST(RuntimeRecord, SchemaVersionIsOneNineteen) { EXPECT_EQ(schema_version_string(), "1.19"); }
 
 TEST(RuntimeRecord, FixtureValidatesAndReadsEveryField) {
   const json doc = record_fixture();
