@@ -89,10 +89,13 @@ class GridTest(unittest.TestCase):
             for stride in (1, 2):
                 for c, side in grids.CONV_DIAGONAL:
                     self.assertIn((c, grids.strided_side(side, stride), stride, batch), depthwise)
-        # Other depthwise windows keep the diagonal's two ends, at batch 1.
+        # Other depthwise windows, at batch 1: the whole diagonal at stride 1, its two ends at 2.
         wider = [s for s in grid if s["groups"] == s["c"] and s["r"] > 3]
         self.assertEqual({s["n"] for s in wider}, {1})
-        self.assertEqual(len(wider), 2 * 2 * 2)
+        for kernel in (5, 7):
+            self.assertEqual({s["c"] for s in wider if s["r"] == kernel and s["stride"] == 1},
+                             {c for c, _ in grids.CONV_DIAGONAL})
+            self.assertEqual(len([s for s in wider if s["r"] == kernel and s["stride"] == 2]), 2)
 
     def test_small_work_at_every_channel_count(self):
         grid = grids.conv_grid(False)
