@@ -144,8 +144,10 @@ std::string truepeak_source_dir() { return kTruepeakSourceDir; }
 std::string runtimes_python_path() {
   const char* env = std::getenv("TRUEPEAK_RUNTIMES_DIR");
   if (!env || !*env) return truepeak_source_dir();
-  const fs::path dir(env);
   std::error_code ec;
+  // Absolute: the probes run in this folder, where a relative path would name another.
+  fs::path dir = fs::absolute(env, ec);
+  if (ec) dir = env;
   // Named as the package folder itself, its parent is what Python searches.
   if (!fs::is_directory(dir / "runtimes", ec) && dir.filename() == "runtimes")
     return dir.parent_path().string();
@@ -189,7 +191,7 @@ std::string choose_python(const std::string& given, const std::string& runtime,
     // venv's interpreter is a link that finds its venv by the path it was started by.
     std::error_code ec;
     const auto absolute = fs::absolute(path, ec);
-    return ec ? path : absolute.lexically_normal().string();
+    return ec ? path : absolute.string();
   }
   const std::string venv = source_dir + "/.venv/bin/python";
   if (is_executable_file(venv)) {
@@ -200,6 +202,7 @@ std::string choose_python(const std::string& given, const std::string& runtime,
                   "import importlib.util, sys; sys.exit(importlib.util.find_spec('" +
                       runtime_framework_module(runtime) + "') is None)"};
     for (char** e = environ; e && *e; ++e) check.env.emplace_back(*e);
+    check.cwd = "/";  // a folder named after the framework where truepeak started cannot answer
     check.timeout_s = kImportCheck_s;
     if (const auto r = run_child(check); r.end == ChildResult::End::exited && r.exit_status == 0)
       return venv;

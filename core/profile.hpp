@@ -141,6 +141,7 @@ struct RuntimeLayout {
   int to_plain_copies = 1;               // copies one layout change makes
   int to_blocked_copies = 1;
   bool expand_broadcast = false;  // a broadcast operand of a blocked op is expanded first
+  bool broadcast_plain = false;   // an elementwise op with a broadcast 4-D operand runs plain
   std::vector<std::int64_t> group_reorder_widths;  // channels per group run in a layout of their own
   // A dense convolution of more than `conv_small_input_channels` input channels, or a depthwise
   // one, runs blocked only where its channels are a multiple of this (1: every one does).

@@ -158,6 +158,7 @@ RuntimeRecord record_from_json(const Reader& r, const json& obj, const std::stri
     l.to_plain_copies = static_cast<int>(r.optional_integer(*layout, p, "to_plain_copies").value_or(1));
     l.to_blocked_copies = static_cast<int>(r.optional_integer(*layout, p, "to_blocked_copies").value_or(1));
     l.expand_broadcast = r.optional_boolean(*layout, p, "expand_broadcast");
+    l.broadcast_plain = r.optional_boolean(*layout, p, "broadcast_plain");
     if (const auto* widths = r.optional_field(*layout, p, "group_reorder_widths")) {
       if (!widths->is_array()) r.fail(p + "/group_reorder_widths", "expected an array of integers");
       for (const auto& w : *widths) {

@@ -143,6 +143,7 @@ nlohmann::json to_json(const RuntimeRecord& rec) {
               {"to_blocked_copies", l.to_blocked_copies},
               {"expand_broadcast", l.expand_broadcast},
               {"group_reorder_widths", l.group_reorder_widths}};
+    if (l.broadcast_plain) layout["broadcast_plain"] = true;
     if (l.conv_channel_multiple > 1) {
       layout["conv_channel_multiple"] = l.conv_channel_multiple;
       layout["conv_small_input_channels"] = l.conv_small_input_channels;

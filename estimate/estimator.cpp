@@ -256,9 +256,10 @@ bool BlockedLayout::runs_blocked(const std::string& kind) const {
                      [&](const std::string& k) { return k == kind || k == base; });
 }
 
-bool BlockedLayout::conv_runs_blocked(std::int64_t in_channels, std::int64_t groups) const {
+bool BlockedLayout::conv_runs_blocked(std::int64_t in_channels, std::int64_t out_channels,
+                                      std::int64_t groups) const {
   if (conv_channel_multiple <= 1 || in_channels <= 0) return true;
-  const bool depthwise = groups > 1 && groups == in_channels;
+  const bool depthwise = groups > 1 && groups == in_channels && out_channels == groups;
   if (groups > 1 && !depthwise) return true;  // a grouped one: group_reorder_widths
   if (!depthwise && in_channels <= conv_small_input_channels) return true;
   return in_channels % conv_channel_multiple == 0;

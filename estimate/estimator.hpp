@@ -52,6 +52,10 @@ struct BlockedLayout {
   // activation) expands that operand: it goes to plain, is expanded to the output's shape, and
   // that tensor is changed to blocked (PyTorch's oneDNN multiply). Else the op broadcasts in place.
   bool expand_broadcast = false;
+  // An elementwise op with a broadcast 4-D operand runs plain whatever its kind: its blocked
+  // operands change to plain, each at its own size, and its output stays plain (onnxruntime's
+  // squeeze-excitation multiply runs outside its NCHWc region).
+  bool broadcast_plain = false;
   // Channels per group of the grouped convolutions (not depthwise) that run in a layout of their
   // own: their input is reordered out of the blocked layout and their output back, one reorder
   // each, every time (oneDNN on AVX-512: groups of 4 and 8 channels in aBcd4b / aBcd8b, of 2 in
@@ -64,7 +68,7 @@ struct BlockedLayout {
   std::int64_t conv_channel_multiple = 1;
   std::int64_t conv_small_input_channels = 0;
   bool runs_blocked(const std::string& kind) const;
-  bool conv_runs_blocked(std::int64_t in_channels, std::int64_t groups) const;
+  bool conv_runs_blocked(std::int64_t in_channels, std::int64_t out_channels, std::int64_t groups) const;
 };
 
 // Elements per second of a runtime's own kernels, by op kind (a row kind such as

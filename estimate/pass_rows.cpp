@@ -33,6 +33,9 @@ class LayoutPass {
     if (op.kind != OpKind::conv2d && !activations.empty() && layout_.runs_blocked(row_kind(op)))
       run_blocked = std::all_of(activations.begin(), activations.end(),
                                 [&](const TensorRef* in) { return is_blocked(in->name); });
+    if (run_blocked && layout_.broadcast_plain && op.kind == OpKind::elementwise)
+      run_blocked = std::all_of(activations.begin(), activations.end(),
+                                [&](const TensorRef* in) { return in->shape == op.output.shape; });
     // One layout change of `tensor`: its copies, each a reorder row.
     const auto change = [&](const TensorRef& tensor, bool to_blocked) {
       const int copies = to_blocked ? layout_.to_blocked_copies : layout_.to_plain_copies;
@@ -83,8 +86,9 @@ class LayoutPass {
 
   // A convolution whose channels the layout's rule lets run blocked.
   bool conv_runs_blocked(const Op& op) const {
-    if (op.inputs.empty() || op.inputs.front().shape.size() != 4) return true;
-    return layout_.conv_runs_blocked(eval_shape(op.inputs.front().shape, b_)[1], op.groups);
+    if (op.inputs.empty() || op.inputs.front().shape.size() != 4 || op.output.shape.size() != 4) return true;
+    return layout_.conv_runs_blocked(eval_shape(op.inputs.front().shape, b_)[1],
+                                     eval_shape(op.output.shape, b_)[1], op.groups);
   }
 
   // A grouped convolution (not depthwise) whose groups have one of the layout's widths of

@@ -192,7 +192,6 @@ class RateModel {
     std::array<std::vector<Point>, 3> warm;
     std::array<std::vector<Point>, 3> cold;  // with cold-weight measurements where made
   };
-  // [1]: the points of the dispatch rule's implementation (none without a rule); [0]: the others.
   // By the implementation a point ran: [0] the runtime's library (or all), [1] the dispatch
   // rule's, [2] a blocked runtime's plain kernels (its `nchw` points).
   std::array<ConvPoints, 3> conv_points_;

@@ -113,6 +113,7 @@ std::vector<std::string> apply_runtime(const RuntimeRecord& record, const std::s
     layout.to_plain_copies = record.layout->to_plain_copies;
     layout.to_blocked_copies = record.layout->to_blocked_copies;
     layout.expand_broadcast = record.layout->expand_broadcast;
+    layout.broadcast_plain = record.layout->broadcast_plain;
     layout.group_reorder_widths = record.layout->group_reorder_widths;
     layout.conv_channel_multiple = record.layout->conv_channel_multiple;
     layout.conv_small_input_channels = record.layout->conv_small_input_channels;

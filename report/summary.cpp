@@ -147,6 +147,7 @@ std::string runtime_layout_summary(const RuntimeRecord& r) {
                                 l.blocked_ops.size(), l.blocked_ops.size() == 1 ? "" : "s", l.to_plain_copies,
                                 l.to_blocked_copies));
     if (l.expand_broadcast) parts.push_back("broadcasts expanded");
+    if (l.broadcast_plain) parts.push_back("broadcasts plain");
     if (!l.group_reorder_widths.empty())
       parts.push_back(fmt::format("groups of {} reordered", fmt::join(l.group_reorder_widths, "/")));
     if (l.conv_channel_multiple > 1)

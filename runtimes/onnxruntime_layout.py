@@ -82,10 +82,10 @@ def grouped_net(g, groups):
     return g.model(nodes, [("x", shape)], [("y", shape)], consts + b_consts + o_consts)
 
 
-# Channel counts tried by the channel rule (conv_channel_rule): enough for a multiple up to 8 to
-# show, and for the counts a small image's input may have.
+# Channel counts tried for the channel rule (channel_rule, conv_channel_probe): enough for a
+# multiple up to 8 to show, and for the counts a small image's input may have.
 RULE_CHANNELS = range(1, 25)
-RULE_MULTIPLES = (2, 4, 8, 16)
+RULE_MULTIPLES = (2, 4, 8)
 
 
 def channel_rule(dense, depthwise):
@@ -94,9 +94,12 @@ def channel_rule(dense, depthwise):
     over that many): (small, multiple), a dense convolution of at most `small` input channels
     running blocked whatever they are (an image's), every other dense or depthwise one running
     blocked where its channels are a multiple of `multiple`. (0, 1) where every one ran blocked;
-    None where no multiple explains what ran."""
+    None where no multiple explains what ran, or where every dense count ran blocked and the
+    depthwise ones did not (past the counts tried, the dense ones are not known)."""
     if all(dense.values()) and all(depthwise.values()):
         return 0, 1
+    if all(dense.values()):
+        return None
     small = 0
     for c in sorted(dense):
         if not dense[c]:
@@ -155,7 +158,8 @@ def probe(g, table):
         copies = [max(1, counts[cross][0] - base[0]), max(1, counts[cross][1] - base[1])]
     broadcast_types = g.optimized_node_types(conv_op_conv(g, lambda shape: squeeze_excitation(g, shape)))
     broadcast = reorders(broadcast_types)
-    # onnxruntime reorders a broadcast operand at its own size, never expanded to the full one.
+    # onnxruntime reorders a broadcast operand at its own size, never expanded to the full one; a
+    # multiply between more reorders than conv-conv's runs plain (broadcast_plain).
     probes.append(record.probe_point("layout broadcast Mul", f"1x{CHANNELS}x{SIDE}x{SIDE} by 1x{CHANNELS}x1x1",
                                      optimized_nodes=" ".join(broadcast_types), to_plain=broadcast[0],
                                      to_blocked=broadcast[1]))
@@ -169,6 +173,8 @@ def probe(g, table):
                                          reorders=n, dense_reorders=dense))
     layout = {"blocked_ops": sorted(blocked), "to_plain_copies": copies[0], "to_blocked_copies": copies[1],
               "expand_broadcast": False, "group_reorder_widths": widths}
+    if broadcast[0] > base[0]:
+        layout["broadcast_plain"] = True
     rule, rule_points = conv_channel_probe(g)
     probes += rule_points
     if rule is not None:

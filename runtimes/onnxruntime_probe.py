@@ -378,7 +378,7 @@ class ConvGrid:
         """`unaligned`: grids.unaligned_conv_grid too (onnxruntime runs them plain: their
         `layout` says so), where the layout's channel rule leaves some convolutions plain."""
         self.g, self.items, checked = g, [], set()
-        shapes = grids.conv_grid(quick) + (grids.unaligned_conv_grid() if unaligned and not quick else [])
+        shapes = grids.conv_grid(quick) + (grids.unaligned_conv_grid(quick) if unaligned else [])
         # The inputs are views of one random array: the grid's own would hold hundreds of MB.
         largest = max(math.prod((s["n"], s["c"], s["h"], s["w"])) for shape in shapes
                       for s in (shape, grids.follower(shape)))
@@ -392,7 +392,9 @@ class ConvGrid:
                 check_conv_class(g, shape, 100 + i)
                 checked.add(key)
             (pair, x, _), (alone, x2) = conv_models(g, shape, 10 * i, pool)
-            blocked = "ReorderInput" in g.optimized_node_types(alone)
+            # Blocked where the graph holds a reorder: a dense convolution of few input channels
+            # reads a plain input directly, and only its output is reordered.
+            blocked = sum(onnxruntime_layout.reorders(g.optimized_node_types(alone))) > 0
             self.items.append((shape, {"pair": (pair, x), "alone": (alone, x2)}, blocked))
         self.sweeps = max(1, sweeps)
         self.samples = [{name: [] for name in runs} for _, runs, _ in self.items]

@@ -149,6 +149,8 @@ def problems(record):
         for key in ("blocked_ops", "to_plain_copies", "to_blocked_copies", "expand_broadcast", "group_reorder_widths"):
             if key not in layout:
                 out.append(f"layout: missing '{key}'")
+        if not isinstance(layout.get("broadcast_plain", False), bool):
+            out.append(f"layout.broadcast_plain: {layout['broadcast_plain']!r} (true or false)")
         # The channel rule is optional (absent: every convolution runs blocked).
         for key, least in (("conv_channel_multiple", 1), ("conv_small_input_channels", 0)):
             value = layout.get(key, least)

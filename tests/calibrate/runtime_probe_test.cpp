@@ -104,14 +104,26 @@ TEST(ChoosePython, GivenPathMustBeAnExecutable) {
   EXPECT_EQ(fs::path(choose_python("sh", "torch-jit", "/nonexistent")).filename(), "sh");
 }
 
+TEST(RuntimesPythonPath, ARelativeFolderBecomesAbsolute) {
+  // The probes run in that folder: a relative path would name another from there.
+  ::setenv("TRUEPEAK_RUNTIMES_DIR", "some/relative/folder", 1);
+  const fs::path path = runtimes_python_path();
+  ::unsetenv("TRUEPEAK_RUNTIMES_DIR");
+  EXPECT_TRUE(path.is_absolute());
+  EXPECT_EQ(path, fs::current_path() / "some/relative/folder");
+}
+
 TEST(ChoosePython, ARelativePathBecomesAbsoluteWithItsLinksKept) {
   // The probes run in their own folder; a venv's interpreter is a link that must stay one.
   const fs::path dir = fs::temp_directory_path() / ("truepeak-python-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   fs::create_symlink("/bin/sh", dir / "python");
   const auto relative = (dir / "python").lexically_relative(fs::current_path());
-  ASSERT_TRUE(relative.is_relative());
-  EXPECT_EQ(choose_python(relative.string(), "torch-jit", "/nonexistent"), (dir / "python").string());
+  const auto chosen = fs::path(choose_python(relative.string(), "torch-jit", "/nonexistent"));
+  EXPECT_TRUE(relative.is_relative());
+  EXPECT_TRUE(chosen.is_absolute());
+  EXPECT_TRUE(fs::is_symlink(chosen));
+  EXPECT_TRUE(fs::equivalent(chosen, dir / "python"));
   fs::remove_all(dir);
 }
 

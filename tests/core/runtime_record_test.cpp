@@ -128,6 +128,11 @@ TEST(RuntimeRecord, ALayoutsChannelRuleRoundTripsAndIsChecked) {
   EXPECT_EQ(r.layout->conv_small_input_channels, 8);
   EXPECT_EQ(to_json(r)["layout"]["conv_channel_multiple"], 4);
   EXPECT_EQ(to_json(r)["layout"]["conv_small_input_channels"], 8);
+  EXPECT_FALSE(r.layout->broadcast_plain);
+  EXPECT_FALSE(to_json(r)["layout"].contains("broadcast_plain"));
+  doc["layout"]["broadcast_plain"] = true;
+  EXPECT_TRUE(runtime_record_from_json(doc, "record.json").layout->broadcast_plain);
+  EXPECT_EQ(to_json(runtime_record_from_json(doc, "record.json"))["layout"]["broadcast_plain"], true);
   doc["layout"]["conv_channel_multiple"] = 0;
   EXPECT_FALSE(validate_runtime_record_json(doc).empty());
 }

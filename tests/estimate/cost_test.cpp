@@ -690,6 +690,20 @@ TEST_F(FixtureCpu, AConvolutionLeftPlainTakesThePlainPointsUnpadded) {
                                                    .best_flops_per_s());
   const RateModel any(d, DType::f32);
   EXPECT_NEAR(any.conv_time_s(q136, f136, b136, 136, true, 1, false, 136, 136, call), f136 / 1e11, 1e-12);
+  // Through an estimate: a runtime whose blocked layout takes multiples of 16 channels runs the
+  // depthwise 3x3 over 136 at the plain point's rate; with every convolution blocked, at the
+  // padded blocked point's.
+  Options o = batch(1);
+  o.conv_layout = "blocked";
+  o.blocked_layout = BlockedLayout{};
+  o.blocked_layout->conv_channel_multiple = 16;
+  const Model dw = testing::one_conv_model(136, 56, 136, {3, 3, 1, 1, 1, 136}, "dw");
+  const auto conv_row = [](const Estimate& e) {
+    return *std::find_if(e.ops.begin(), e.ops.end(), [](const OpRow& r) { return r.kind == "conv2d"; });
+  };
+  EXPECT_NEAR(conv_row(estimate(dw, d, o)).compute_s, f136 / 1e10, 1e-12);
+  o.blocked_layout->conv_channel_multiple = 1;
+  EXPECT_NEAR(conv_row(estimate(dw, d, o)).compute_s, 2.0 * 144 * 3136 * 9 / 1e11, 1e-12);
 }
 
 TEST_F(FixtureCpu, BlockedConvolutionsRunOnChannelsPaddedToWholeBlocks) {

@@ -314,6 +314,25 @@ TEST_F(Layout, GroupedConvolutionsOfTheGivenWidthsReorderInAndOut) {
             (std::vector<std::string>{"g/x reorder_plain (group layout)", "g/g reorder_blocked (group layout)"}));
 }
 
+TEST_F(Layout, ABroadcastMultiplyRunsPlainWhereTheRuntimeRunsItSo) {
+  Options o = layout({"pool", "elementwise:sigmoid", "elementwise:mul"});
+  o.blocked_layout->broadcast_plain = true;
+  // The activation and the scale go to plain, each at its own size; the product comes back to
+  // blocked for the next convolution.
+  const auto est = estimate(squeeze_excitation(), cpu, o);
+  EXPECT_EQ(reorders(est), (std::vector<std::string>{"a/x reorder_blocked", "scale/a reorder_plain",
+                                                     "scale/sigmoid reorder_plain", "out/scale reorder_blocked"}));
+  EXPECT_EQ(row(est, "scale/sigmoid reorder_plain").shape, "[2,32,1,1]");
+  EXPECT_EQ(row(est, "out/scale reorder_blocked").shape, "[2,32,8,8]");
+  // An elementwise op of same-shaped operands keeps running blocked.
+  EXPECT_EQ(reorders(estimate(model(), cpu, layout({"elementwise:silu", "elementwise:relu", "elementwise:add"}))),
+            reorders(estimate(model(), cpu, [&] {
+              Options p = layout({"elementwise:silu", "elementwise:relu", "elementwise:add"});
+              p.blocked_layout->broadcast_plain = true;
+              return p;
+            }())));
+}
+
 TEST_F(Layout, ConvolutionsTheChannelRuleLeavesOutRunPlainBetweenLayoutChanges) {
   // x (32 channels) -> 1x1 conv a to `c` -> depthwise 3x3 g over `c` -> 1x1 conv out to 32.
   const auto net = [](std::int64_t c) {
@@ -343,15 +362,16 @@ TEST_F(Layout, ConvolutionsTheChannelRuleLeavesOutRunPlainBetweenLayoutChanges) 
 
 TEST(BlockedLayoutRule, DenseDepthwiseAndGrouped) {
   BlockedLayout l;
-  EXPECT_TRUE(l.conv_runs_blocked(58, 58));  // no rule
+  EXPECT_TRUE(l.conv_runs_blocked(58, 58, 58));  // no rule
   l.conv_channel_multiple = 4;
   l.conv_small_input_channels = 8;
-  EXPECT_TRUE(l.conv_runs_blocked(3, 1));
-  EXPECT_TRUE(l.conv_runs_blocked(60, 1));
-  EXPECT_FALSE(l.conv_runs_blocked(58, 1));
-  EXPECT_FALSE(l.conv_runs_blocked(6, 6));  // a depthwise one of few channels too
-  EXPECT_TRUE(l.conv_runs_blocked(8, 8));
-  EXPECT_TRUE(l.conv_runs_blocked(58, 2));  // grouped: group_reorder_widths decides
+  EXPECT_TRUE(l.conv_runs_blocked(3, 64, 1));
+  EXPECT_TRUE(l.conv_runs_blocked(60, 58, 1));  // the output's channels are padded, not ruled
+  EXPECT_FALSE(l.conv_runs_blocked(58, 64, 1));
+  EXPECT_FALSE(l.conv_runs_blocked(6, 6, 6));  // a depthwise one of few channels too
+  EXPECT_TRUE(l.conv_runs_blocked(8, 8, 8));
+  EXPECT_TRUE(l.conv_runs_blocked(58, 58, 2));    // grouped: group_reorder_widths decides
+  EXPECT_TRUE(l.conv_runs_blocked(58, 116, 58));  // two outputs a group: grouped, not depthwise
 }
 
 TEST_F(Layout, TrainingIsNotAffected) {

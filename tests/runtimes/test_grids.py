@@ -182,6 +182,11 @@ class UnalignedGridTest(unittest.TestCase):
         self.assertEqual({s["c"] + 1 for s in shapes if grids.conv_class(s) == "depthwise"},
                          {c for c, _ in grids.CONV_DIAGONAL})
 
+    def test_quick_keeps_a_depthwise_and_a_dense_point(self):
+        quick = grids.unaligned_conv_grid(True)
+        self.assertEqual({grids.conv_class(s) for s in quick}, {"depthwise", "dense"})
+        self.assertTrue(all(s["c"] % 2 == 1 for s in quick))
+
     def test_a_class_check_keeps_the_points_alignment(self):
         # The check of a class runs the kernel its points do: an odd depthwise point is checked
         # over odd channels, an aligned one over aligned channels.

@@ -147,6 +147,9 @@ class ChannelRuleTest(unittest.TestCase):
         self.assertEqual(onnxruntime_layout.channel_rule(every, every), (0, 1))
         odd = {c: c % 2 == 1 for c in self.CHANNELS}
         self.assertIsNone(onnxruntime_layout.channel_rule(odd, odd))
+        # Every dense count blocked but not every depthwise one: the dense counts past those tried
+        # are not known, and no rule is claimed.
+        self.assertIsNone(onnxruntime_layout.channel_rule(every, {c: c % 4 == 0 for c in self.CHANNELS}))
 
 
 if __name__ == "__main__":
