@@ -37,6 +37,21 @@ class Layout : public ::testing::Test {
     return m;
   }
 
+  // x (32 channels, 8x8) -> 1x1 conv a to `a_out` -> conv g to `g_out` (`g_attrs`) -> 1x1 conv out
+  // to 32.
+  static Model three_convs(std::int64_t a_out, std::int64_t g_out, const ConvAttrs& g_attrs,
+                           const std::string& name) {
+    GraphBuilder b;
+    const auto& x = b.input("x", {Dim::symbol("N"), 32, 8, 8});
+    const auto& a = b.add(make_conv2d("a", x, a_out, {1, 1, 1, 0, 1, 1}, false));
+    const auto& g = b.add(make_conv2d("g", a, g_out, g_attrs, false));
+    b.add(make_conv2d("out", g, 32, {1, 1, 1, 0, 1, 1}, false));
+    Model m;
+    m.name = name;
+    m.forward = b.take();
+    return m;
+  }
+
   static std::vector<std::string> reorders(const Estimate& est) {
     std::vector<std::string> names;
     for (const auto& op : est.ops)
@@ -280,17 +295,7 @@ TEST_F(Layout, ABroadcastOperandIsExpandedWhereTheRuntimeDoesSo) {
 
 TEST_F(Layout, GroupedConvolutionsOfTheGivenWidthsReorderInAndOut) {
   // x -> conv a (32 channels) -> grouped 3x3 conv g -> conv out; g's groups of `width` channels.
-  const auto net = [](std::int64_t groups) {
-    GraphBuilder b;
-    const auto& x = b.input("x", {Dim::symbol("N"), 32, 8, 8});
-    const auto& a = b.add(make_conv2d("a", x, 32, {1, 1, 1, 0, 1, 1}, false));
-    const auto& g = b.add(make_conv2d("g", a, 64, {3, 3, 2, 1, 1, groups}, false));
-    b.add(make_conv2d("out", g, 32, {1, 1, 1, 0, 1, 1}, false));
-    Model m;
-    m.name = "grouped";
-    m.forward = b.take();
-    return m;
-  };
+  const auto net = [](std::int64_t groups) { return three_convs(32, 64, {3, 3, 2, 1, 1, groups}, "grouped"); };
   Options o = layout({"elementwise:relu"});
   o.blocked_layout->group_reorder_widths = {4, 8};
   const auto without = [](Options options) {
@@ -335,17 +340,7 @@ TEST_F(Layout, ABroadcastMultiplyRunsPlainWhereTheRuntimeRunsItSo) {
 
 TEST_F(Layout, ConvolutionsTheChannelRuleLeavesOutRunPlainBetweenLayoutChanges) {
   // x (32 channels) -> 1x1 conv a to `c` -> depthwise 3x3 g over `c` -> 1x1 conv out to 32.
-  const auto net = [](std::int64_t c) {
-    GraphBuilder b;
-    const auto& x = b.input("x", {Dim::symbol("N"), 32, 8, 8});
-    const auto& a = b.add(make_conv2d("a", x, c, {1, 1, 1, 0, 1, 1}, false));
-    const auto& g = b.add(make_conv2d("g", a, c, {3, 3, 1, 1, 1, c}, false));
-    b.add(make_conv2d("out", g, 32, {1, 1, 1, 0, 1, 1}, false));
-    Model m;
-    m.name = "channels";
-    m.forward = b.take();
-    return m;
-  };
+  const auto net = [](std::int64_t c) { return three_convs(c, c, {3, 3, 1, 1, 1, c}, "channels"); };
   Options o = layout({"elementwise:relu"});
   o.blocked_layout->conv_channel_multiple = 4;
   o.blocked_layout->conv_small_input_channels = 8;
