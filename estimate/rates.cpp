@@ -132,9 +132,9 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
     blocked_channels_ = cpu_channel_block(device.properties);
     if (conv_layout == "blocked") channel_block_ = blocked_channels_;
   }
+  const auto conv_measured = [&](const ConvPoint& c) { return c.shape.dtype == dtype && c.flops_per_s > 0; };
   const auto conv_used = [&](const ConvPoint& c) {
-    return c.shape.dtype == dtype && c.flops_per_s > 0 &&
-           (conv_layout.empty() || c.layout == conv_layout);
+    return conv_measured(c) && (conv_layout.empty() || c.layout == conv_layout);
   };
   double best_point = 0;
   for (const auto& g : device.gemm) {
@@ -234,7 +234,7 @@ RateModel::RateModel(const Device& device, DType dtype, const std::string& conv_
   }
   // A blocked runtime's plain points: the convolutions its channel rule leaves out of the layout.
   const auto plain_point = [&](const ConvPoint& c) {
-    return conv_layout == "blocked" && c.layout == "nchw" && c.shape.dtype == dtype && c.flops_per_s > 0;
+    return conv_layout == "blocked" && c.layout == "nchw" && conv_measured(c);
   };
   for (const auto& c : device.conv) {
     const bool plain = plain_point(c);

@@ -367,7 +367,8 @@ CONV_SWEEPS = 2
 class ConvGrid:
     """Conv over grids.conv_grid, f32, timed in a chain (conv_models) and fitted by
     pair_kernel_s. Each point's two sessions are opened, timed and closed once a sweep
-    (time_sessions), and the caller starts the sweeps between other probes: a point's fastest
+    (harness.Sweeps over time_sessions), and the caller starts the sweeps (`sweeps`) between
+    other probes: a point's fastest
     time comes from the best of CONV_SWEEPS moments seconds apart, so that a slow spell of a
     shared host takes no point's rate with it (on the 2-core Zen 3 VM one dense 3x3 point came
     to 116-161 GFLOP/s over three moments a few seconds apart, each of them at 5 or more samples
@@ -377,7 +378,7 @@ class ConvGrid:
     def __init__(self, g, quick, sweeps=CONV_SWEEPS, unaligned=False):
         """`unaligned`: grids.unaligned_conv_grid too (onnxruntime runs them plain: their
         `layout` says so), where the layout's channel rule leaves some convolutions plain."""
-        self.g, self.items, checked = g, [], set()
+        self.points, makers, checked = [], {}, set()
         shapes = grids.conv_grid(quick) + (grids.unaligned_conv_grid(quick) if unaligned else [])
         # The inputs are views of one random array: the grid's own would hold hundreds of MB.
         largest = max(math.prod((s["n"], s["c"], s["h"], s["w"])) for shape in shapes
@@ -395,25 +396,18 @@ class ConvGrid:
             # Blocked where the graph holds a reorder: a dense convolution of few input channels
             # reads a plain input directly, and only its output is reordered.
             blocked = sum(onnxruntime_layout.reorders(g.optimized_node_types(alone))) > 0
-            self.items.append((shape, {"pair": (pair, x), "alone": (alone, x2)}, blocked))
-        self.sweeps = max(1, sweeps)
-        self.samples = [{name: [] for name in runs} for _, runs, _ in self.items]
-        self.done = 0
-
-    def sweep(self, budget):
-        self.done += 1
-        for (_, runs, _), samples in zip(self.items, self.samples):
-            makers = {name: checked_call(self.g, model, {"x": x}) for name, (model, x) in runs.items()}
-            for name, timing in time_sessions(makers, budget, 1.0 / self.sweeps).items():
-                samples[name] += timing.samples
+            self.points.append((shape, blocked))
+            makers[(i, "pair")] = checked_call(g, pair, {"x": x})
+            makers[(i, "alone")] = checked_call(g, alone, {"x": x2})
+        # Each key's session on its own, one after another (time_sessions), once a sweep.
+        self.sweeps = harness.Sweeps(makers, time_group=time_sessions, sweeps=sweeps)
 
     def finish(self, op_s, call_s, budget, progress):
         """The sweeps not yet run, then (points, probe points)."""
-        while self.done < self.sweeps:
-            self.sweep(budget)
+        timed = self.sweeps.finish(budget)
         points, probes = [], []
-        for (shape, runs, blocked), samples in zip(self.items, self.samples):
-            timings = {name: harness.Timing(s) for name, s in samples.items()}
+        for i, (shape, blocked) in enumerate(self.points):
+            timings = {name: timed[(i, name)] for name in ("pair", "alone")}
             kernel_s, method = harness.pair_kernel_s(timings["pair"].time_s, timings["alone"].time_s, op_s, call_s)
             median_s, _ = harness.pair_kernel_s(timings["pair"].median_s, timings["alone"].median_s, op_s, call_s)
             flops = grids.conv_flops(shape)
@@ -424,10 +418,10 @@ class ConvGrid:
                           "follower_s": timings["alone"].time_s, "fit": method})
             points.append(point)
             probes += [record.probe_point(f"conv Conv f32 {name}", grids.conv_name(shape), timings[name])
-                       for name in runs]
-        self.items = self.samples = None  # the models' weights
+                       for name in timings]
+        sweeps, self.sweeps = self.sweeps.sweeps, None  # the models' weights
         best = max(points, key=lambda p: p["flops_per_s"])
-        progress(f"{len(points)} conv points in {self.sweeps} sweeps, best {best['flops_per_s'] / 1e9:.1f} GFLOP/s "
+        progress(f"{len(points)} conv points in {sweeps} sweeps, best {best['flops_per_s'] / 1e9:.1f} GFLOP/s "
                  f"({grids.conv_name(best)})")
         return points, probes
 
@@ -737,8 +731,9 @@ def calibrate(options):
                 f"{layout['conv_small_input_channels']} in)" if layout and layout.get("conv_channel_multiple", 1) > 1
                 else ""))
     conv = ConvGrid(g, options.quick, unaligned=bool(layout) and layout.get("conv_channel_multiple", 1) > 1)
-    progress(f"timing {len(conv.items)} conv points in {conv.sweeps} sweeps, the second after the own kernels")
-    conv.sweep(budget)
+    progress(f"timing {len(conv.points)} conv points in {conv.sweeps.sweeps} sweeps, the second after the own "
+             "kernels")
+    conv.sweeps.sweep(budget)
     host()
     cold.sweeps.sweep(budget)
     own, own_probes = own_kernel_rates(g, budget, progress, options.quick)
